@@ -1,0 +1,48 @@
+# Every target sets itself up: `make demo` and `make test` work from a fresh clone.
+SHELL := /bin/bash
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+# The Lambda runtime is python3.13; sam build needs the same Python on PATH.
+PYTHON313 ?= $(shell ls -d $${PYENV_ROOT:-$$HOME/.pyenv}/versions/3.13*/bin/python3.13 2>/dev/null | tail -1 || true)
+ifeq ($(PYTHON313),)
+PYTHON313 := $(shell command -v python3.13)
+endif
+export PATH := $(CURDIR)/$(BIN):$(PATH)
+
+.PHONY: setup demo test check lint typecheck cfn build clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml layers/core/pyproject.toml
+	@test -n "$(PYTHON313)" || { echo "Python 3.13 not found: install it (e.g. pyenv install 3.13) or set PYTHON313=/path/to/python3.13"; exit 1; }
+	@test -x $(BIN)/python || $(PYTHON313) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e layers/core -e '.[dev]'
+	@touch $@
+
+demo: $(STAMP)
+	$(BIN)/lockgate demo
+
+test: $(STAMP)
+	$(BIN)/pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check layers functions infra workflows
+
+typecheck: $(STAMP)
+	$(BIN)/mypy layers/core/lockgate functions infra/lockgate_infra workflows/shop
+
+cfn: $(STAMP)
+	$(BIN)/cfn-lint template.yaml
+	$(BIN)/sam validate --lint --template-file template.yaml
+
+check: lint typecheck cfn $(STAMP)
+	$(BIN)/pytest --cov --cov-branch --cov-report=term-missing:skip-covered
+
+build: $(STAMP)
+	$(BIN)/sam build --template-file template.yaml
+
+clean:
+	rm -rf .aws-sam .pytest_cache .mypy_cache .ruff_cache .coverage

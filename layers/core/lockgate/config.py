@@ -1,0 +1,163 @@
+"""The deployment's configuration file (``lockgate.toml``), parsed and validated.
+
+Stdlib only on purpose: the webhook receiver loads this at cold start, and
+pydantic would add ~25% to its import time (see benchmarks/cold_start.py).
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lockgate.errors import ConfigError
+
+SCHEMES = frozenset({"github", "stripe", "standard", "slack", "shopify", "hmac"})
+SECRET_PREFIXES = ("env:", "secretsmanager:")
+SOURCE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+DEFAULT_MAX_BODY_BYTES = 1_048_576
+
+
+@dataclass(frozen=True)
+class SourceConfig:
+    """One webhook provider: how its deliveries are signed and identified."""
+
+    name: str
+    scheme: str
+    secrets: tuple[str, ...]
+    tolerance_seconds: int = 300
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    # Options of the generic ``hmac`` scheme.
+    header: str | None = None
+    encoding: str = "hex"
+    prefix: str = ""
+    algorithm: str = "sha256"
+    id_header: str | None = None
+    id_field: str | None = None
+    event_type_header: str | None = None
+    event_type_field: str | None = None
+
+
+@dataclass(frozen=True)
+class InboxConfig:
+    """How deliveries are retried and kept."""
+
+    max_attempts: int = 5
+    backoff_base_seconds: int = 2
+    backoff_cap_seconds: int = 900
+    requeue_after_seconds: int = 120
+    retention_days: int = 14
+    max_item_body_bytes: int = 200_000
+
+
+@dataclass(frozen=True)
+class LockgateConfig:
+    """The whole file."""
+
+    sources: Mapping[str, SourceConfig]
+    inbox: InboxConfig = field(default_factory=InboxConfig)
+    workflows_package: str | None = None
+
+    def source(self, name: str) -> SourceConfig | None:
+        """The source called ``name``, or None."""
+        return self.sources.get(name)
+
+
+_SOURCE_KEYS = {f for f in SourceConfig.__dataclass_fields__ if f != "name"}
+_INBOX_KEYS = set(InboxConfig.__dataclass_fields__)
+
+
+def load_config(path: str | Path) -> LockgateConfig:
+    """Read and validate a ``lockgate.toml``; raise ConfigError saying what is wrong."""
+    p = Path(path)
+    try:
+        raw = tomllib.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ConfigError(f"config file not found: {p}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{p}: not valid TOML: {exc}") from exc
+    return parse_config(raw, origin=str(p))
+
+
+def parse_config(raw: Mapping[str, Any], origin: str = "lockgate.toml") -> LockgateConfig:
+    """Validate an already-parsed TOML document."""
+    unknown = set(raw) - {"sources", "inbox", "workflows"}
+    if unknown:
+        raise ConfigError(f"{origin}: unknown section(s) {sorted(unknown)}")
+    sources_raw = _table(raw.get("sources", {}), f"{origin}: [sources]")
+    sources = {
+        name: _source(name, _table(body, f"{origin}: [sources.{name}]"), origin)
+        for name, body in sources_raw.items()
+    }
+    inbox_raw = _table(raw.get("inbox", {}), f"{origin}: [inbox]")
+    _no_unknown(inbox_raw, _INBOX_KEYS, f"{origin}: [inbox]")
+    inbox = InboxConfig(**{k: _positive_int(v, f"{origin}: inbox.{k}") for k, v in inbox_raw.items()})
+    workflows = _table(raw.get("workflows", {}), f"{origin}: [workflows]")
+    _no_unknown(workflows, {"package"}, f"{origin}: [workflows]")
+    package = workflows.get("package")
+    if package is not None and not (isinstance(package, str) and package.isidentifier()):
+        raise ConfigError(f"{origin}: workflows.package must be a Python package name")
+    return LockgateConfig(sources=sources, inbox=inbox, workflows_package=package)
+
+
+def _source(name: str, body: Mapping[str, Any], origin: str) -> SourceConfig:
+    where = f"{origin}: [sources.{name}]"
+    if not SOURCE_NAME.match(name):
+        raise ConfigError(f"{where}: source names are lowercase letters, digits, '-' and '_'")
+    _no_unknown(body, _SOURCE_KEYS, where)
+    scheme = body.get("scheme")
+    if scheme not in SCHEMES:
+        raise ConfigError(f"{where}: scheme must be one of {sorted(SCHEMES)}, got {scheme!r}")
+    secrets = body.get("secrets")
+    if not isinstance(secrets, list) or not secrets:
+        raise ConfigError(f'{where}: secrets must be a non-empty list, e.g. ["env:NAME"]')
+    for ref in secrets:
+        if not isinstance(ref, str) or not ref.startswith(SECRET_PREFIXES) or ref.endswith(":"):
+            raise ConfigError(f'{where}: each secret is "env:NAME" or "secretsmanager:NAME"')
+    options: dict[str, Any] = {}
+    for key in ("tolerance_seconds", "max_body_bytes"):
+        if key in body:
+            options[key] = _positive_int(body[key], f"{where} {key}")
+    for key in (
+        "header",
+        "encoding",
+        "prefix",
+        "algorithm",
+        "id_header",
+        "id_field",
+        "event_type_header",
+        "event_type_field",
+    ):
+        if key in body:
+            if not isinstance(body[key], str):
+                raise ConfigError(f"{where}: {key} must be a string")
+            options[key] = body[key]
+    if scheme == "hmac":
+        if not options.get("header"):
+            raise ConfigError(f'{where}: the hmac scheme needs header = "X-Signature-Header"')
+        if options.get("encoding", "hex") not in ("hex", "base64"):
+            raise ConfigError(f'{where}: encoding must be "hex" or "base64"')
+        if options.get("algorithm", "sha256") not in ("sha1", "sha256", "sha512"):
+            raise ConfigError(f"{where}: algorithm must be sha1, sha256 or sha512")
+    return SourceConfig(name=name, scheme=scheme, secrets=tuple(secrets), **options)
+
+
+def _table(value: Any, where: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{where} must be a table")
+    return value
+
+
+def _no_unknown(body: Mapping[str, Any], allowed: set[str], where: str) -> None:
+    unknown = set(body) - allowed
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}")
+
+
+def _positive_int(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ConfigError(f"{where} must be a positive whole number, got {value!r}")
+    return value

@@ -1,0 +1,1 @@
+"""The inbox: one stored item per delivery, a queue of pointers, leases."""

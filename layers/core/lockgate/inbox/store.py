@@ -1,0 +1,247 @@
+"""DynamoDB adapter for the Inbox table. Every state change is one conditional write."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from lockgate.errors import Deferred, DeliveryNotFound, LeaseLost, NotClaimable, StoreUnavailable
+from lockgate.inbox.models import Delivery, Status, to_attribute
+
+STATUS_INDEX = "by-status"
+MAX_ERROR_CHARS = 500
+
+
+@dataclass(frozen=True)
+class Stored:
+    """The result of storing a delivery: new, or the copy already there."""
+
+    created: bool
+    existing: Delivery | None = None
+
+
+class InboxStore:
+    """Reads and conditionally writes inbox items. The client is injected."""
+
+    def __init__(self, dynamodb: Any, table_name: str) -> None:
+        self._db = dynamodb
+        self._table = table_name
+
+    def put_new(self, delivery: Delivery) -> Stored:
+        """Store a delivery unless its key exists; a duplicate costs no second read."""
+        try:
+            self._db.put_item(
+                TableName=self._table,
+                Item=_attributes(delivery.to_item()),
+                ConditionExpression="attribute_not_exists(pk)",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as exc:
+            if _conditional_failed(exc):
+                return Stored(created=False, existing=_old_item(exc))
+            raise StoreUnavailable(_code(exc)) from exc
+        except BotoCoreError as exc:
+            raise StoreUnavailable(type(exc).__name__) from exc
+        return Stored(created=True)
+
+    def get(self, pk: str) -> Delivery:
+        """The delivery with this key, read consistently."""
+        try:
+            response = self._db.get_item(TableName=self._table, Key={"pk": {"S": pk}}, ConsistentRead=True)
+        except (ClientError, BotoCoreError) as exc:
+            raise StoreUnavailable(type(exc).__name__) from exc
+        if "Item" not in response:
+            raise DeliveryNotFound(pk)
+        return Delivery.from_item(response["Item"])
+
+    def claim(self, pk: str, owner: str, now: int, lease_seconds: int) -> Delivery:
+        """Take the lease on a waiting delivery, or on one whose lease has expired."""
+        try:
+            response = self._db.update_item(
+                TableName=self._table,
+                Key={"pk": {"S": pk}},
+                UpdateExpression=(
+                    "SET #s = :processing, lease_owner = :owner, lease_expires_at = :expires, "
+                    "updated_at = :now, attempts = if_not_exists(attempts, :zero) + :one"
+                ),
+                ConditionExpression=(
+                    "attribute_exists(pk) AND available_at <= :now AND "
+                    "(#s = :received OR (#s = :processing AND lease_expires_at < :now))"
+                ),
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues=_attributes(
+                    {
+                        ":processing": Status.PROCESSING.value,
+                        ":received": Status.RECEIVED.value,
+                        ":owner": owner,
+                        ":expires": now + lease_seconds,
+                        ":now": now,
+                        ":zero": 0,
+                        ":one": 1,
+                    }
+                ),
+                ReturnValues="ALL_NEW",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as exc:
+            if _conditional_failed(exc):
+                raise _why_not_claimable(pk, _old_item(exc), now) from exc
+            raise StoreUnavailable(_code(exc)) from exc
+        except BotoCoreError as exc:
+            raise StoreUnavailable(type(exc).__name__) from exc
+        return Delivery.from_item(response["Attributes"])
+
+    def finish(self, pk: str, owner: str, outcome: str, now: int) -> None:
+        """Mark done; refused (LeaseLost) unless this worker still owns the lease."""
+        self._owned_update(
+            pk,
+            owner,
+            "SET #s = :done, outcome = :outcome, updated_at = :now REMOVE lease_owner, lease_expires_at",
+            {":done": Status.DONE.value, ":outcome": outcome[:MAX_ERROR_CHARS], ":now": now},
+        )
+
+    def release_for_retry(self, pk: str, owner: str, error: str, available_at: int, now: int) -> None:
+        """Give the delivery back to the queue after a failure, not before ``available_at``."""
+        self._owned_update(
+            pk,
+            owner,
+            "SET #s = :received, last_error = :error, available_at = :available, updated_at = :now "
+            "REMOVE lease_owner, lease_expires_at",
+            {
+                ":received": Status.RECEIVED.value,
+                ":error": error[:MAX_ERROR_CHARS],
+                ":available": available_at,
+                ":now": now,
+            },
+        )
+
+    def fail(self, pk: str, owner: str, error: str, now: int) -> None:
+        """Set the delivery aside as failed; conditional on owning the lease."""
+        self._owned_update(
+            pk,
+            owner,
+            "SET #s = :failed, last_error = :error, updated_at = :now REMOVE lease_owner, lease_expires_at",
+            {":failed": Status.FAILED.value, ":error": error[:MAX_ERROR_CHARS], ":now": now},
+        )
+
+    def requeue_failed(self, pk: str, now: int) -> Delivery:
+        """An operator's retry: a failed delivery waits again with a fresh attempt count."""
+        try:
+            response = self._db.update_item(
+                TableName=self._table,
+                Key={"pk": {"S": pk}},
+                UpdateExpression=(
+                    "SET #s = :received, attempts = :zero, available_at = :now, updated_at = :now"
+                ),
+                ConditionExpression="#s = :failed",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues=_attributes(
+                    {
+                        ":received": Status.RECEIVED.value,
+                        ":failed": Status.FAILED.value,
+                        ":zero": 0,
+                        ":now": now,
+                    }
+                ),
+                ReturnValues="ALL_NEW",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as exc:
+            if _conditional_failed(exc):
+                old = _old_item(exc)
+                if old is None:
+                    raise DeliveryNotFound(pk) from exc
+                raise NotClaimable(f"{pk} is {old.status.value}, not failed") from exc
+            raise StoreUnavailable(_code(exc)) from exc
+        return Delivery.from_item(response["Attributes"])
+
+    def list_by_status(self, status: Status, limit: int = 50) -> list[Delivery]:
+        """The newest deliveries in one status."""
+        try:
+            response = self._db.query(
+                TableName=self._table,
+                IndexName=STATUS_INDEX,
+                KeyConditionExpression="#s = :s",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues={":s": {"S": status.value}},
+                ScanIndexForward=False,
+                Limit=limit,
+            )
+        except (ClientError, BotoCoreError) as exc:
+            raise StoreUnavailable(type(exc).__name__) from exc
+        return [Delivery.from_item(item) for item in response.get("Items", [])]
+
+    def count_by_status(self) -> dict[Status, int]:
+        """How many deliveries are in each status (paged COUNT queries on the index)."""
+        counts: dict[Status, int] = {}
+        for status in Status:
+            total, start = 0, None
+            while True:
+                kwargs: dict[str, Any] = {
+                    "TableName": self._table,
+                    "IndexName": STATUS_INDEX,
+                    "Select": "COUNT",
+                    "KeyConditionExpression": "#s = :s",
+                    "ExpressionAttributeNames": {"#s": "status"},
+                    "ExpressionAttributeValues": {":s": {"S": status.value}},
+                }
+                if start:
+                    kwargs["ExclusiveStartKey"] = start
+                try:
+                    response = self._db.query(**kwargs)
+                except (ClientError, BotoCoreError) as exc:
+                    raise StoreUnavailable(type(exc).__name__) from exc
+                total += int(response.get("Count", 0))
+                start = response.get("LastEvaluatedKey")
+                if not start:
+                    break
+            counts[status] = total
+        return counts
+
+    def _owned_update(self, pk: str, owner: str, update: str, values: dict[str, Any]) -> None:
+        values = {**values, ":owner": owner, ":processing": Status.PROCESSING.value}
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key={"pk": {"S": pk}},
+                UpdateExpression=update,
+                ConditionExpression="#s = :processing AND lease_owner = :owner",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues=_attributes(values),
+            )
+        except ClientError as exc:
+            if _conditional_failed(exc):
+                raise LeaseLost(pk) from exc
+            raise StoreUnavailable(_code(exc)) from exc
+        except BotoCoreError as exc:
+            raise StoreUnavailable(type(exc).__name__) from exc
+
+
+def _why_not_claimable(pk: str, old: Delivery | None, now: int) -> Exception:
+    if old is None:
+        return DeliveryNotFound(pk)
+    if old.status in (Status.DONE, Status.FAILED):
+        return NotClaimable(f"{pk} is already {old.status.value}")
+    if old.status is Status.PROCESSING:
+        wait = max(1, (old.lease_expires_at or now) - now)
+        return Deferred(f"{pk} is leased by another worker", delay_seconds=wait)
+    return Deferred(f"{pk} is backing off", delay_seconds=max(1, old.available_at - now))
+
+
+def _attributes(values: dict[str, Any]) -> dict[str, Any]:
+    return {k: to_attribute(v) for k, v in values.items()}
+
+
+def _conditional_failed(exc: ClientError) -> bool:
+    return _code(exc) == "ConditionalCheckFailedException"
+
+
+def _code(exc: ClientError) -> str:
+    return str(exc.response.get("Error", {}).get("Code", "ClientError"))
+
+
+def _old_item(exc: ClientError) -> Delivery | None:
+    item: dict[str, Any] | None = exc.response.get("Item")  # type: ignore[assignment]
+    return Delivery.from_item(item) if item else None

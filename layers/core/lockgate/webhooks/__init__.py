@@ -1,0 +1,1 @@
+"""Webhook signature verification, delivery identification and (for tests and the demo) signing."""

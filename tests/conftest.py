@@ -1,0 +1,83 @@
+"""Test-wide guards and fixtures: no real network, moto for AWS, resources from template.yaml."""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from lockgate.clock import FixedClock
+from tests.support import Aws, Harness, make_config
+
+ROOT = Path(__file__).resolve().parent.parent
+TEMPLATE = ROOT / "template.yaml"
+
+
+def _is_loopback(address: Any) -> bool:
+    host = address[0] if isinstance(address, tuple) else address
+    if not isinstance(host, str):
+        return False  # unix sockets carry a path string; other families are not allowed
+    if host in ("localhost", ""):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@pytest.fixture(autouse=True)
+def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any connection to a non-loopback address fails the test: tests never reach the network."""
+    original = socket.socket.connect
+
+    def guarded(self: socket.socket, address: Any) -> Any:
+        if self.family == socket.AF_UNIX or _is_loopback(address):
+            return original(self, address)
+        raise RuntimeError(f"test tried to reach the network: {address!r}")
+
+    monkeypatch.setattr(socket.socket, "connect", guarded)
+
+
+@pytest.fixture(autouse=True)
+def _aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fake credentials so nothing can ever use a real account."""
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "POWERTOOLS_METRICS_DISABLED": "true",
+        "POWERTOOLS_TRACE_DISABLED": "true",
+    }.items():
+        monkeypatch.setenv(name, value)
+    for name in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def aws() -> Iterator[Aws]:
+    """moto in-process, with every table, queue and bucket of template.yaml created."""
+    from lockgate_infra.local.resources import create_resources
+    from lockgate_infra.template import LocalPlan, load_template
+
+    with mock_aws():
+        session = boto3.session.Session(region_name="us-east-1")
+        plan = LocalPlan.from_template(load_template(TEMPLATE))
+        names = create_resources(plan, session)
+        yield Aws(session=session, names=names)
+
+
+@pytest.fixture
+def clock() -> FixedClock:
+    return FixedClock()
+
+
+@pytest.fixture
+def harness(aws: Aws, clock: FixedClock) -> Harness:
+    return Harness(aws=aws, config=make_config(), clock=clock)

@@ -1,0 +1,164 @@
+"""The real Lambda handlers, imported as Lambda would, on moto with the shipped lockgate.toml."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from lockgate.config import load_config
+from lockgate.webhooks.signing import sign
+from lockgate_infra.devsecrets import seed_dev_secrets
+from tests.support import Aws
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class FakeContext:
+    function_name = "test"
+    memory_limit_in_mb = 512
+    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:test"
+    aws_request_id = "req-1"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 30_000
+
+
+def load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"{name}_app", ROOT / "functions" / name / "app.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def handlers(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> tuple[ModuleType, ModuleType, dict[str, str]]:
+    config = load_config(ROOT / "lockgate.toml")
+    secrets = seed_dev_secrets(config, aws.client("secretsmanager"))
+    for name, value in {
+        "INBOX_TABLE": aws.inbox_table,
+        "STATE_TABLE": aws.state_table,
+        "INBOX_QUEUE_URL": aws.queue_url,
+        "INBOX_DLQ_URL": aws.dlq_url,
+        "BODY_BUCKET": aws.bucket,
+        "LOCKGATE_CONFIG": str(ROOT / "lockgate.toml"),
+        "WORKER_TIMEOUT_SECONDS": "60",
+    }.items():
+        monkeypatch.setenv(name, value)
+    return load("webhook_receiver"), load("agent_worker"), secrets
+
+
+def api_event(source: str, body: bytes, headers: dict[str, str]) -> dict[str, Any]:
+    return {
+        "version": "2.0",
+        "routeKey": "POST /webhooks/{source}",
+        "rawPath": f"/webhooks/{source}",
+        "headers": headers,
+        "pathParameters": {"source": source},
+        "body": body.decode(),
+        "isBase64Encoded": False,
+        "requestContext": {"http": {"method": "POST", "path": f"/webhooks/{source}"}, "requestId": "r"},
+    }
+
+
+def test_receiver_and_worker_handlers_end_to_end(aws: Aws, handlers: Any) -> None:
+    receiver, worker, secrets = handlers
+    config = load_config(ROOT / "lockgate.toml")
+    partner = config.sources["partner"]
+    now = int(time.time())
+    good = json.dumps(
+        {"type": "order.updated", "order": {"id": "A-1", "status": "shipped", "updated_at": now}}
+    ).encode()
+    broken = json.dumps({"type": "order.updated", "order": {}}).encode()
+    # Given two signed partner deliveries, one malformed for its handler, and one forged
+    replies = [
+        receiver.handler(
+            api_event(
+                "partner",
+                body,
+                sign(partner, secrets["partner"], body, now, delivery_id=did, event_type="order.updated"),
+            ),
+            FakeContext(),
+        )
+        for did, body in (("p-1", good), ("p-2", broken))
+    ]
+    forged = receiver.handler(
+        api_event("partner", good, sign(partner, "wrong", good, now, delivery_id="p-3")), FakeContext()
+    )
+    assert [r["statusCode"] for r in replies] == [200, 200]
+    assert forged["statusCode"] == 401
+    # When the worker handler gets the queued pointers as one SQS batch
+    messages = aws.drain(aws.queue_url)
+    event = {
+        "Records": [
+            {
+                "messageId": m["MessageId"],
+                "receiptHandle": m["ReceiptHandle"],
+                "body": m["Body"],
+                "attributes": {"ApproximateReceiveCount": "1"},
+                "messageAttributes": {},
+                "eventSource": "aws:sqs",
+                "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:q",
+                "awsRegion": "us-east-1",
+                "md5OfBody": "",
+            }
+            for m in messages
+        ]
+        + [
+            {
+                "messageId": "junk",
+                "receiptHandle": "junk",
+                "body": "not a pointer",
+                "attributes": {},
+                "messageAttributes": {},
+                "eventSource": "aws:sqs",
+                "eventSourceARN": "arn",
+                "awsRegion": "us-east-1",
+                "md5OfBody": "",
+            }
+        ]
+    }
+    result = worker.handler(event, FakeContext())
+    # Then only the junk message is reported failed; the good delivery is done, the broken one set aside
+    assert result == {"batchItemFailures": [{"itemIdentifier": "junk"}]}
+    rows = {i["pk"]["S"]: i for i in aws.inbox_items()}
+    assert rows["partner#p-1"]["status"]["S"] == "done"
+    assert rows["partner#p-1"]["outcome"]["S"] == "order A-1 is now shipped"
+    assert rows["partner#p-2"]["status"]["S"] == "failed"
+    assert "partner#p-3" not in rows
+
+
+def test_receiver_refuses_to_start_without_its_secrets(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given a deployment whose webhook secrets were never created
+    for name, value in {
+        "INBOX_TABLE": aws.inbox_table,
+        "INBOX_QUEUE_URL": aws.queue_url,
+        "BODY_BUCKET": aws.bucket,
+        "LOCKGATE_CONFIG": str(ROOT / "lockgate.toml"),
+    }.items():
+        monkeypatch.setenv(name, value)
+    # Then the cold start fails instead of accepting unverifiable deliveries
+    with pytest.raises(Exception, match="cannot read secret"):
+        load("webhook_receiver")
+
+
+def test_receiver_does_not_import_the_agent_stack() -> None:
+    # The receiver's cold start must not pay for anthropic or pydantic
+    code = (
+        "import sys\n"
+        "import lockgate.receipt, lockgate.http, lockgate.settings, lockgate.secrets\n"
+        "import aws_lambda_powertools\n"
+        "from aws_lambda_powertools import Logger, Metrics\n"
+        "bad = [m for m in ('anthropic', 'pydantic', 'httpx') if m in sys.modules]\n"
+        "print(','.join(bad))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""

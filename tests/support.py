@@ -1,0 +1,222 @@
+"""Shared test support: building the core objects on moto, signing deliveries, fault injection."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import boto3
+from botocore.exceptions import ClientError
+
+from lockgate.clock import FixedClock
+from lockgate.config import LockgateConfig, parse_config
+from lockgate.errors import LockgateError
+from lockgate.freshness import EntityVersions
+from lockgate.http import HttpResponse, RawRequest, error_response
+from lockgate.inbox.bodies import BodyStore
+from lockgate.inbox.queue import DeadLetters, InboxQueue
+from lockgate.inbox.store import InboxStore
+from lockgate.processing import Leasing, Worker
+from lockgate.receipt import Receiver
+from lockgate.routing import Router
+from lockgate.secrets import SecretResolver
+from lockgate.telemetry import CountingMetrics
+
+LOG = logging.getLogger("lockgate.tests")
+
+SECRETS = {
+    "GITHUB_SECRET": "It's a Secret to Everybody",
+    "STRIPE_SECRET": "whsec_stripe_test_secret",
+    "STANDARD_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+    "STANDARD_SECRET_OLD": "whsec_dGhlLW9sZC1zZWNyZXQtdmFsdWUtMTIzNDU2",
+    "SLACK_SECRET": "8f742231b10e8888abcd99yyyzzz85a5",
+    "SHOPIFY_SECRET": "shpss_test_secret",
+    "PARTNER_SECRET": "partner-shared-secret",
+}
+
+TEST_CONFIG: dict[str, Any] = {
+    "sources": {
+        "github": {"scheme": "github", "secrets": ["env:GITHUB_SECRET"]},
+        "stripe": {"scheme": "stripe", "secrets": ["env:STRIPE_SECRET"], "tolerance_seconds": 300},
+        "helpdesk": {"scheme": "standard", "secrets": ["env:STANDARD_SECRET", "env:STANDARD_SECRET_OLD"]},
+        "slack": {"scheme": "slack", "secrets": ["env:SLACK_SECRET"]},
+        "shopify": {"scheme": "shopify", "secrets": ["env:SHOPIFY_SECRET"]},
+        "partner": {
+            "scheme": "hmac",
+            "secrets": ["env:PARTNER_SECRET"],
+            "header": "X-Partner-Signature",
+            "prefix": "sha256=",
+            "id_header": "X-Partner-Delivery",
+            "event_type_field": "type",
+            "max_body_bytes": 2_000_000,
+        },
+    },
+    "inbox": {"max_attempts": 5, "requeue_after_seconds": 120, "max_item_body_bytes": 50_000},
+}
+
+
+def make_config(**inbox: int) -> LockgateConfig:
+    """The test deployment's config, with inbox settings overridden."""
+    raw = {**TEST_CONFIG, "inbox": {**TEST_CONFIG["inbox"], **inbox}}
+    return parse_config(raw)
+
+
+@dataclass
+class Aws:
+    """moto clients and the physical names of the template's resources."""
+
+    session: boto3.session.Session
+    names: dict[str, str]
+
+    def client(self, service: str) -> Any:
+        return self.session.client(service)
+
+    @property
+    def inbox_table(self) -> str:
+        return self.names["InboxTable"]
+
+    @property
+    def state_table(self) -> str:
+        return self.names["StateTable"]
+
+    @property
+    def queue_url(self) -> str:
+        return self.names["InboxQueue"]
+
+    @property
+    def dlq_url(self) -> str:
+        return self.names["InboxDLQ"]
+
+    @property
+    def bucket(self) -> str:
+        return self.names["BodyBucket"]
+
+    def inbox_items(self) -> list[dict[str, Any]]:
+        return self.client("dynamodb").scan(TableName=self.inbox_table, ConsistentRead=True)["Items"]
+
+    def drain(self, queue_url: str, max_messages: int = 1000) -> list[dict[str, Any]]:
+        """Receive (and delete) everything visible in a queue."""
+        sqs, out = self.client("sqs"), []
+        while len(out) < max_messages:
+            got = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10, AttributeNames=["All"]).get(
+                "Messages", []
+            )
+            if not got:
+                return out
+            for m in got:
+                sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=m["ReceiptHandle"])
+            out.extend(got)
+        return out
+
+
+@dataclass
+class Harness:
+    """A receiver and a worker factory wired to moto, with a controllable clock."""
+
+    aws: Aws
+    config: LockgateConfig
+    clock: FixedClock
+    metrics: CountingMetrics = field(default_factory=CountingMetrics)
+    router: Router = field(default_factory=Router)
+    clients: dict[str, Any] = field(default_factory=dict)
+
+    def client(self, service: str) -> Any:
+        if service not in self.clients:
+            self.clients[service] = self.aws.client(service)
+        return self.clients[service]
+
+    def receiver(self) -> Receiver:
+        return Receiver(
+            config=self.config,
+            secrets=SecretResolver(SECRETS),
+            inbox=InboxStore(self.client("dynamodb"), self.aws.inbox_table),
+            queue=InboxQueue(self.client("sqs"), self.aws.queue_url),
+            bodies=BodyStore(self.client("s3"), self.aws.bucket),
+            clock=self.clock,
+            log=LOG,
+            metrics=self.metrics,
+        )
+
+    def post(
+        self,
+        source: str,
+        body: bytes,
+        headers: dict[str, str],
+        *,
+        base64: bool = False,
+        receiver: Receiver | None = None,
+    ) -> HttpResponse:
+        """Send one delivery through the receiver the way the handler does."""
+        import base64 as b64
+
+        event = {
+            "pathParameters": {"source": source},
+            "headers": headers,
+            "body": b64.b64encode(body).decode() if base64 else body.decode("utf-8", "surrogateescape"),
+            "isBase64Encoded": base64,
+        }
+        try:
+            return (receiver or self.receiver()).receive(RawRequest.from_apigw_v2(event))
+        except LockgateError as exc:
+            return error_response(exc)
+
+    def worker(self, lease_seconds: int = 60) -> Worker:
+        return Worker(
+            inbox=InboxStore(self.client("dynamodb"), self.aws.inbox_table),
+            bodies=BodyStore(self.client("s3"), self.aws.bucket),
+            queue=InboxQueue(self.client("sqs"), self.aws.queue_url),
+            dead_letters=DeadLetters(self.client("sqs"), self.aws.dlq_url),
+            router=self.router,
+            versions=EntityVersions(self.client("dynamodb"), self.aws.state_table, self.clock),
+            settings=self.config.inbox,
+            leasing=Leasing(lease_seconds),
+            clock=self.clock,
+            log=LOG,
+            metrics=self.metrics,
+        )
+
+    def store(self) -> InboxStore:
+        return InboxStore(self.client("dynamodb"), self.aws.inbox_table)
+
+
+def fail_calls(
+    client: Any,
+    operation: str,
+    code: str = "InternalServerError",
+    when: Callable[[dict[str, Any]], bool] | None = None,
+) -> None:
+    """Make every call of ``operation`` on this client fail with ``code`` before it is sent."""
+
+    def _raise(params: dict[str, Any], **_: Any) -> None:
+        if when is None or when(params):
+            raise ClientError({"Error": {"Code": code, "Message": "injected fault"}}, operation)
+
+    client.meta.events.register(f"before-call.*.{operation}", _raise)
+
+
+@contextmanager
+def serialized_moto() -> Iterator[None]:
+    """One lock around moto's request dispatch.
+
+    moto's conditional writes are not atomic under threads (2-4 winners of one
+    conditional update, measured); serialising dispatch makes concurrency tests
+    test our conditions rather than moto's races.
+    """
+    from moto.core.botocore_stubber import BotocoreStubber
+
+    lock = threading.Lock()
+    original = BotocoreStubber.process_request
+
+    def locked(self: BotocoreStubber, request: Any) -> Any:
+        with lock:
+            return original(self, request)
+
+    BotocoreStubber.process_request = locked  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        BotocoreStubber.process_request = original  # type: ignore[method-assign]

@@ -1,0 +1,73 @@
+"""lockgate.toml parsing: the documented shape works, mistakes are named."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lockgate.config import load_config, parse_config
+from lockgate.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_documented_shape_works(tmp_path: Path) -> None:
+    # Given the exact snippet from the README
+    path = tmp_path / "lockgate.toml"
+    path.write_text(
+        "[sources.github]\n"
+        'scheme = "github"        # github | stripe | standard | slack | shopify | hmac\n'
+        'secrets = ["env:GITHUB_WEBHOOK_SECRET"]   # several allowed, for rotation\n'
+        "tolerance_seconds = 300  # for timestamped schemes\n"
+    )
+    config = load_config(path)
+    source = config.sources["github"]
+    assert (source.scheme, source.secrets, source.tolerance_seconds) == (
+        "github",
+        ("env:GITHUB_WEBHOOK_SECRET",),
+        300,
+    )
+    assert source.max_body_bytes == 1_048_576
+    assert config.inbox.max_attempts == 5
+
+
+def test_the_shipped_config_is_valid() -> None:
+    config = load_config(ROOT / "lockgate.toml")
+    assert {"helpdesk", "github", "stripe", "slack", "shopify", "partner"} <= set(config.sources)
+    assert config.workflows_package == "shop"
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"sources": {"x": {"scheme": "gitlab", "secrets": ["env:A"]}}}, "scheme must be one of"),
+        ({"sources": {"x": {"scheme": "github", "secrets": []}}}, "non-empty list"),
+        ({"sources": {"x": {"scheme": "github"}}}, "non-empty list"),
+        ({"sources": {"x": {"scheme": "github", "secrets": ["plain-secret"]}}}, "env:NAME"),
+        ({"sources": {"x": {"scheme": "github", "secrets": ["env:"]}}}, "env:NAME"),
+        ({"sources": {"x": {"scheme": "github", "secrets": ["env:A"], "tolerance": 5}}}, "unknown key"),
+        ({"sources": {"x": {"scheme": "stripe", "secrets": ["env:A"], "tolerance_seconds": -1}}}, "positive"),
+        ({"sources": {"x": {"scheme": "hmac", "secrets": ["env:A"]}}}, "needs header"),
+        (
+            {"sources": {"x": {"scheme": "hmac", "secrets": ["env:A"], "header": "h", "encoding": "b32"}}},
+            "encoding",
+        ),
+        ({"sources": {"Bad Name": {"scheme": "github", "secrets": ["env:A"]}}}, "source names"),
+        ({"source": {}}, "unknown section"),
+        ({"inbox": {"max_attempts": 0}}, "positive"),
+        ({"workflows": {"package": "not a name"}}, "package name"),
+    ],
+)
+def test_mistakes_are_refused_with_a_clear_message(raw: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        parse_config(raw)
+
+
+def test_missing_or_broken_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="not found"):
+        load_config(tmp_path / "nope.toml")
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[sources.github\n")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_config(bad)

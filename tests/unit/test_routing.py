@@ -1,0 +1,102 @@
+"""Routing picks the most specific handler; settings and secrets fail clearly."""
+
+from __future__ import annotations
+
+import pytest
+
+from lockgate.clock import FixedClock
+from lockgate.errors import ConfigError, SecretUnavailable
+from lockgate.routing import Router, no_task
+from lockgate.secrets import SecretResolver
+from lockgate.settings import ReceiverSettings, WorkerSettings
+from lockgate.workflows import load_workflows
+
+
+def handler_named(name: str):  # type: ignore[no-untyped-def]
+    def handler(event, context):  # type: ignore[no-untyped-def]
+        return name
+
+    return handler
+
+
+@pytest.mark.parametrize(
+    ("source", "event_type", "expected"),
+    [
+        ("github", "issues.opened", "exact"),
+        ("github", "issues.closed", "prefix"),
+        ("github", "push", "any"),
+        ("stripe", "charge.refunded", "default"),
+    ],
+)
+def test_most_specific_route_wins(source: str, event_type: str, expected: str) -> None:
+    router = Router(default=handler_named("default"))
+    router.add("github", "*", handler_named("any"))
+    router.add("github", "issues.*", handler_named("prefix"))
+    router.add("github", "issues.opened", handler_named("exact"))
+    assert router.route(source, event_type)(None, None) == expected  # type: ignore[arg-type]
+
+
+def test_duplicate_route_is_a_mistake() -> None:
+    router = Router()
+    router.add("github", "push", no_task)
+    with pytest.raises(ValueError, match="already registered"):
+        router.add("github", "push", no_task)
+
+
+def test_workflows_package_registers_its_handlers() -> None:
+    router = Router()
+    load_workflows("shop", router)
+    assert [(r.source, r.event_type) for r in router.routes] == [("partner", "order.updated")]
+    with pytest.raises(ConfigError, match="cannot be imported"):
+        load_workflows("no_such_package_here", Router())
+    with pytest.raises(ConfigError, match="no register"):
+        load_workflows("json", Router())
+
+
+def test_settings_name_what_is_missing() -> None:
+    with pytest.raises(ConfigError, match="INBOX_QUEUE_URL"):
+        ReceiverSettings.from_env({"INBOX_TABLE": "t", "BODY_BUCKET": "b"})
+    env = {
+        "INBOX_TABLE": "t",
+        "STATE_TABLE": "s",
+        "INBOX_QUEUE_URL": "q",
+        "INBOX_DLQ_URL": "d",
+        "BODY_BUCKET": "b",
+        "WORKER_TIMEOUT_SECONDS": "abc",
+    }
+    with pytest.raises(ConfigError, match="WORKER_TIMEOUT_SECONDS"):
+        WorkerSettings.from_env(env)
+    assert WorkerSettings.from_env({**env, "WORKER_TIMEOUT_SECONDS": "120"}).timeout_seconds == 120
+
+
+class FakeSecretsManager:
+    def __init__(self, values: dict[str, str], fail: bool = False) -> None:
+        self.values, self.fail, self.calls = values, fail, 0
+
+    def get_secret_value(self, SecretId: str) -> dict[str, str]:  # noqa: N803 - boto3's name
+        self.calls += 1
+        if self.fail:
+            raise RuntimeError("throttled")
+        return {"SecretString": self.values[SecretId]}
+
+
+def test_secrets_manager_values_are_cached_then_refreshed() -> None:
+    clock = FixedClock()
+    sm = FakeSecretsManager({"lockgate/webhooks/github": "s3cret"})
+    resolver = SecretResolver({}, secretsmanager=lambda: sm, clock=clock, max_age_seconds=300)
+    assert resolver.resolve("secretsmanager:lockgate/webhooks/github") == "s3cret"
+    assert resolver.resolve("secretsmanager:lockgate/webhooks/github") == "s3cret"
+    assert sm.calls == 1
+    clock.advance(301)
+    sm.values["lockgate/webhooks/github"] = "rotated"
+    assert resolver.resolve("secretsmanager:lockgate/webhooks/github") == "rotated"
+
+
+def test_unreadable_secret_fails_closed() -> None:
+    resolver = SecretResolver({}, secretsmanager=lambda: FakeSecretsManager({}, fail=True))
+    with pytest.raises(SecretUnavailable):
+        resolver.resolve("secretsmanager:x")
+    with pytest.raises(ConfigError, match="needs a Secrets Manager client"):
+        SecretResolver({}).resolve("secretsmanager:x")
+    with pytest.raises(ConfigError, match="empty or missing"):
+        SecretResolver({"A": ""}).resolve("env:A")

@@ -1,0 +1,445 @@
+"""template.yaml, translated offline by samtranslator, has the foundation's shape and least privilege.
+
+The SAM template is turned into plain CloudFormation (no network, no AWS account) and the
+assertions read the translated resources: what CloudFormation would actually create.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from samtranslator.translator.managed_policy_translator import ManagedPolicyLoader
+from samtranslator.translator.transform import transform
+
+TEMPLATE = Path(__file__).resolve().parents[2] / "template.yaml"
+
+# What every Lambda role may have besides its data access: writing its own logs and traces.
+BASIC_MANAGED_POLICIES = {
+    "arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole",
+    "arn:aws:iam::aws:policy/AWSXrayWriteOnlyAccess",
+}
+BASIC_ACTION_PREFIXES = ("logs:", "xray:")
+DATA_SERVICES = ("dynamodb:", "sqs:", "s3:", "secretsmanager:", "kms:", "sns:")
+
+RECEIVER_ACCESS = {
+    ("dynamodb:PutItem", "InboxTable.Arn"),
+    ("sqs:SendMessage", "InboxQueue.Arn"),
+    ("s3:PutObject", "${BodyBucket.Arn}/bodies/*"),
+    (
+        "secretsmanager:GetSecretValue",
+        "arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:${SecretsPrefix}/webhooks/*",
+    ),
+}
+WORKER_ACCESS = {
+    ("dynamodb:GetItem", "InboxTable.Arn"),
+    ("dynamodb:UpdateItem", "InboxTable.Arn"),
+    *{
+        (f"dynamodb:{action}", "StateTable.Arn")
+        for action in ("GetItem", "PutItem", "UpdateItem", "Query", "DeleteItem")
+    },
+    ("s3:GetObject", "${BodyBucket.Arn}/bodies/*"),
+    *{
+        (f"sqs:{action}", "InboxQueue.Arn")
+        for action in ("ReceiveMessage", "DeleteMessage", "GetQueueAttributes", "ChangeMessageVisibility")
+    },
+    ("sqs:SendMessage", "InboxDLQ.Arn"),
+}
+
+
+# ------------------------------------------------------------------ loading and translating
+
+
+class _CloudFormationLoader(yaml.SafeLoader):
+    """YAML loader that reads CloudFormation short tags (!Ref, !GetAtt, !Sub, ...) as long forms."""
+
+
+def _construct_short_tag(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> dict[str, Any]:
+    value: Any
+    if isinstance(node, yaml.ScalarNode):
+        value = loader.construct_scalar(node)
+    elif isinstance(node, yaml.SequenceNode):
+        value = loader.construct_sequence(node, deep=True)
+    else:
+        value = loader.construct_mapping(node, deep=True)
+    if suffix in ("Ref", "Condition"):
+        return {suffix: value}
+    if suffix == "GetAtt" and isinstance(value, str):
+        value = value.split(".", 1)
+    return {f"Fn::{suffix}": value}
+
+
+def _construct_plain_string(loader: yaml.SafeLoader, node: yaml.Node) -> str:
+    # CloudFormation reads 2012-10-17 as a string; PyYAML would make it a date.
+    return str(loader.construct_scalar(node))
+
+
+_CloudFormationLoader.add_multi_constructor("!", _construct_short_tag)
+_CloudFormationLoader.add_constructor("tag:yaml.org,2002:timestamp", _construct_plain_string)
+
+
+def load_template(path: Path = TEMPLATE) -> dict[str, Any]:
+    """The SAM template as a dict, short tags expanded."""
+    return yaml.load(path.read_text(encoding="utf-8"), Loader=_CloudFormationLoader)
+
+
+class _NoManagedPolicyLookups(ManagedPolicyLoader):
+    """Refuses lookups: managed policy names need IAM's ListPolicies; the template uses ARNs only."""
+
+    def __init__(self) -> None:
+        super().__init__(iam_client=None)
+
+    def load(self) -> dict[str, str]:
+        raise AssertionError("the template asked for a managed policy by name, which needs IAM")
+
+
+def translate(sam_template: dict[str, Any], parameters: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Translate like `sam deploy` would after packaging: local code paths become S3 URIs."""
+    sam_template = copy.deepcopy(sam_template)
+    for resource in sam_template["Resources"].values():
+        properties = resource.get("Properties", {})
+        for key in ("CodeUri", "ContentUri"):
+            if isinstance(properties.get(key), str):
+                properties[key] = f"s3://lockgate-artifacts/{properties[key].strip('/')}.zip"
+    with pytest.MonkeyPatch.context() as patch:
+        # samtranslator takes the region from a boto3 session; no call is made.
+        patch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+        patch.delenv("AWS_PROFILE", raising=False)
+        return transform(sam_template, dict(parameters or {}), _NoManagedPolicyLookups())
+
+
+@pytest.fixture(scope="module")
+def sam_template() -> dict[str, Any]:
+    return load_template()
+
+
+@pytest.fixture(scope="module")
+def cfn(sam_template: dict[str, Any]) -> dict[str, Any]:
+    return translate(sam_template)
+
+
+# ------------------------------------------------------------------ helpers over the translated template
+
+
+def resources_of_type(cfn: dict[str, Any], resource_type: str) -> dict[str, dict[str, Any]]:
+    return {name: r for name, r in cfn["Resources"].items() if r["Type"] == resource_type}
+
+
+def properties(cfn: dict[str, Any], logical_id: str) -> dict[str, Any]:
+    return cfn["Resources"][logical_id]["Properties"]
+
+
+def resolve(value: Any, parameters: dict[str, Any], cfn: dict[str, Any]) -> Any:
+    """Evaluate the few intrinsics that turn parameters into numbers: Ref to a parameter and FindInMap."""
+    if isinstance(value, dict) and "Ref" in value:
+        return parameters[value["Ref"]]
+    if isinstance(value, dict) and "Fn::FindInMap" in value:
+        name, key, attribute = (str(resolve(part, parameters, cfn)) for part in value["Fn::FindInMap"])
+        return cfn["Mappings"][name][key][attribute]
+    return value
+
+
+def role_of(cfn: dict[str, Any], function_id: str) -> dict[str, Any]:
+    role = properties(cfn, function_id)["Role"]
+    assert role["Fn::GetAtt"][1] == "Arn", role
+    return properties(cfn, role["Fn::GetAtt"][0])
+
+
+def statements(role: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        statement
+        for policy in role.get("Policies", [])
+        for statement in policy["PolicyDocument"]["Statement"]
+    ]
+
+
+def as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def render(resource: Any) -> str:
+    """A readable form of a policy Resource: 'InboxTable.Arn', a Sub string, or a literal."""
+    if isinstance(resource, dict) and "Fn::GetAtt" in resource:
+        return ".".join(resource["Fn::GetAtt"])
+    if isinstance(resource, dict) and "Fn::Sub" in resource:
+        sub = resource["Fn::Sub"]
+        return sub if isinstance(sub, str) else sub[0]
+    if isinstance(resource, dict) and "Ref" in resource:
+        return f"Ref:{resource['Ref']}"
+    return str(resource)
+
+
+def access(role: dict[str, Any]) -> set[tuple[str, str]]:
+    """Every allowed (action, resource) pair of a role's inline policies."""
+    pairs = set()
+    for statement in statements(role):
+        assert statement["Effect"] == "Allow", statement
+        for action in as_list(statement["Action"]):
+            for resource in as_list(statement["Resource"]):
+                pairs.add((action, render(resource)))
+    return pairs
+
+
+def data_access(role: dict[str, Any]) -> set[tuple[str, str]]:
+    return {
+        (action, resource)
+        for action, resource in access(role)
+        if not action.startswith(BASIC_ACTION_PREFIXES)
+    }
+
+
+def functions(cfn: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return resources_of_type(cfn, "AWS::Lambda::Function")
+
+
+def environment(cfn: dict[str, Any], function_id: str) -> dict[str, Any]:
+    return properties(cfn, function_id)["Environment"]["Variables"]
+
+
+def worker_mapping(cfn: dict[str, Any]) -> dict[str, Any]:
+    (mapping,) = (
+        r["Properties"]
+        for r in resources_of_type(cfn, "AWS::Lambda::EventSourceMapping").values()
+        if r["Properties"]["FunctionName"] == {"Ref": "AgentWorkerFunction"}
+    )
+    return mapping
+
+
+# ------------------------------------------------------------------ queues and the worker's event source
+
+
+def test_given_every_allowed_worker_timeout_when_resolved_then_queue_visibility_is_at_least_six_times_it(cfn):
+    allowed = cfn["Parameters"]["WorkerTimeoutSeconds"]["AllowedValues"]
+    assert {int(v) for v in allowed} >= {60, 300, 900}
+    for timeout in allowed:
+        parameters = {"WorkerTimeoutSeconds": str(timeout)}
+        function_timeout = int(resolve(properties(cfn, "AgentWorkerFunction")["Timeout"], parameters, cfn))
+        visibility = int(resolve(properties(cfn, "InboxQueue")["VisibilityTimeout"], parameters, cfn))
+        assert function_timeout == int(timeout)
+        assert visibility >= 6 * function_timeout, (timeout, visibility)
+        assert visibility <= 43_200  # the SQS maximum
+
+
+def test_given_the_inbox_queue_when_a_delivery_keeps_failing_then_it_moves_to_the_dlq_after_5_receives(cfn):
+    queue = properties(cfn, "InboxQueue")
+    dlq = properties(cfn, "InboxDLQ")
+    assert queue["RedrivePolicy"] == {
+        "deadLetterTargetArn": {"Fn::GetAtt": ["InboxDLQ", "Arn"]},
+        "maxReceiveCount": 5,
+    }
+    assert queue["SqsManagedSseEnabled"] is True
+    assert dlq["SqsManagedSseEnabled"] is True
+    assert dlq["MessageRetentionPeriod"] == 14 * 24 * 3600
+    assert dlq["MessageRetentionPeriod"] > queue["MessageRetentionPeriod"]
+
+
+def test_given_the_worker_event_source_then_it_reports_partial_batch_failures_with_bounded_concurrency(cfn):
+    mapping = worker_mapping(cfn)
+    assert mapping["EventSourceArn"] == {"Fn::GetAtt": ["InboxQueue", "Arn"]}
+    assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert mapping["ScalingConfig"] == {"MaximumConcurrency": {"Ref": "WorkerMaxConcurrency"}}
+    assert mapping["BatchSize"] == 10
+    assert mapping["MaximumBatchingWindowInSeconds"] == 1
+    # Lambda refuses a MaximumConcurrency below 2.
+    assert int(cfn["Parameters"]["WorkerMaxConcurrency"]["MinValue"]) >= 2
+
+
+# ------------------------------------------------------------------ data
+
+
+def test_given_both_tables_then_items_expire_by_ttl_and_are_encrypted_with_point_in_time_recovery(cfn):
+    for table_id in ("InboxTable", "StateTable"):
+        table = properties(cfn, table_id)
+        assert table["BillingMode"] == "PAY_PER_REQUEST"
+        assert table["TimeToLiveSpecification"] == {"AttributeName": "ttl", "Enabled": True}
+        assert table["SSESpecification"] == {"SSEEnabled": True}
+        assert table["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
+
+
+def test_given_the_inbox_table_then_it_is_keyed_by_pk_and_listable_by_status(cfn):
+    inbox = properties(cfn, "InboxTable")
+    assert inbox["KeySchema"] == [{"AttributeName": "pk", "KeyType": "HASH"}]
+    (index,) = inbox["GlobalSecondaryIndexes"]
+    assert index["IndexName"] == "by-status"
+    assert index["KeySchema"] == [
+        {"AttributeName": "status", "KeyType": "HASH"},
+        {"AttributeName": "received_at", "KeyType": "RANGE"},
+    ]
+    # the body is never projected: listing and sweeping don't need it
+    assert index["Projection"]["ProjectionType"] == "INCLUDE"
+    assert "body" not in index["Projection"]["NonKeyAttributes"]
+    assert {"attempts", "last_error", "available_at"} <= set(index["Projection"]["NonKeyAttributes"])
+    types = {a["AttributeName"]: a["AttributeType"] for a in inbox["AttributeDefinitions"]}
+    assert types == {"pk": "S", "status": "S", "received_at": "N"}
+
+
+def test_given_the_state_table_then_it_has_a_pk_and_sk_key(cfn):
+    assert properties(cfn, "StateTable")["KeySchema"] == [
+        {"AttributeName": "pk", "KeyType": "HASH"},
+        {"AttributeName": "sk", "KeyType": "RANGE"},
+    ]
+
+
+def test_given_the_body_bucket_then_it_is_private_encrypted_tls_only_and_outlives_the_inbox_retention(cfn):
+    bucket = properties(cfn, "BodyBucket")
+    assert all(bucket["PublicAccessBlockConfiguration"].values())
+    assert len(bucket["PublicAccessBlockConfiguration"]) == 4
+    (encryption,) = bucket["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+    assert encryption["ServerSideEncryptionByDefault"]["SSEAlgorithm"] == "AES256"
+    assert bucket["OwnershipControls"]["Rules"] == [{"ObjectOwnership": "BucketOwnerEnforced"}]
+    (rule,) = bucket["LifecycleConfiguration"]["Rules"]
+    assert rule["Status"] == "Enabled"
+    assert rule["ExpirationInDays"] > 14
+    (deny,) = properties(cfn, "BodyBucketPolicy")["PolicyDocument"]["Statement"]
+    assert deny["Effect"] == "Deny"
+    assert deny["Condition"] == {"Bool": {"aws:SecureTransport": False}}
+
+
+# ------------------------------------------------------------------ functions
+
+
+def test_given_every_function_then_it_runs_python313_on_arm64_with_the_core_layer_and_tracing(cfn):
+    (layer_id,) = resources_of_type(cfn, "AWS::Lambda::LayerVersion")
+    assert properties(cfn, layer_id)["CompatibleRuntimes"] == ["python3.13"]
+    assert properties(cfn, layer_id)["CompatibleArchitectures"] == ["arm64"]
+    assert set(functions(cfn)) == {"WebhookReceiverFunction", "AgentWorkerFunction"}
+    for function_id in functions(cfn):
+        function = properties(cfn, function_id)
+        assert function["Runtime"] == "python3.13", function_id
+        assert function["Architectures"] == ["arm64"], function_id
+        assert function["Layers"] == [{"Ref": layer_id}], function_id
+        assert function["TracingConfig"] == {"Mode": "Active"}, function_id
+        assert function["Handler"] == "app.handler", function_id
+        variables = environment(cfn, function_id)
+        assert variables["POWERTOOLS_SERVICE_NAME"] == "lockgate"
+        assert variables["POWERTOOLS_METRICS_NAMESPACE"] == "Lockgate"
+        assert variables["LOCKGATE_CONFIG"] == "lockgate.toml"
+        assert variables["LOCKGATE_STAGE"] == {"Ref": "Stage"}
+
+
+def test_given_each_function_then_it_logs_to_its_own_log_group_with_retention(cfn):
+    for function_id in functions(cfn):
+        log_group = properties(cfn, function_id)["LoggingConfig"]["LogGroup"]["Ref"]
+        assert properties(cfn, log_group)["RetentionInDays"] == {"Ref": "LogRetentionDays"}
+
+
+def test_given_the_receiver_then_it_is_small_and_knows_where_to_store_and_queue(cfn):
+    receiver = properties(cfn, "WebhookReceiverFunction")
+    assert (receiver["MemorySize"], receiver["Timeout"]) == (512, 10)
+    expected = {
+        "INBOX_TABLE": {"Ref": "InboxTable"},
+        "INBOX_QUEUE_URL": {"Ref": "InboxQueue"},
+        "BODY_BUCKET": {"Ref": "BodyBucket"},
+        "SECRETS_PREFIX": {"Ref": "SecretsPrefix"},
+    }
+    variables = environment(cfn, "WebhookReceiverFunction")
+    assert {name: variables.get(name) for name in expected} == expected
+
+
+def test_given_the_worker_then_its_environment_names_every_resource_it_uses(cfn):
+    assert properties(cfn, "AgentWorkerFunction")["MemorySize"] == 1024
+    expected = {
+        "INBOX_TABLE": {"Ref": "InboxTable"},
+        "STATE_TABLE": {"Ref": "StateTable"},
+        "BODY_BUCKET": {"Ref": "BodyBucket"},
+        "INBOX_QUEUE_URL": {"Ref": "InboxQueue"},
+        "INBOX_DLQ_URL": {"Ref": "InboxDLQ"},
+        "WORKER_TIMEOUT_SECONDS": {"Ref": "WorkerTimeoutSeconds"},
+    }
+    variables = environment(cfn, "AgentWorkerFunction")
+    assert {name: variables.get(name) for name in expected} == expected
+    # The worker never reads webhook secrets, so it is not told where they are.
+    assert "SECRETS_PREFIX" not in variables
+
+
+def test_given_the_http_api_then_post_webhooks_source_invokes_the_receiver_with_payload_v2(cfn):
+    body = properties(cfn, "WebhookApi")["Body"]
+    assert list(body["paths"]) == ["/webhooks/{source}"]
+    assert list(body["paths"]["/webhooks/{source}"]) == ["post"]
+    integration = body["paths"]["/webhooks/{source}"]["post"]["x-amazon-apigateway-integration"]
+    assert integration["payloadFormatVersion"] == "2.0"
+    assert "${WebhookReceiverFunction.Arn}" in integration["uri"]["Fn::Sub"]
+
+
+# ------------------------------------------------------------------ least privilege
+
+
+def test_given_the_receiver_role_then_it_can_only_store_queue_write_bodies_and_read_webhook_secrets(cfn):
+    role = role_of(cfn, "WebhookReceiverFunction")
+    assert set(role.get("ManagedPolicyArns", [])) <= BASIC_MANAGED_POLICIES
+    assert data_access(role) == RECEIVER_ACCESS
+
+
+def test_given_the_receiver_role_then_it_cannot_touch_the_state_table_or_the_dlq(cfn):
+    resources = {resource for _, resource in access(role_of(cfn, "WebhookReceiverFunction"))}
+    assert not any("StateTable" in resource or "InboxDLQ" in resource for resource in resources)
+
+
+def test_given_the_worker_role_then_it_has_exactly_its_data_access_and_no_secrets(cfn):
+    role = role_of(cfn, "AgentWorkerFunction")
+    # Not AWSLambdaSQSQueueExecutionRole: its queue permissions are on every queue ("*").
+    assert set(role.get("ManagedPolicyArns", [])) <= BASIC_MANAGED_POLICIES
+    assert data_access(role) == WORKER_ACCESS
+    assert not any(action.startswith("secretsmanager:") for action, _ in access(role))
+
+
+@pytest.mark.parametrize("function_id", ["WebhookReceiverFunction", "AgentWorkerFunction"])
+def test_given_any_function_role_then_no_data_action_is_granted_on_every_resource(cfn, function_id):
+    for statement in statements(role_of(cfn, function_id)):
+        actions = as_list(statement["Action"])
+        if any(action.startswith(DATA_SERVICES) for action in actions):
+            assert "*" not in as_list(statement["Resource"]), statement
+            assert not any("*" in action for action in actions), statement
+
+
+# ------------------------------------------------------------------ alarms and outputs
+
+
+def test_given_the_alarms_then_each_notifies_the_alerts_topic(cfn):
+    alarms = resources_of_type(cfn, "AWS::CloudWatch::Alarm")
+    assert {"InboxDLQNotEmpty", "WorkerErrors", "ReceiverErrors"} <= set(alarms)
+    for alarm in alarms.values():
+        assert alarm["Properties"]["AlarmActions"] == [{"Ref": "AlertsTopic"}]
+    dlq_alarm = properties(cfn, "InboxDLQNotEmpty")
+    assert dlq_alarm["MetricName"] == "ApproximateNumberOfMessagesVisible"
+    assert dlq_alarm["Dimensions"] == [
+        {"Name": "QueueName", "Value": {"Fn::GetAtt": ["InboxDLQ", "QueueName"]}}
+    ]
+
+
+def test_given_no_alert_email_then_the_topic_has_no_subscription(cfn):
+    subscription = cfn["Resources"]["AlertsEmailSubscription"]
+    assert subscription["Condition"] == "HasAlertEmail"
+    assert cfn["Conditions"]["HasAlertEmail"] == {"Fn::Not": [{"Fn::Equals": [{"Ref": "AlertEmail"}, ""]}]}
+    assert cfn["Parameters"]["AlertEmail"]["Default"] == ""
+
+
+def test_given_the_outputs_then_a_user_finds_the_webhook_url_and_every_resource_name(cfn):
+    outputs = cfn["Outputs"]
+    assert set(outputs) >= {
+        "WebhookBaseUrl",
+        "InboxTableName",
+        "StateTableName",
+        "InboxQueueUrl",
+        "InboxDLQUrl",
+        "BodyBucketName",
+        "AlertsTopicArn",
+    }
+    assert outputs["WebhookBaseUrl"]["Value"] == {
+        "Fn::Sub": "https://${WebhookApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}/webhooks/"
+    }
+
+
+def test_given_template_parameters_then_defaults_match_the_documented_ones(sam_template):
+    defaults = {name: p.get("Default") for name, p in sam_template["Parameters"].items()}
+    assert defaults == {
+        "Stage": "dev",
+        "WorkerTimeoutSeconds": "300",
+        "WorkerMaxConcurrency": 5,
+        "SecretsPrefix": "lockgate",
+        "LogRetentionDays": 30,
+        "AlertEmail": "",
+    }
