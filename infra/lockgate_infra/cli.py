@@ -1,0 +1,116 @@
+"""The `lockgate` command: run the local stack, the demo, and operate the inbox."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from lockgate.errors import LockgateError
+from lockgate.inbox.queue import InboxQueue
+from lockgate.inbox.store import InboxStore
+from lockgate_infra.ops import InboxOps
+from lockgate_infra.targets import Target, TargetError, deployed_target, local_target
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the process exit code."""
+    args = _parser().parse_args(argv)
+    try:
+        return int(args.run(args))
+    except (TargetError, LockgateError) as exc:
+        print(f"lockgate: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="lockgate", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    local = commands.add_parser("local", help="run the embedded stack in the foreground")
+    local.add_argument("--config", type=Path, default=ROOT / "lockgate.toml", help="lockgate.toml to use")
+    local.add_argument("--port", type=int, default=8787, help="gateway port on 127.0.0.1 (default 8787)")
+    local.set_defaults(run=_run_local)
+
+    demo = commands.add_parser("demo", help="run signed sample deliveries through a fresh local stack")
+    demo.add_argument("--config", type=Path, default=ROOT / "lockgate.toml")
+    demo.set_defaults(run=_run_demo)
+
+    inbox = commands.add_parser("inbox", help="inspect and operate the inbox")
+    inbox_commands = inbox.add_subparsers(dest="inbox_command", required=True)
+    status = inbox_commands.add_parser("status", help="counts, oldest waiting delivery, failures")
+    status.add_argument("--json", action="store_true", help="machine-readable output")
+    status.set_defaults(run=_inbox_status)
+    show = inbox_commands.add_parser("show", help="one delivery's record (body summarised)")
+    show.add_argument("id", help="delivery id, e.g. github#72d3162e-cc78-11e3-81ab-4c9367dc0958")
+    show.set_defaults(run=_inbox_show)
+    retry = inbox_commands.add_parser("retry", help="send a failed delivery round again")
+    retry.add_argument("id")
+    retry.set_defaults(run=_inbox_retry)
+    for sub in (status, show, retry):
+        where = sub.add_mutually_exclusive_group()
+        where.add_argument("--local", action="store_true", help="the running `lockgate local` (default)")
+        where.add_argument("--stack", metavar="NAME", help="a deployed CloudFormation stack")
+        sub.add_argument("--region", help="AWS region of --stack")
+    return parser
+
+
+def _target(args: argparse.Namespace) -> Target:
+    if args.stack:
+        return deployed_target(args.stack, args.region)
+    return local_target(ROOT)
+
+
+def _ops(target: Target) -> InboxOps:
+    sqs = target.client("sqs")
+    return InboxOps(
+        InboxStore(target.client("dynamodb"), target.name("InboxTable")),
+        InboxQueue(sqs, target.name("InboxQueue")),
+        sqs,
+        target.name("InboxDLQ"),
+    )
+
+
+def _inbox_status(args: argparse.Namespace) -> int:
+    status = _ops(_target(args)).status(int(time.time()))
+    if args.json:
+        print(json.dumps(status.as_dict(), indent=2))
+        return 0
+    print("  ".join(f"{name}: {n}" for name, n in status.counts.items()))
+    oldest = status.oldest_waiting_seconds
+    print(
+        f"oldest waiting: {'none' if oldest is None else f'{oldest}s'}   dead letters: {status.dead_letters}"
+    )
+    for failed in status.failed:
+        print(f"  FAILED {failed['id']}  attempts={failed['attempts']}  {failed['error']}")
+    return 0
+
+
+def _inbox_show(args: argparse.Namespace) -> int:
+    print(json.dumps(_ops(_target(args)).show(args.id), indent=2, default=str))
+    return 0
+
+
+def _inbox_retry(args: argparse.Namespace) -> int:
+    delivery = _ops(_target(args)).retry(args.id, int(time.time()))
+    print(f"re-queued {delivery.pk} (attempts reset to {delivery.attempts})")
+    return 0
+
+
+def _run_local(args: argparse.Namespace) -> int:
+    from lockgate_infra.local.stack import run_local
+
+    return run_local(config_path=args.config, port=args.port)
+
+
+def _run_demo(args: argparse.Namespace) -> int:
+    from lockgate_infra.demo import run_demo
+
+    return int(run_demo(config_path=args.config))

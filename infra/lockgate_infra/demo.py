@@ -1,0 +1,207 @@
+"""`lockgate demo`: signed sample deliveries through a fresh embedded stack, and what became of them."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from lockgate.config import LockgateConfig, load_config
+from lockgate.inbox.queue import InboxQueue
+from lockgate.inbox.store import InboxStore
+from lockgate.webhooks.signing import sign
+from lockgate_infra.local.run import seed_secrets
+from lockgate_infra.local.stack import LocalStack
+from lockgate_infra.ops import InboxOps
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One request the demo sends, and the reply it expects."""
+
+    label: str
+    source: str
+    body: bytes
+    delivery_id: str
+    event_type: str
+    expect: int
+    secret: str | None = None  # None: the source's real (development) secret
+    signed_at_offset: int = 0  # seconds relative to now; outside the tolerance → stale
+
+
+def order_update(order_id: str, status: str, updated_at: int) -> bytes:
+    """A partner's order.updated body."""
+    return json.dumps(
+        {"type": "order.updated", "order": {"id": order_id, "status": status, "updated_at": updated_at}}
+    ).encode()
+
+
+def samples(now: int) -> list[list[Sample]]:
+    """Rounds of requests; each round is processed before the next is sent."""
+    email = json.dumps(
+        {
+            "message_id": "<m-1@example.com>",
+            "from": "ada@example.com",
+            "subject": "Where is my order A-1042?",
+            "text": "Hi, it has been a week.",
+        }
+    ).encode()
+    return [
+        [
+            Sample(
+                "order A-1042 paid",
+                "partner",
+                order_update("A-1042", "paid", now - 60),
+                "p-100",
+                "order.updated",
+                200,
+            ),
+            Sample(
+                "  the provider retries it (duplicate)",
+                "partner",
+                order_update("A-1042", "paid", now - 60),
+                "p-100",
+                "order.updated",
+                200,
+            ),
+            Sample("customer email (Standard Webhooks)", "helpdesk", email, "msg_demo_1", "unknown", 200),
+            Sample("GitHub push", "github", b'{"ref":"refs/heads/main"}', "gh-1", "push", 200),
+        ],
+        [
+            Sample(
+                "order A-1042 shipped",
+                "partner",
+                order_update("A-1042", "shipped", now),
+                "p-101",
+                "order.updated",
+                200,
+            )
+        ],
+        [
+            Sample(
+                "late, older update: A-1042 paid",
+                "partner",
+                order_update("A-1042", "paid", now - 30),
+                "p-099",
+                "order.updated",
+                200,
+            ),
+            Sample(
+                "forged GitHub push (wrong secret)",
+                "github",
+                b'{"ref":"refs/heads/main"}',
+                "gh-2",
+                "push",
+                401,
+                secret="not-the-secret",  # noqa: S106 - the forgery the demo shows being refused
+            ),
+            Sample(
+                "stale Stripe event (signed 10 min ago)",
+                "stripe",
+                json.dumps({"id": "evt_demo", "type": "charge.refunded", "created": now - 600}).encode(),
+                "evt_demo",
+                "charge.refunded",
+                401,
+                signed_at_offset=-600,
+            ),
+            Sample(
+                "broken order.updated (no order)",
+                "partner",
+                b'{"type":"order.updated"}',
+                "p-102",
+                "order.updated",
+                200,
+            ),
+            Sample("unknown source", "gitlab", b"{}", "x", "push", 404),
+        ],
+    ]
+
+
+def _post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, str]:
+    request = urllib.request.Request(url, data=body, headers=headers, method="POST")  # noqa: S310 - loopback
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310 - loopback only
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+def _send(
+    sample: Sample, gateway_url: str, config: LockgateConfig, secrets: dict[str, str], now: int
+) -> tuple[int, str]:
+    source = config.source(sample.source)
+    headers = {"content-type": "application/json"}
+    if source is not None:
+        headers = sign(
+            source,
+            sample.secret or secrets[sample.source],
+            sample.body,
+            now + sample.signed_at_offset,
+            delivery_id=sample.delivery_id,
+            event_type=sample.event_type,
+        )
+    return _post(f"{gateway_url}/webhooks/{sample.source}", sample.body, headers)
+
+
+def run_demo(config_path: str | Path | None = None, out: TextIO | None = None) -> int:
+    """Run the demo; 0 if every reply and outcome was as expected."""
+    out = out or sys.stdout
+    ok = True
+    # The handlers' own JSON logs and metrics would bury the demo's summary.
+    quiet = {"POWERTOOLS_LOG_LEVEL": "ERROR", "POWERTOOLS_METRICS_DISABLED": "true"}
+    with LocalStack(config_path=config_path, environment=quiet) as stack:
+        config = load_config(stack.config_path)
+        secrets = seed_secrets(stack)
+        gateway = stack.start_gateway(0)
+        stack.start_pollers(wait_seconds=0)
+        print(
+            f"Lockgate demo: embedded stack at {gateway.url} (AWS endpoint {stack.endpoint_url})\n", file=out
+        )
+        print("Deliveries sent", file=out)
+        for round_ in samples(int(time.time())):
+            for sample in round_:
+                status, reply = _send(sample, gateway.url, config, secrets, int(time.time()))
+                mark = "ok" if status == sample.expect else f"UNEXPECTED (wanted {sample.expect})"
+                ok &= status == sample.expect
+                print(f"  {status}  {sample.label:<42} {reply:<60} {mark}", file=out)
+            stack.drain(timeout=30)
+        store = InboxStore(stack.client("dynamodb"), stack.resources["InboxTable"])
+        print("\nWhat the worker did", file=out)
+        for pk in (
+            "partner#p-100",
+            "partner#p-101",
+            "partner#p-099",
+            "partner#p-102",
+            "helpdesk#msg_demo_1",
+            "github#gh-1",
+        ):
+            delivery = store.get(pk)
+            result = delivery.outcome or delivery.last_error or ""
+            print(f"  {delivery.status.value:<9} {pk:<22} attempts={delivery.attempts}  {result}", file=out)
+        ok &= store.get("partner#p-101").outcome == "order A-1042 is now shipped"
+        ok &= (store.get("partner#p-099").outcome or "").startswith("stale, not applied")
+        ok &= store.get("partner#p-102").status.value == "failed"
+        sqs = stack.client("sqs")
+        ops = InboxOps(
+            store, InboxQueue(sqs, stack.resources["InboxQueue"]), sqs, stack.resources["InboxDLQ"]
+        )
+        summary = ops.status(int(time.time()))
+        print("\nInbox status (lockgate inbox status)", file=out)
+        print(
+            "  "
+            + "  ".join(f"{k}: {v}" for k, v in summary.counts.items())
+            + f"   dead letters: {summary.dead_letters}",
+            file=out,
+        )
+        for failed in summary.failed:
+            print(f"  FAILED {failed['id']}: {failed['error']}", file=out)
+    print(
+        "\nDemo " + ("finished: every reply and outcome was as expected." if ok else "FAILED: see above."),
+        file=out,
+    )
+    return 0 if ok else 1

@@ -1,0 +1,306 @@
+"""A small HTTP server that behaves like an API Gateway HTTP API with payload format 2.0."""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import re
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any, Self
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from lockgate_infra.local.functions import Route
+from lockgate_infra.local.intrinsics import ACCOUNT_ID
+
+log = logging.getLogger("lockgate_infra.local")
+
+Invoke = Callable[[str, dict[str, Any]], Any]  # (function logical id, event) → response
+MAX_BODY_BYTES = 10 * 1024 * 1024  # API Gateway's payload limit
+_PARAMETER = re.compile(r"^\{([^}]+?)(\+?)\}$")
+
+
+@dataclass(frozen=True)
+class _CompiledRoute:
+    route: Route
+    pattern: re.Pattern[str]
+    names: tuple[str, ...]
+    rank: tuple[int, ...]
+
+
+class RouteTable:
+    """Finds the most specific route, as API Gateway does: literal segments beat parameters,
+    parameters beat greedy ``{proxy+}``, a named method beats ``ANY``, ``$default`` comes last."""
+
+    def __init__(self, routes: Sequence[Route]) -> None:
+        self._routes = sorted((self._compile(r) for r in routes), key=lambda c: c.rank)
+
+    @staticmethod
+    def _compile(route: Route) -> _CompiledRoute:
+        if route.path == "$default":
+            return _CompiledRoute(route, re.compile(".*", re.DOTALL), (), (1, 0, 0, 0))
+        parts, names, literals, greedy = [], [], 0, 0
+        for segment in route.path.strip("/").split("/"):
+            parameter = _PARAMETER.match(segment)
+            if parameter is None:
+                parts.append(re.escape(segment))
+                literals += 1
+                continue
+            names.append(parameter.group(1))
+            greedy = greedy or int(bool(parameter.group(2)))
+            parts.append("(.+)" if parameter.group(2) else "([^/]+)")
+        pattern = re.compile("/" + "/".join(parts), re.DOTALL)
+        return _CompiledRoute(
+            route, pattern, tuple(names), (0, greedy, -literals, int(route.method == "ANY"))
+        )
+
+    def match(self, method: str, path: str) -> tuple[Route, dict[str, str]] | None:
+        """The route for ``method path`` and its path parameters, or None."""
+        for compiled in self._routes:
+            if compiled.route.method not in ("ANY", method.upper()):
+                continue
+            found = compiled.pattern.fullmatch(path)
+            if found is not None:
+                return compiled.route, dict(zip(compiled.names, found.groups(), strict=True))
+        return None
+
+
+def build_event(
+    *,
+    method: str,
+    target: str,
+    headers: Sequence[tuple[str, str]],
+    body: bytes,
+    route: Route,
+    path_parameters: dict[str, str],
+    source_ip: str,
+    always_base64: bool = False,
+    api_id: str = "local",
+    request_id: str | None = None,
+    now: float | None = None,
+) -> dict[str, Any]:
+    """The payload-2.0 event API Gateway would send for this request."""
+    now = time.time() if now is None else now
+    split = urlsplit(target)
+    joined: dict[str, str] = {}
+    cookies: list[str] = []
+    for name, value in headers:
+        key = name.lower()
+        if key == "cookie":  # 2.0 moves cookies out of the headers
+            cookies += [c.strip() for c in value.split(";") if c.strip()]
+        else:
+            joined[key] = f"{joined[key]},{value}" if key in joined else value
+    joined.setdefault("x-forwarded-for", source_ip)
+    joined.setdefault("x-forwarded-proto", "http")
+    query: dict[str, str] = {}
+    for key, value in parse_qsl(split.query, keep_blank_values=True):
+        query[key] = f"{query[key]},{value}" if key in query else value
+    domain = joined.get("host", "localhost").split(":")[0]
+    event: dict[str, Any] = {
+        "version": "2.0",
+        "routeKey": route.route_key,
+        "rawPath": split.path or "/",
+        "rawQueryString": split.query,
+        "headers": joined,
+        "requestContext": {
+            "accountId": ACCOUNT_ID,
+            "apiId": api_id,
+            "domainName": domain,
+            "domainPrefix": domain.split(".")[0],
+            "http": {
+                "method": method.upper(),
+                "path": split.path or "/",
+                "protocol": "HTTP/1.1",
+                "sourceIp": source_ip,
+                "userAgent": joined.get("user-agent", ""),
+            },
+            "requestId": request_id or str(uuid.uuid4()),
+            "routeKey": route.route_key,
+            "stage": "$default",
+            "time": time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(now)),
+            "timeEpoch": int(now * 1000),
+        },
+        "isBase64Encoded": False,
+    }
+    if cookies:
+        event["cookies"] = cookies
+    if query:
+        event["queryStringParameters"] = query
+    if path_parameters:
+        event["pathParameters"] = path_parameters
+    if body:
+        text = None if always_base64 else _utf8(body)
+        if text is None:
+            event["body"], event["isBase64Encoded"] = base64.b64encode(body).decode("ascii"), True
+        else:
+            event["body"] = text
+    return event
+
+
+def _utf8(body: bytes) -> str | None:
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def http_response(result: Any) -> tuple[int, list[tuple[str, str]], bytes]:
+    """Status, headers and body from a handler's 2.0 response; ValueError if API Gateway would refuse it."""
+    if not (isinstance(result, dict) and "statusCode" in result):
+        # 2.0 infers a response from any other JSON value.
+        return 200, [("content-type", "application/json")], json.dumps(result).encode()
+    status = result["statusCode"]
+    if not isinstance(status, int) or isinstance(status, bool) or not 100 <= status <= 599:
+        raise ValueError(f"statusCode must be an HTTP status, got {status!r}")
+    headers = [(str(k), str(v)) for k, v in (result.get("headers") or {}).items()]
+    headers += [("set-cookie", str(c)) for c in result.get("cookies") or []]
+    body = result.get("body")
+    if body is None:
+        return status, headers, b""
+    if not isinstance(body, str):
+        raise ValueError(f"body must be a string, got {type(body).__name__}")
+    return status, headers, base64.b64decode(body) if result.get("isBase64Encoded") else body.encode()
+
+
+class Gateway:
+    """Serves routes on ``host:port`` and invokes their functions with 2.0 events."""
+
+    def __init__(
+        self,
+        routes: Sequence[Route],
+        invoke: Invoke,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        always_base64: bool = False,
+        max_body_bytes: int = MAX_BODY_BYTES,
+    ) -> None:
+        self.routes = RouteTable(routes)
+        self.invoke = invoke
+        self.always_base64 = always_base64
+        self.max_body_bytes = max_body_bytes
+        self._address = (host, port)
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> Self:
+        """Bind and serve in a daemon thread."""
+        self._server = ThreadingHTTPServer(self._address, _handler_for(self))
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="gateway", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:PORT``."""
+        if self._server is None:
+            raise RuntimeError("the gateway is not running")
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def stop(self) -> None:
+        """Stop serving."""
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._server, self._thread = None, None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+
+def _handler_for(gateway: Gateway) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        server_version = "lockgate-local-gateway"
+
+        def dispatch(self) -> None:
+            started = time.monotonic()
+            status = self._respond()
+            log.info(
+                "%s %s -> %d (%d ms)", self.command, self.path, status, (time.monotonic() - started) * 1000
+            )
+
+        def _respond(self) -> int:
+            body = self._read_body()
+            if body is None:
+                return self._send(
+                    413, [("content-type", "application/json")], b'{"message":"Request Entity Too Large"}'
+                )
+            matched = gateway.routes.match(self.command, unquote(urlsplit(self.path).path) or "/")
+            if matched is None:
+                return self._send(404, [("content-type", "application/json")], b'{"message":"Not Found"}')
+            route, parameters = matched
+            event = build_event(
+                method=self.command,
+                target=self.path,
+                headers=list(self.headers.items()),
+                body=body,
+                route=route,
+                path_parameters=parameters,
+                source_ip=self.client_address[0],
+                always_base64=gateway.always_base64,
+            )
+            try:
+                status, headers, payload = http_response(gateway.invoke(route.function, event))
+            except Exception:  # noqa: BLE001 - API Gateway answers 500 to any failed invocation
+                log.exception("%s failed on %s %s", route.function, self.command, self.path)
+                return self._send(
+                    500, [("content-type", "application/json")], b'{"message":"Internal Server Error"}'
+                )
+            return self._send(status, headers, payload)
+
+        def _read_body(self) -> bytes | None:
+            if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+                body = self._read_chunks()
+                return body if len(body) <= gateway.max_body_bytes else None
+            length = int(self.headers.get("Content-Length") or 0)
+            if length > gateway.max_body_bytes:
+                self.close_connection = True
+                return None
+            return self.rfile.read(length) if length else b""
+
+        def _read_chunks(self) -> bytes:
+            chunks = []
+            while size := int(self.rfile.readline().split(b";")[0].strip() or b"0", 16):
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline()  # the CRLF closing each chunk
+            while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                pass  # trailers, up to the blank line
+            return b"".join(chunks)
+
+        def _send(self, status: int, headers: list[tuple[str, str]], body: bytes) -> int:
+            self.send_response(status)
+            for name, value in headers:
+                if name.lower() not in ("content-length", "transfer-encoding", "connection"):
+                    self.send_header(name, value)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
+            return status
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+            log.debug("gateway: " + format, *args)
+
+        def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+            pass  # dispatch logs one line per request, with the time taken
+
+    for method in ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"):
+        setattr(Handler, f"do_{method}", Handler.dispatch)
+    return Handler

@@ -1,0 +1,316 @@
+"""Tables, queues, buckets and secrets as the local stack creates them, from their template properties."""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from lockgate_infra.local.intrinsics import ACCOUNT_ID, REGION, Resolver, TemplateError, logical_id_of
+
+if TYPE_CHECKING:
+    import boto3
+
+    from lockgate_infra.template import LocalPlan
+
+log = logging.getLogger("lockgate_infra.local")
+
+LOCAL_PREFIX = "lockgate-local-"
+
+# CloudFormation queue property → SQS attribute; RedrivePolicy is handled on its own.
+_QUEUE_ATTRIBUTES = (
+    "ContentBasedDeduplication",
+    "DeduplicationScope",
+    "DelaySeconds",
+    "FifoQueue",
+    "FifoThroughputLimit",
+    "MaximumMessageSize",
+    "MessageRetentionPeriod",
+    "ReceiveMessageWaitTimeSeconds",
+    "VisibilityTimeout",
+)
+_TABLE_PROPERTIES = (
+    "AttributeDefinitions",
+    "BillingMode",
+    "GlobalSecondaryIndexes",
+    "KeySchema",
+    "LocalSecondaryIndexes",
+    "PrimaryKey",
+    "ProvisionedThroughput",
+    "StreamSpecification",
+    "TimeToLiveSpecification",
+)
+_SIMPLE_TABLE_TYPES = {"String": "S", "Number": "N", "Binary": "B"}
+
+
+def local_name(logical_id: str) -> str:
+    """The local physical name of a resource: ``lockgate-local-{LogicalId}``."""
+    return f"{LOCAL_PREFIX}{logical_id}"
+
+
+def bucket_name(logical_id: str) -> str:
+    """S3 bucket names must be lower-case."""
+    return local_name(logical_id).lower()
+
+
+def _queue_name(logical_id: str, properties: Mapping[str, Any]) -> str:
+    fifo = properties.get("FifoQueue") in (True, "true", "True")
+    return local_name(logical_id) + (".fifo" if fifo else "")
+
+
+@dataclass(frozen=True)
+class TablePlan:
+    """A DynamoDB table: ``create_kwargs`` go to ``create_table``, then TTL is switched on."""
+
+    logical_id: str
+    name: str
+    create_kwargs: dict[str, Any]
+    ttl_attribute: str | None = None
+
+
+@dataclass(frozen=True)
+class QueuePlan:
+    """An SQS queue; the redrive policy names its dead-letter queue by logical id."""
+
+    logical_id: str
+    name: str
+    url: str
+    arn: str
+    attributes: dict[str, str]
+    dead_letter_queue: str | None = None
+    max_receive_count: int | None = None
+
+    @property
+    def visibility_timeout(self) -> int:
+        """Seconds a received message stays invisible (SQS's default is 30)."""
+        return int(self.attributes.get("VisibilityTimeout", "30"))
+
+
+@dataclass(frozen=True)
+class BucketPlan:
+    """An S3 bucket."""
+
+    logical_id: str
+    name: str
+
+
+@dataclass(frozen=True)
+class SecretPlan:
+    """A Secrets Manager secret; ``value`` None means generate one, as GenerateSecretString would."""
+
+    logical_id: str
+    name: str
+    value: str | None
+    generate_key: str | None = None  # GenerateSecretString.GenerateStringKey
+    template: str | None = None  # GenerateSecretString.SecretStringTemplate
+
+
+def local_references(
+    resources: Mapping[str, Any], endpoint_url: str
+) -> tuple[dict[str, Any], dict[tuple[str, str], str]]:
+    """What ``Ref`` and ``GetAtt`` return locally, for every resource the local stack knows."""
+    refs: dict[str, Any] = {}
+    attributes: dict[tuple[str, str], str] = {}
+    prefix = f"arn:aws:{{}}:{REGION}:{ACCOUNT_ID}"
+    for logical_id, spec in resources.items():
+        kind = spec.get("Type")
+        properties = spec.get("Properties") or {}
+        if kind in ("AWS::DynamoDB::Table", "AWS::Serverless::SimpleTable"):
+            name = local_name(logical_id)
+            refs[logical_id] = name
+            attributes[(logical_id, "Arn")] = f"{prefix.format('dynamodb')}:table/{name}"
+        elif kind == "AWS::SQS::Queue":
+            name = _queue_name(logical_id, properties)
+            url = f"{endpoint_url}/{ACCOUNT_ID}/{name}"
+            refs[logical_id] = url
+            attributes[(logical_id, "Arn")] = f"{prefix.format('sqs')}:{name}"
+            attributes[(logical_id, "QueueName")] = name
+            attributes[(logical_id, "QueueUrl")] = url
+        elif kind == "AWS::S3::Bucket":
+            name = bucket_name(logical_id)
+            refs[logical_id] = name
+            attributes[(logical_id, "Arn")] = f"arn:aws:s3:::{name}"
+            attributes[(logical_id, "DomainName")] = f"{name}.s3.amazonaws.com"
+        elif kind == "AWS::SecretsManager::Secret":
+            # Ref is the ARN when deployed; the name works everywhere an ARN does
+            # (GetSecretValue accepts both) and is known before the secret exists.
+            refs[logical_id] = local_name(logical_id)
+        elif kind == "AWS::Serverless::Function":
+            name = local_name(logical_id)
+            refs[logical_id] = name
+            attributes[(logical_id, "Arn")] = f"{prefix.format('lambda')}:function:{name}"
+    return refs, attributes
+
+
+def build_table(logical_id: str, kind: str, properties: Mapping[str, Any], resolver: Resolver) -> TablePlan:
+    """``create_table`` arguments from AWS::DynamoDB::Table (or SAM SimpleTable) properties."""
+    where = f"{logical_id}.Properties"
+    # Only what shapes the table is resolved: names, tags, KMS keys and the like don't matter locally.
+    props = resolver.resolve({k: v for k, v in properties.items() if k in _TABLE_PROPERTIES}, where)
+    name = local_name(logical_id)
+    if kind == "AWS::Serverless::SimpleTable":
+        key = props.get("PrimaryKey") or {}
+        key_name, key_type = key.get("Name", "id"), _SIMPLE_TABLE_TYPES.get(key.get("Type", "String"))
+        if key_type is None:
+            raise TemplateError(f"{where}.PrimaryKey.Type: expected String, Number or Binary")
+        props = {
+            "KeySchema": [{"AttributeName": key_name, "KeyType": "HASH"}],
+            "AttributeDefinitions": [{"AttributeName": key_name, "AttributeType": key_type}],
+            "BillingMode": "PROVISIONED" if "ProvisionedThroughput" in props else "PAY_PER_REQUEST",
+            **(
+                {"ProvisionedThroughput": props["ProvisionedThroughput"]}
+                if "ProvisionedThroughput" in props
+                else {}
+            ),
+        }
+    for required in ("KeySchema", "AttributeDefinitions"):
+        if not props.get(required):
+            raise TemplateError(f"{where}.{required} is required")
+    billing = props.get("BillingMode", "PROVISIONED")
+    kwargs: dict[str, Any] = {
+        "TableName": name,
+        "KeySchema": props["KeySchema"],
+        "AttributeDefinitions": props["AttributeDefinitions"],
+        "BillingMode": billing,
+    }
+    if billing == "PROVISIONED":
+        kwargs["ProvisionedThroughput"] = _throughput(props.get("ProvisionedThroughput"))
+    for key in ("GlobalSecondaryIndexes", "LocalSecondaryIndexes"):
+        if props.get(key):
+            kwargs[key] = [_index(index, billing, global_=key.startswith("Global")) for index in props[key]]
+    stream = props.get("StreamSpecification")
+    if stream:
+        kwargs["StreamSpecification"] = {"StreamEnabled": True, "StreamViewType": stream["StreamViewType"]}
+    ttl = props.get("TimeToLiveSpecification") or {}
+    enabled = ttl.get("Enabled", True) in (True, "true", "True")
+    return TablePlan(logical_id, name, kwargs, ttl.get("AttributeName") if enabled else None)
+
+
+def _throughput(value: Mapping[str, Any] | None) -> dict[str, int]:
+    value = value or {}
+    return {
+        "ReadCapacityUnits": int(value.get("ReadCapacityUnits", 5)),
+        "WriteCapacityUnits": int(value.get("WriteCapacityUnits", 5)),
+    }
+
+
+def _index(index: Mapping[str, Any], billing: str, *, global_: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {k: index[k] for k in ("IndexName", "KeySchema", "Projection") if k in index}
+    if global_ and billing == "PROVISIONED":
+        out["ProvisionedThroughput"] = _throughput(index.get("ProvisionedThroughput"))
+    return out
+
+
+def build_queue(
+    logical_id: str, properties: Mapping[str, Any], resolver: Resolver, endpoint_url: str
+) -> QueuePlan:
+    """Queue attributes from AWS::SQS::Queue properties; the DLQ is kept as a logical id."""
+    where = f"{logical_id}.Properties"
+    attributes = {
+        key: resolver.resolve_string(properties[key], f"{where}.{key}")
+        for key in _QUEUE_ATTRIBUTES
+        if key in properties
+    }
+    name = _queue_name(logical_id, properties)
+    dead_letter_queue, max_receive_count = None, None
+    redrive = properties.get("RedrivePolicy")
+    if redrive is not None:
+        if not isinstance(redrive, dict):
+            raise TemplateError(f"{where}.RedrivePolicy: expected a mapping")
+        target = redrive.get("deadLetterTargetArn")
+        dead_letter_queue = logical_id_of(target)
+        if dead_letter_queue is None:
+            raise TemplateError(
+                f"{where}.RedrivePolicy.deadLetterTargetArn: use !GetAtt <Queue>.Arn of a queue "
+                f"in this template, got {target!r}"
+            )
+        max_receive_count = int(resolver.resolve(redrive.get("maxReceiveCount", 10), where))
+    return QueuePlan(
+        logical_id=logical_id,
+        name=name,
+        url=f"{endpoint_url}/{ACCOUNT_ID}/{name}",
+        arn=f"arn:aws:sqs:{REGION}:{ACCOUNT_ID}:{name}",
+        attributes=attributes,
+        dead_letter_queue=dead_letter_queue,
+        max_receive_count=max_receive_count,
+    )
+
+
+def build_bucket(logical_id: str) -> BucketPlan:
+    """An S3 bucket under its local (lower-case) name."""
+    return BucketPlan(logical_id, bucket_name(logical_id))
+
+
+def build_secret(logical_id: str, properties: Mapping[str, Any], resolver: Resolver) -> SecretPlan:
+    """A secret with its literal SecretString, or one to generate."""
+    where = f"{logical_id}.Properties"
+    if "SecretString" in properties:
+        value = resolver.resolve_string(properties["SecretString"], f"{where}.SecretString")
+        return SecretPlan(logical_id, local_name(logical_id), value)
+    generate = resolver.resolve(properties.get("GenerateSecretString") or {}, f"{where}.GenerateSecretString")
+    return SecretPlan(
+        logical_id,
+        local_name(logical_id),
+        None,
+        generate_key=generate.get("GenerateStringKey"),
+        template=generate.get("SecretStringTemplate"),
+    )
+
+
+def create_resources(
+    plan: LocalPlan, session: boto3.session.Session, *, endpoint_url: str | None = None
+) -> dict[str, str]:
+    """Create every table (with TTL), queue (with redrive), bucket and secret of the plan.
+
+    Returns logical id → physical name (a URL for queues), like CloudFormation's resource list.
+    Works against moto in-process (``mock_aws``) or a moto server at ``endpoint_url``.
+    """
+
+    def client(service: str) -> Any:
+        return session.client(service, endpoint_url=endpoint_url)  # type: ignore[call-overload]
+
+    names: dict[str, str] = {}
+    dynamodb, sqs, s3 = client("dynamodb"), client("sqs"), client("s3")
+    for table in plan.tables.values():
+        dynamodb.create_table(**table.create_kwargs)
+        if table.ttl_attribute:
+            dynamodb.update_time_to_live(
+                TableName=table.name,
+                TimeToLiveSpecification={"Enabled": True, "AttributeName": table.ttl_attribute},
+            )
+        names[table.logical_id] = table.name
+    for queue in plan.queues.values():
+        url = sqs.create_queue(QueueName=queue.name, Attributes=queue.attributes)["QueueUrl"]
+        if endpoint_url is not None and url != queue.url:
+            log.warning("moto named %s %s, not %s as planned", queue.logical_id, url, queue.url)
+        names[queue.logical_id] = url
+    for queue in plan.queues.values():  # every queue exists now, so each DLQ can be found
+        if queue.dead_letter_queue is not None:
+            policy = {
+                "deadLetterTargetArn": plan.queues[queue.dead_letter_queue].arn,
+                "maxReceiveCount": queue.max_receive_count,
+            }
+            sqs.set_queue_attributes(
+                QueueUrl=names[queue.logical_id], Attributes={"RedrivePolicy": json.dumps(policy)}
+            )
+    for bucket in plan.buckets.values():
+        s3.create_bucket(Bucket=bucket.name)
+        names[bucket.logical_id] = bucket.name
+    if plan.secrets:
+        manager = client("secretsmanager")
+        for secret in plan.secrets.values():
+            manager.create_secret(Name=secret.name, SecretString=_secret_value(secret))
+            names[secret.logical_id] = secret.name
+    return names
+
+
+def _secret_value(secret: SecretPlan) -> str:
+    if secret.value is not None:
+        return secret.value
+    generated = secrets.token_urlsafe(32)
+    if secret.generate_key and secret.template:
+        return json.dumps({**json.loads(secret.template), secret.generate_key: generated})
+    return generated

@@ -1,0 +1,176 @@
+"""``lockgate local``: the embedded stack in the foreground, and the state file other commands read."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from lockgate_infra.local.gateway import Gateway
+    from lockgate_infra.local.stack import LocalStack
+
+STATE_VERSION = 1
+
+
+def state_path(root: str | Path) -> Path:
+    """Where a running local stack describes itself: ``<repo>/.lockgate/local.json``."""
+    return Path(root) / ".lockgate" / "local.json"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # it exists, under another user
+    return True
+
+
+def read_local_state(root: str | Path) -> dict[str, Any] | None:
+    """The running local stack's state, or None if none is running (a stale file counts as none)."""
+    path = state_path(root)
+    try:
+        state: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    except (FileNotFoundError, ValueError):
+        return None
+    if not isinstance(state.get("pid"), int) or not _alive(state["pid"]):
+        return None
+    return state
+
+
+def local_state(stack: LocalStack, gateway: Gateway) -> dict[str, Any]:
+    """What other commands need to reach a running stack."""
+    plan = stack.plan
+    return {
+        "version": STATE_VERSION,
+        "pid": os.getpid(),
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "endpoint_url": stack.endpoint_url,
+        "gateway_url": gateway.url,
+        "region": stack.region,
+        "template": str(stack.template_path),
+        "config": str(stack.config_path),
+        "resources": dict(stack.resources),
+        "tables": {t.logical_id: t.name for t in plan.tables.values()},
+        "queues": {q.logical_id: stack.resources[q.logical_id] for q in plan.queues.values()},
+        "buckets": {b.logical_id: b.name for b in plan.buckets.values()},
+        "functions": {
+            f.logical_id: {"name": f.name, "environment": f.environment} for f in plan.functions.values()
+        },
+        "routes": [{"routeKey": r.route_key, "function": r.function} for r in plan.routes],
+    }
+
+
+@contextmanager
+def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may install handlers; the caller stops us with ``stop``
+        return
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    for sig in previous:
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+@contextmanager
+def _request_log(out: TextIO) -> Iterator[None]:
+    """One line per gateway request and poller batch on ``out``, unless logging is already set up."""
+    logger = logging.getLogger("lockgate_infra.local")
+    if logger.handlers or logging.getLogger().handlers:
+        yield
+        return
+    handler = logging.StreamHandler(out)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(logging.NOTSET)
+
+
+def run_local(
+    config_path: str | Path | None = None,
+    port: int = 0,
+    *,
+    template_path: str | Path | None = None,
+    moto_port: int = 0,
+    parameters: Mapping[str, str] | None = None,
+    always_base64: bool = False,
+    out: TextIO | None = None,
+    stop: threading.Event | None = None,
+    ready: Callable[[LocalStack], None] | None = None,
+) -> int:
+    """Run the embedded stack until Ctrl-C, SIGTERM or ``stop``; returns the exit status.
+
+    Before the functions load, every ``secretsmanager:`` secret the config names is created with
+    its development value (printed), so the receiver's start-up secret check passes.
+    """
+    from lockgate_infra.local.stack import LocalStack, default_template_path  # stack imports this module
+
+    out = out or sys.stdout
+    stop = stop or threading.Event()
+    template = Path(template_path or default_template_path()).resolve()
+    state_file = state_path(template.parent)
+    running = read_local_state(template.parent)
+    if running is not None:
+        print(f"a local stack is already running (pid {running['pid']}, {running['gateway_url']})", file=out)
+        return 1
+    with (
+        _stop_on_signals(stop),
+        _request_log(out),
+        LocalStack(template, config_path=config_path, parameters=parameters, port=moto_port) as stack,
+    ):
+        dev_secrets = seed_secrets(stack)
+        gateway = stack.start_gateway(port, always_base64=always_base64)
+        stack.start_pollers()
+        state_file.parent.mkdir(parents=True, exist_ok=True)
+        state_file.write_text(json.dumps(local_state(stack, gateway), indent=2) + "\n", encoding="utf-8")
+        try:
+            _print_banner(stack, gateway, dev_secrets, out)
+            if ready is not None:
+                ready(stack)
+            while not stop.wait(0.5):
+                pass
+        finally:
+            state_file.unlink(missing_ok=True)
+    print("local stack stopped", file=out)
+    return 0
+
+
+def seed_secrets(stack: LocalStack) -> dict[str, str]:
+    """Create the config's webhook secrets in the stack with development values; source → value."""
+    from lockgate.config import load_config
+    from lockgate_infra.devsecrets import seed_dev_secrets
+
+    return seed_dev_secrets(load_config(stack.config_path), stack.client("secretsmanager"))
+
+
+def _print_banner(stack: LocalStack, gateway: Gateway, dev_secrets: Mapping[str, str], out: TextIO) -> None:
+    plan = stack.plan
+    lines = [
+        f"Lockgate local stack ({stack.template_path.name}, config {stack.config_path})",
+        f"  gateway:      {gateway.url}",
+        f"  AWS endpoint: {stack.endpoint_url}  (region {stack.region})",
+    ]
+    lines += [f"  route:        {r.route_key} -> {r.function}" for r in plan.routes]
+    lines += [f"  queue:        {p.name} -> {p.queue_url}" for p in stack.pollers]
+    lines += [f"  table:        {t.name}" for t in plan.tables.values()]
+    lines += [f"  dev secret:   {source} = {value}" for source, value in dev_secrets.items()]
+    lines.append("Ctrl-C to stop.")
+    print("\n".join(lines), file=out, flush=True)

@@ -1,0 +1,265 @@
+"""``LocalStack``: moto on loopback with every table, queue, bucket and secret from the template,
+and the template's functions loaded as Lambda would load them."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+import boto3
+
+from lockgate_infra.local.gateway import Gateway
+from lockgate_infra.local.moto_server import MotoServer
+from lockgate_infra.local.poller import SqsPoller
+from lockgate_infra.local.resources import create_resources
+from lockgate_infra.local.run import run_local
+from lockgate_infra.local.runtime import LocalFunction, import_handler_module
+from lockgate_infra.template import LocalPlan
+
+__all__ = ["LocalStack", "default_template_path", "run_local"]  # run_local: the CLI imports it from here
+
+log = logging.getLogger("lockgate_infra.local")
+
+DUMMY_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
+# Anything that could send a handler's boto3 calls somewhere other than moto.
+_ESCAPES = ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN",
+            "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS")  # fmt: skip
+
+
+def default_template_path() -> Path:
+    """``template.yaml`` in the working directory, else at the root of this checkout."""
+    here = Path.cwd() / "template.yaml"
+    return here if here.is_file() else Path(__file__).resolve().parents[3] / "template.yaml"
+
+
+class _EnvironmentPatch:
+    """Changes to ``os.environ`` that can be undone exactly."""
+
+    def __init__(self) -> None:
+        self._saved: dict[str, str | None] = {}
+
+    def set(self, key: str, value: str) -> None:
+        self._saved.setdefault(key, os.environ.get(key))
+        os.environ[key] = value
+
+    def unset(self, key: str) -> None:
+        self._saved.setdefault(key, os.environ.get(key))
+        os.environ.pop(key, None)
+
+    def restore(self) -> None:
+        for key, value in self._saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        self._saved.clear()
+
+
+class LocalStack:
+    """The template's AWS resources in an in-process moto server, and its functions ready to invoke.
+
+    Use as a context manager. While it runs, this process's AWS environment points at moto
+    (``AWS_ENDPOINT_URL``, dummy credentials, ``us-east-1``); ``stop`` puts it back.
+    """
+
+    def __init__(
+        self,
+        template_path: str | Path | None = None,
+        *,
+        config_path: str | Path | None = None,
+        parameters: Mapping[str, str] | None = None,
+        port: int = 0,
+        host: str = "127.0.0.1",
+        environment: Mapping[str, str] | None = None,
+        reset: bool = True,
+        serialise_dynamodb: bool = True,
+    ) -> None:
+        self.template_path = Path(template_path or default_template_path()).resolve()
+        self.root = self.template_path.parent  # the repository root
+        self.config_path = Path(config_path or self.root / "lockgate.toml").resolve()
+        self._parameters = dict(parameters or {})
+        self._overrides = dict(environment or {})  # applied over every function's environment
+        self._reset = reset
+        self._server = MotoServer(host, port, serialise_dynamodb=serialise_dynamodb)
+        self._env = _EnvironmentPatch()
+        self._functions: dict[str, LocalFunction] = {}
+        self._env_owners: dict[str, str] = {}  # variable → the function that set it
+        self._load_lock = threading.Lock()
+        self._plan: LocalPlan | None = None
+        self._session: boto3.session.Session | None = None
+        self.resources: dict[str, str] = {}  # logical id → table/bucket/secret name, or queue URL
+        self.gateway: Gateway | None = None
+        self.pollers: list[SqsPoller] = []
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> Self:
+        """Start moto, point this process at it, and create every resource in the template."""
+        self._server.start()
+        try:
+            if self._reset:
+                self._server.reset()
+            self._point_environment_at_moto()
+            self._plan = LocalPlan.from_file(
+                self.template_path, self._parameters, endpoint_url=self.endpoint_url
+            )
+            self._session = boto3.session.Session(
+                aws_access_key_id=DUMMY_CREDENTIALS["AWS_ACCESS_KEY_ID"],
+                aws_secret_access_key=DUMMY_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+                region_name=self._plan.region,
+            )
+            self.resources = create_resources(self._plan, self._session, endpoint_url=self.endpoint_url)
+            for ignored in self._plan.ignored:
+                log.warning("not run locally: %s", ignored)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        """Stop pollers, gateway and moto; restore the environment."""
+        for poller in self.pollers:
+            poller.stop()
+        self.pollers = []
+        if self.gateway is not None:
+            self.gateway.stop()
+            self.gateway = None
+        self._server.stop()
+        self._env.restore()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    # -- what is running ------------------------------------------------------------------
+
+    @property
+    def endpoint_url(self) -> str:
+        """Where moto listens: ``http://127.0.0.1:PORT``."""
+        return self._server.endpoint_url
+
+    @property
+    def plan(self) -> LocalPlan:
+        """What was read from the template."""
+        if self._plan is None:
+            raise RuntimeError("the local stack is not started")
+        return self._plan
+
+    @property
+    def region(self) -> str:
+        """The region of every local resource."""
+        return self.plan.region
+
+    def client(self, service: str) -> Any:
+        """A boto3 client for ``service`` on this stack's moto."""
+        if self._session is None:
+            raise RuntimeError("the local stack is not started")
+        return self._session.client(service, endpoint_url=self.endpoint_url)  # type: ignore[call-overload]
+
+    # -- functions ------------------------------------------------------------------------
+
+    def load_function(self, logical_id: str) -> LocalFunction:
+        """Import a function's handler (once) with its environment from the template in ``os.environ``."""
+        with self._load_lock:
+            if logical_id in self._functions:
+                return self._functions[logical_id]
+            try:
+                plan = self.plan.functions[logical_id]
+            except KeyError:
+                raise KeyError(f"no function {logical_id!r} in {self.template_path}") from None
+            environment = {**plan.environment, "LOCKGATE_CONFIG": str(self.config_path), **self._overrides}
+            for key, value in environment.items():
+                current = os.environ.get(key)
+                if key in self._env_owners and current != value:
+                    # One process hosts every function; the last one loaded wins a clash.
+                    log.warning("%s sets %s=%r, replacing %r from %s", logical_id, key, value, current,
+                                self._env_owners[key])  # fmt: skip
+                self._env_owners[key] = logical_id
+                self._env.set(key, value)
+            function = LocalFunction(plan, import_handler_module(plan))
+            self._functions[logical_id] = function
+            return function
+
+    def invoke(self, logical_id: str, event: Any, request_id: str | None = None) -> Any:
+        """One invocation of a function, loading it first if needed."""
+        return self.load_function(logical_id).invoke(event, request_id)
+
+    # -- gateway and pollers --------------------------------------------------------------
+
+    def start_gateway(self, port: int = 0, *, always_base64: bool = False) -> Gateway:
+        """Serve the template's HttpApi routes on ``127.0.0.1:port`` (0 picks a free port)."""
+        if self.gateway is not None:
+            raise RuntimeError(f"the gateway is already serving on {self.gateway.url}")
+        for route in self.plan.routes:
+            self.load_function(route.function)  # an import error shows now, not at the first request
+        self.gateway = Gateway(self.plan.routes, self.invoke, port=port, always_base64=always_base64)
+        self.gateway.start()
+        return self.gateway
+
+    def start_pollers(self, *, wait_seconds: int = 1) -> list[SqsPoller]:
+        """One poller per enabled SQS event source, invoking its function as Lambda's mapping would.
+
+        ``wait_seconds`` is the long-poll wait; 0 polls every 50 ms instead (quicker to stop, for tests).
+        """
+        if self.pollers:
+            raise RuntimeError("the pollers are already running")
+        for source in self.plan.sqs_sources:
+            if not source.enabled:
+                continue
+            self.load_function(source.function)
+            queue = self.plan.queues[source.queue]
+            poller = SqsPoller(
+                self.client("sqs"),
+                self.resources[source.queue],
+                queue.arn,
+                functools.partial(self.invoke, source.function),
+                batch_size=source.batch_size,
+                report_batch_item_failures=source.report_batch_item_failures,
+                wait_seconds=wait_seconds,
+                region=self.region,
+                name=f"{source.function}.{source.event}",
+            )
+            poller.start()
+            self.pollers.append(poller)
+        return self.pollers
+
+    def drain(self, timeout: float = 30.0, *, include_retries: bool = False) -> bool:
+        """Wait until every polled queue is empty and nothing is being processed; False on timeout.
+
+        ``include_retries`` also waits for messages hidden by a visibility timeout to come back and
+        be processed (or dead-lettered).
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            before = sum(p.processed for p in self.pollers)
+            for poller in self.pollers:
+                if not poller.drain(max(0.0, deadline - time.monotonic()), include_retries=include_retries):
+                    return False
+            # A handler may have fed another poller's queue: done only after a quiet pass.
+            if sum(p.processed for p in self.pollers) == before:
+                return True
+
+    # -- internals ------------------------------------------------------------------------
+
+    def _point_environment_at_moto(self) -> None:
+        for key in [*_ESCAPES, *(k for k in os.environ if k.startswith("AWS_ENDPOINT_URL_"))]:
+            self._env.unset(key)
+        for key, value in {
+            "AWS_ENDPOINT_URL": self.endpoint_url,
+            **DUMMY_CREDENTIALS,
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_REGION": "us-east-1",
+            "LOCKGATE_CONFIG": str(self.config_path),
+        }.items():
+            self._env.set(key, value)

@@ -1,0 +1,110 @@
+"""The `lockgate` CLI against a running local stack, and the demo end to end."""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+import time
+from contextlib import redirect_stdout
+from pathlib import Path
+
+import pytest
+
+from lockgate.config import load_config
+from lockgate.inbox.models import Status
+from lockgate.inbox.store import InboxStore
+from lockgate_infra import cli
+from lockgate_infra.demo import run_demo
+from lockgate_infra.local.run import run_local
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_demo_runs_every_case_as_expected() -> None:
+    out = io.StringIO()
+    # When the demo runs on a fresh embedded stack
+    code = run_demo(out=out)
+    text = out.getvalue()
+    # Then it reports every reply and outcome as expected, including the refusals
+    assert code == 0, text
+    assert "401  forged GitHub push" in text
+    assert "stale, not applied" in text
+    assert "FAILED partner#p-102" in text
+    assert "Demo finished: every reply and outcome was as expected." in text
+
+
+@pytest.fixture
+def running_stack(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """`lockgate local` in a thread, as a person would run it in another terminal."""
+    stop = threading.Event()
+    ready = threading.Event()
+    holder: dict[str, object] = {}
+
+    def on_ready(stack: object) -> None:
+        holder["stack"] = stack
+        ready.set()
+
+    thread = threading.Thread(
+        target=run_local,
+        kwargs={"port": 0, "out": io.StringIO(), "stop": stop, "ready": on_ready},
+        daemon=True,
+    )
+    thread.start()
+    assert ready.wait(30), "local stack did not start"
+    yield holder["stack"]
+    stop.set()
+    thread.join(10)
+
+
+def run_cli(*args: str) -> tuple[int, str]:
+    out = io.StringIO()
+    with redirect_stdout(out):
+        code = cli.main(list(args))
+    return code, out.getvalue()
+
+
+def test_inbox_commands_against_a_running_local_stack(running_stack) -> None:  # type: ignore[no-untyped-def]
+    stack = running_stack
+    store = InboxStore(stack.client("dynamodb"), stack.resources["InboxTable"])
+    # Given a partner delivery that failed for good (malformed), sent through the real gateway
+    from lockgate.webhooks.signing import sign
+    from lockgate_infra.demo import _post
+
+    config = load_config(ROOT / "lockgate.toml")
+    secret = stack.client("secretsmanager").get_secret_value(SecretId="lockgate/webhooks/partner")
+    body = b'{"type":"order.updated"}'
+    headers = sign(
+        config.sources["partner"], secret["SecretString"], body, int(time.time()), delivery_id="cli-1"
+    )
+    status, _ = _post(f"{stack.gateway.url}/webhooks/partner", body, headers)
+    assert status == 200
+    stack.drain(timeout=20)
+    assert store.get("partner#cli-1").status is Status.FAILED
+    # When the operator asks for the status as JSON
+    code, out = run_cli("inbox", "status", "--json")
+    # Then the failure is listed with its error
+    assert code == 0
+    summary = json.loads(out)
+    assert summary["counts"]["failed"] == 1
+    assert summary["failed"][0]["id"] == "partner#cli-1"
+    assert "bad delivery" in summary["failed"][0]["error"]
+    assert summary["dead_letters"] == 1
+    # And `show` prints the record without the body
+    code, out = run_cli("inbox", "show", "partner#cli-1")
+    record = json.loads(out)
+    assert record["status"] == "failed" and record["body"].startswith(f"{len(body)} bytes")
+    # And `retry` sends it round again with fresh attempts (it fails again: still malformed)
+    code, out = run_cli("inbox", "retry", "partner#cli-1")
+    assert code == 0 and "re-queued partner#cli-1" in out
+    stack.drain(timeout=20)
+    row = store.get("partner#cli-1")
+    assert row.status is Status.FAILED and row.attempts == 1
+    # An unknown delivery cannot be retried: a clear message and exit code 2
+    assert run_cli("inbox", "retry", "partner#no-such")[0] == 2
+
+
+def test_inbox_commands_without_a_stack_explain_what_to_do(capsys: pytest.CaptureFixture[str]) -> None:
+    code = cli.main(["inbox", "status"])
+    assert code == 2
+    assert "lockgate local" in capsys.readouterr().err
