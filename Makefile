@@ -32,7 +32,9 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check layers functions infra workflows
 
 typecheck: $(STAMP)
-	$(BIN)/mypy layers/core/lockgate functions infra/lockgate_infra workflows/shop
+	$(BIN)/mypy layers/core/lockgate infra/lockgate_infra workflows/shop
+	@# Every handler is called app.py: check each on its own.
+	@for app in functions/*/app.py; do echo "mypy $$app"; $(BIN)/mypy $$app || exit 1; done
 
 cfn: $(STAMP)
 	$(BIN)/cfn-lint template.yaml

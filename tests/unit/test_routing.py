@@ -100,3 +100,27 @@ def test_unreadable_secret_fails_closed() -> None:
         SecretResolver({}).resolve("secretsmanager:x")
     with pytest.raises(ConfigError, match="empty or missing"):
         SecretResolver({"A": ""}).resolve("env:A")
+
+
+def test_a_failed_refresh_keeps_the_last_good_value() -> None:
+    # Given a secret read once, then Secrets Manager failing when the cache is due a refresh
+    clock = FixedClock()
+    sm = FakeSecretsManager({"s": "good"})
+    resolver = SecretResolver({}, secretsmanager=lambda: sm, clock=clock)
+    assert resolver.resolve("secretsmanager:s") == "good"
+    sm.fail = True
+    clock.advance(301)
+    # Then deliveries keep verifying with the last good value instead of failing with 503
+    assert resolver.resolve("secretsmanager:s") == "good"
+    # and a secret never read still fails closed
+    with pytest.raises(SecretUnavailable):
+        resolver.resolve("secretsmanager:other")
+
+
+def test_prefetch_reads_every_secret_once_up_front() -> None:
+    sm = FakeSecretsManager({"a": "1", "b": "2", "c": "3"})
+    resolver = SecretResolver({}, secretsmanager=lambda: sm)
+    resolver.prefetch(["secretsmanager:a", "secretsmanager:b", "secretsmanager:c", "env:X"])
+    assert sm.calls == 3
+    assert resolver.resolve_all(["secretsmanager:a", "secretsmanager:c"]) == ["1", "3"]
+    assert sm.calls == 3

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from urllib.parse import quote
 
 import pytest
+
 from lockgate.config import SourceConfig
 from lockgate.errors import BadDelivery, ConfigError, InvalidSignature
 from lockgate.webhooks.schemes import DeliveryIdentity, Scheme, check_secrets, scheme_for

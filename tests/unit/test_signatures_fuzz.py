@@ -8,6 +8,7 @@ from urllib.parse import quote
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from lockgate.config import SourceConfig
 from lockgate.errors import BadDelivery, ConfigError, InvalidSignature
 from lockgate.webhooks.schemes import check_secrets, scheme_for

@@ -56,6 +56,7 @@ class Receiver:
 
     def check_secrets(self) -> None:
         """Resolve every source's secrets now; ConfigError stops a cold start that could be forged."""
+        self._secrets.prefetch([ref for s in self._sources.values() for ref in s.config.secrets])
         for name, source in self._sources.items():
             check_secrets(source.config, self._secrets.resolve_all(source.config.secrets))
             self._log.info("source ready", extra={"source": name, "scheme": source.config.scheme})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from threading import Lock
 from typing import Any
 
 from lockgate.clock import Clock, SystemClock
@@ -29,6 +30,7 @@ class SecretResolver:
         self._clock = clock or SystemClock()
         self._max_age = max_age_seconds
         self._cache: dict[str, tuple[float, str]] = {}
+        self._client_lock = Lock()
 
     def resolve(self, ref: str) -> str:
         """The secret's value; ConfigError if it is missing or empty."""
@@ -48,6 +50,23 @@ class SecretResolver:
         """Every reference resolved, in order (several allow rotation)."""
         return [self.resolve(ref) for ref in refs]
 
+    def prefetch(self, refs: Sequence[str]) -> None:
+        """Read every Secrets Manager reference at once, so a cold start pays one round trip, not N."""
+        names = sorted({ref.partition(":")[2] for ref in refs if ref.startswith("secretsmanager:")})
+        if len(names) < 2:
+            return
+        from concurrent.futures import ThreadPoolExecutor  # only cold starts need it
+
+        with ThreadPoolExecutor(max_workers=min(8, len(names))) as pool:
+            # Errors surface on the resolve() that follows, with the secret's name.
+            list(pool.map(self._prefetch_one, names))
+
+    def _prefetch_one(self, name: str) -> None:
+        try:
+            self._from_secretsmanager(name)
+        except SecretUnavailable:
+            return
+
     def forget(self) -> None:
         """Drop cached values (e.g. after a SnapStart restore)."""
         self._cache.clear()
@@ -60,11 +79,16 @@ class SecretResolver:
             return cached[1]
         if self._secretsmanager_factory is None:
             raise ConfigError(f"secret secretsmanager:{name} needs a Secrets Manager client")
-        if self._client is None:
-            self._client = self._secretsmanager_factory()
+        with self._client_lock:
+            if self._client is None:
+                self._client = self._secretsmanager_factory()
         try:
             response = self._client.get_secret_value(SecretId=name)
-        except Exception as exc:  # noqa: BLE001 - whatever the cause, we cannot verify: fail closed
+        except Exception as exc:  # noqa: BLE001 - whatever the cause, we cannot verify with a fresh value
+            if cached:
+                # The refresh failed, but this value verified deliveries minutes ago: keep it rather
+                # than turn a Secrets Manager blip into 503s for every provider.
+                return cached[1]
             raise SecretUnavailable(
                 f"cannot read secret secretsmanager:{name}: {type(exc).__name__}"
             ) from exc

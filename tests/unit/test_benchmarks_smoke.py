@@ -1,0 +1,46 @@
+"""The benchmarks still run, with tiny N. Call counts are asserted (a correctness property);
+timings never are."""
+
+from __future__ import annotations
+
+from benchmarks import cold_start, receipt_calls
+
+
+def test_receipt_calls_counts_two_calls_per_new_and_one_per_duplicate() -> None:
+    # Given both receivers over moto, When a few new and duplicate GitHub deliveries are sent
+    result = receipt_calls.measure(n_new=3, n_dup=3, warmup=1, n_other=1)
+
+    # Then ours stores and queues a new delivery in 2 calls and answers a duplicate with 1
+    assert result.ours.new.calls == [2, 2, 2]
+    assert result.ours.new.operations == {"dynamodb.PutItem": 3, "sqs.SendMessage": 3}
+    assert result.ours.duplicate.calls == [1, 1, 1]
+    assert result.ours.duplicate.operations == {"dynamodb.PutItem": 3}
+    # And the Powertools baseline does what its design implies: 4 calls new, 1 duplicate
+    assert result.baseline.new.calls == [4, 4, 4]
+    assert result.baseline.duplicate.calls == [1, 1, 1]
+    for contender in (result.ours, result.baseline):
+        assert contender.new.statuses == {200: 3}
+        assert contender.duplicate.statuses == {200: 3}
+        assert len(contender.new.seconds) == len(contender.new.backend_seconds) == 3
+    assert set(result.other_paths) == {
+        "new, body > item limit (S3)",
+        "duplicate, body > item limit",
+        "duplicate after 120 s, still waiting",
+        "new, secretsmanager: secret, 300 s cache expired",
+    }
+    assert "ratio ours/baseline" in receipt_calls.render(result)
+
+
+def test_cold_start_samples_both_handlers_and_reports_agent_dependencies() -> None:
+    # Given fresh processes importing each handler once (no precompile: structure only)
+    result = cold_start.measure(runs=1, warmup=0, compile_first=False, top=5)
+
+    # Then each handler has one sample, the receiver loads none of the agent's dependencies
+    assert len(result.bare) == len(result.receiver) == 1
+    assert result.bare[0].seconds > 0 and result.receiver[0].seconds > 0
+    assert result.agent_dependencies_loaded == set()
+    # And importtime names our own modules, and the import's AWS calls are counted by operation
+    assert any(line.module == "lockgate.receipt" for line in result.ours)
+    assert 0 < len(result.extra) <= 5
+    assert all("." in op and n > 0 for op, n in result.import_calls.items())
+    assert "ratio receiver/bare" in cold_start.render(result)
