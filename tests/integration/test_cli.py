@@ -108,3 +108,48 @@ def test_inbox_commands_without_a_stack_explain_what_to_do(capsys: pytest.Captur
     code = cli.main(["inbox", "status"])
     assert code == 2
     assert "lockgate local" in capsys.readouterr().err
+
+
+def test_inbox_status_against_a_deployed_stack_by_name(aws: object) -> None:
+    # Given a CloudFormation stack (on moto) holding the inbox resources under the template's logical ids
+    from moto import mock_aws  # noqa: F401 - the aws fixture keeps moto active
+
+    template = {
+        "Resources": {
+            "InboxTable": {
+                "Type": "AWS::DynamoDB::Table",
+                "Properties": {
+                    "BillingMode": "PAY_PER_REQUEST",
+                    "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
+                    "AttributeDefinitions": [
+                        {"AttributeName": "pk", "AttributeType": "S"},
+                        {"AttributeName": "status", "AttributeType": "S"},
+                        {"AttributeName": "received_at", "AttributeType": "N"},
+                    ],
+                    "GlobalSecondaryIndexes": [
+                        {
+                            "IndexName": "by-status",
+                            "KeySchema": [
+                                {"AttributeName": "status", "KeyType": "HASH"},
+                                {"AttributeName": "received_at", "KeyType": "RANGE"},
+                            ],
+                            "Projection": {"ProjectionType": "ALL"},
+                        }
+                    ],
+                },
+            },
+            "InboxQueue": {"Type": "AWS::SQS::Queue"},
+            "InboxDLQ": {"Type": "AWS::SQS::Queue"},
+        }
+    }
+    import boto3
+
+    boto3.client("cloudformation", region_name="us-east-1").create_stack(
+        StackName="lockgate-test", TemplateBody=json.dumps(template)
+    )
+    # When the operator asks by stack name
+    code, out = run_cli("inbox", "status", "--json", "--stack", "lockgate-test", "--region", "us-east-1")
+    # Then the CLI found the stack's table and queues through CloudFormation
+    assert code == 0, out
+    assert json.loads(out)["counts"] == {"received": 0, "processing": 0, "done": 0, "failed": 0}
+    assert run_cli("inbox", "status", "--stack", "no-such-stack", "--region", "us-east-1")[0] == 2
