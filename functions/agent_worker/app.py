@@ -20,7 +20,7 @@ from lockgate.inbox.store import InboxStore
 from lockgate.processing import Leasing, Worker
 from lockgate.routing import Router
 from lockgate.settings import WorkerSettings
-from lockgate.workflows import load_workflows
+from lockgate.workflows import Setup, load_workflows
 
 logger = Logger()
 metrics = Metrics()
@@ -30,7 +30,7 @@ session = boto3.session.Session()
 dynamodb = session.client("dynamodb")
 sqs = session.client("sqs")
 router = Router()
-load_workflows(config.workflows_package, router)
+load_workflows(config.workflows_package, Setup(router=router, environ=os.environ, client=session.client))
 worker = Worker(
     inbox=InboxStore(dynamodb, settings.inbox_table),
     bodies=BodyStore(session.client("s3"), settings.body_bucket),

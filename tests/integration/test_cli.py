@@ -112,8 +112,6 @@ def test_inbox_commands_without_a_stack_explain_what_to_do(capsys: pytest.Captur
 
 def test_inbox_status_against_a_deployed_stack_by_name(aws: object) -> None:
     # Given a CloudFormation stack (on moto) holding the inbox resources under the template's logical ids
-    from moto import mock_aws  # noqa: F401 - the aws fixture keeps moto active
-
     template = {
         "Resources": {
             "InboxTable": {

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from lockgate.routing import Router
+from lockgate.workflows import Setup
 from shop.handlers import order_updated
 
 
-def register(router: Router) -> None:
+def register(setup: Setup) -> None:
     """Tell the worker which handler takes which event."""
-    router.add("partner", "order.updated", order_updated)
+    setup.router.add("partner", "order.updated", order_updated)

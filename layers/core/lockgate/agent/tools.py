@@ -1,0 +1,142 @@
+"""Tools the model may call: a pydantic argument model, a risk level, and code-built guard rails."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+
+class Risk(StrEnum):
+    """How much harm a call can do."""
+
+    READ = "read"  # looks things up; no side effect
+    ACT = "act"  # a side effect, allowed within hard policy rules
+    APPROVAL = "act-with-approval"  # a side effect that always needs a person
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A policy's answer: allowed, or refused with a reason the model can act on."""
+
+    allowed: bool
+    reason: str = ""
+
+    @classmethod
+    def allow(cls) -> Verdict:
+        """Allowed."""
+        return cls(True)
+
+    @classmethod
+    def deny(cls, reason: str) -> Verdict:
+        """Refused, with why."""
+        return cls(False, reason)
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """Facts from our own systems about this run, never from the model or the content it read.
+
+    ``values`` is task-defined, e.g. {"customer_email": the verified sender of the email}.
+    ``lookup`` reads current facts (orders, payments) through the workflow's own adapters.
+    """
+
+    values: Mapping[str, Any] = field(default_factory=dict)
+    lookup: Any = None
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """A fact by name."""
+        return self.values.get(key, default)
+
+
+# A hard policy rule: a pure predicate over the validated arguments and the run's facts.
+Policy = Callable[[Any, RunFacts], Verdict]
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What a tool's implementation receives besides its arguments."""
+
+    run_id: str
+    facts: RunFacts
+    idempotency_key: str | None  # pass downstream as the provider's idempotency key
+    services: Mapping[str, Any]  # the workflow's injected clients/adapters
+
+
+@dataclass(frozen=True)
+class Tool[Args: BaseModel]:
+    """One tool. ``run`` returns JSON-able data; raising ToolError returns an is_error result."""
+
+    name: str
+    description: str  # when to use it: the model reads this
+    args: type[Args]
+    run: Callable[[Args, ToolContext], Any]
+    summary: Callable[[Args], str]  # one line, built by code from the real arguments
+    risk: Risk = Risk.READ
+    policies: tuple[Policy, ...] = ()
+    untrusted_result: bool = False  # its result is third-party content (email, web page)
+    # For ACT tools: after the run read untrusted content, does this tool need a person?
+    # Only set False when hard policies already pin down every harmful argument.
+    needs_person_when_tainted: bool = True
+    # Returns why a person must approve these arguments (e.g. over a threshold), or None.
+    approval_threshold: Callable[[Args, RunFacts], str | None] | None = None
+    # The business identity of the side effect for the ledger (e.g. "refund#A-1042#25.00").
+    identity: Callable[[Args], str] | None = None
+    high_stakes: bool = False  # needs two distinct reviewers (approvals)
+
+    def schema(self) -> dict[str, Any]:
+        """The tool definition the Messages API expects."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": self.args.model_json_schema(),
+        }
+
+    def validate(self, raw: Any) -> Args:
+        """The model's arguments as the pydantic model; ToolArgumentsInvalid explains what is wrong."""
+        try:
+            return self.args.model_validate(raw)
+        except ValidationError as exc:
+            raise ToolArgumentsInvalid(describe_validation_error(exc)) from exc
+
+    @property
+    def has_side_effect(self) -> bool:
+        """Whether calls go through the operation ledger."""
+        return self.risk is not Risk.READ
+
+
+class ToolError(Exception):
+    """A tool's own refusal or failure, returned to the model as an is_error result it can act on."""
+
+
+class ToolArgumentsInvalid(ToolError):
+    """The model's arguments did not match the tool's schema."""
+
+
+class OutcomeUnknown(Exception):  # noqa: N818 - names the state, like the ledger's UNKNOWN
+    """The side effect may or may not have happened (e.g. a timeout after sending)."""
+
+
+def describe_validation_error(exc: ValidationError) -> str:
+    """Short field-level messages, e.g. "order_id: Order numbers look like A-1042"."""
+    parts = []
+    for error in exc.errors()[:5]:
+        where = ".".join(str(p) for p in error.get("loc", ())) or "arguments"
+        message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
+        parts.append(f"{where}: {message}")
+    return "; ".join(parts)
+
+
+def canonical_json(value: Any) -> str:
+    """Deterministic JSON for fingerprints and ledger keys."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def fingerprint(value: Any) -> str:
+    """SHA-256 of the canonical JSON."""
+    return hashlib.sha256(canonical_json(value).encode()).hexdigest()
