@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import os
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 import boto3
-from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
+from lockgate.agent.wiring import wire_agent_tasks
 from lockgate.clock import SystemClock
 from lockgate.config import load_config
 from lockgate.freshness import EntityVersions
@@ -19,28 +21,68 @@ from lockgate.inbox.queue import DeadLetters, InboxQueue, decode_pointer
 from lockgate.inbox.store import InboxStore
 from lockgate.processing import Leasing, Worker
 from lockgate.routing import Router
+from lockgate.secrets import SecretResolver
 from lockgate.settings import WorkerSettings
 from lockgate.workflows import Setup, load_workflows
 
 logger = Logger()
 metrics = Metrics()
+tracer = Tracer()
+
+
+class PowertoolsTracing:
+    """Trace segments through Powertools' Tracer (X-Ray when deployed)."""
+
+    def span(self, name: str, **annotations: str | int | bool) -> AbstractContextManager[Any]:
+        """A subsegment with annotations (never prompts, bodies or secrets)."""
+        segment = tracer.provider.in_subsegment(f"## {name}")
+        return _Annotated(segment, annotations)
+
+
+class _Annotated:
+    def __init__(self, segment: Any, annotations: dict[str, str | int | bool]) -> None:
+        self._segment, self._annotations = segment, annotations
+
+    def __enter__(self) -> Any:
+        subsegment = self._segment.__enter__()
+        for key, value in self._annotations.items():
+            subsegment.put_annotation(key, value)
+        return subsegment
+
+    def __exit__(self, *exc: Any) -> Any:
+        return self._segment.__exit__(*exc)
+
+
 settings = WorkerSettings.from_env(os.environ)
 config = load_config(Path(__file__).parent / settings.config_path)
+clock = SystemClock()
 session = boto3.session.Session()
 dynamodb = session.client("dynamodb")
 sqs = session.client("sqs")
 router = Router()
-load_workflows(config.workflows_package, Setup(router=router, environ=os.environ, client=session.client))
+setup = Setup(router=router, environ=os.environ, client=session.client)  # type: ignore[arg-type]
+load_workflows(config.workflows_package, setup)
+model = wire_agent_tasks(
+    setup,
+    environ=os.environ,
+    secrets=SecretResolver(os.environ, secretsmanager=lambda: session.client("secretsmanager")),
+    dynamodb=dynamodb,
+    state_table=settings.state_table,
+    clock=clock,
+    log=logger,
+    metrics=metrics,
+    tracing=PowertoolsTracing(),
+)
 worker = Worker(
     inbox=InboxStore(dynamodb, settings.inbox_table),
     bodies=BodyStore(session.client("s3"), settings.body_bucket),
     queue=InboxQueue(sqs, settings.inbox_queue_url),
     dead_letters=DeadLetters(sqs, settings.inbox_dlq_url),
     router=router,
-    versions=EntityVersions(dynamodb, settings.state_table, SystemClock()),
+    versions=EntityVersions(dynamodb, settings.state_table, clock),
     settings=config.inbox,
     leasing=Leasing.for_timeout(settings.timeout_seconds),
-    clock=SystemClock(),
+    clock=clock,
     log=logger,
     metrics=metrics,
 )

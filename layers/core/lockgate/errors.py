@@ -35,6 +35,10 @@ class BadDelivery(LockgateError):
     """A verified delivery that cannot be stored: no delivery id, or an unparsable body."""
 
 
+class PermanentFailure(LockgateError):
+    """Retrying cannot help (e.g. the model API rejects our key or billing): set the delivery aside."""
+
+
 class StoreUnavailable(LockgateError):
     """The inbox could not be written or read; the provider should retry."""
 

@@ -15,6 +15,7 @@ from lockgate.errors import (
     DeliveryNotFound,
     LeaseLost,
     NotClaimable,
+    PermanentFailure,
     QueueUnavailable,
     StaleEvent,
 )
@@ -112,6 +113,8 @@ class Worker:
         except BadDelivery as exc:
             # Retrying cannot fix a malformed delivery: set it aside now.
             return self._give_up(delivery, owner, f"bad delivery: {exc}")
+        except PermanentFailure as exc:
+            return self._give_up(delivery, owner, f"permanent failure: {exc}")
         except Exception as exc:  # noqa: BLE001 - any handler fault is recorded and retried, never lost
             self._log.exception("handler failed", extra=context)
             error = f"{type(exc).__name__}: {exc}"

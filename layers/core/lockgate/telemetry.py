@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Protocol
 
 
@@ -37,3 +38,19 @@ class CountingMetrics:
     def add_metric(self, name: str, unit: Any, value: float) -> None:
         """Add to the named total."""
         self.totals[name] = self.totals.get(name, 0) + value
+
+
+class Tracing(Protocol):
+    """Trace segments around model calls, tool calls and retries (Powertools Tracer when deployed)."""
+
+    def span(self, name: str, **annotations: str | int | bool) -> AbstractContextManager[Any]:
+        """A subsegment; annotations must never carry prompts, bodies or secrets."""
+        ...
+
+
+class NoTracing:
+    """Tracing switched off (tests, the local stack)."""
+
+    def span(self, name: str, **annotations: str | int | bool) -> AbstractContextManager[Any]:
+        """A do-nothing segment."""
+        return nullcontext()

@@ -1,0 +1,39 @@
+"""Connects agent tasks to the inbox worker: a task becomes a routed handler."""
+
+from __future__ import annotations
+
+from lockgate.agent.loop import AgentLoop
+from lockgate.agent.model import ModelError
+from lockgate.agent.tasks import Task
+from lockgate.clock import Clock
+from lockgate.errors import PermanentFailure
+from lockgate.routing import InboxEvent, Router, TaskContext
+
+MARGIN_SECONDS = 10.0  # leave time to record the outcome before the function times out
+
+
+class AgentTaskHandler:
+    """Runs one task's agent loop for a routed event and returns its outcome line."""
+
+    def __init__(self, task: Task, loop: AgentLoop, clock: Clock) -> None:
+        self.task = task
+        self._loop = loop
+        self._clock = clock
+
+    def __call__(self, event: InboxEvent, context: TaskContext) -> str:
+        """Run the loop within the invocation's remaining time."""
+        deadline = self._clock.now() + max(0.0, context.remaining_seconds() - MARGIN_SECONDS)
+        try:
+            outcome = self._loop.run(self.task, event, deadline)
+        except ModelError as exc:
+            if not exc.retryable:
+                # Our key, our billing or our request is wrong: retrying the delivery cannot help.
+                raise PermanentFailure(f"model call failed ({exc.kind}, request {exc.request_id})") from exc
+            raise  # retried with backoff by the worker; recorded steps are replayed, not re-bought
+        return f"{self.task.name}: {outcome.status}: {outcome.summary}"
+
+
+def route_tasks(router: Router, tasks: list[Task], loop: AgentLoop, clock: Clock) -> None:
+    """Register each task's trigger with the router."""
+    for task in tasks:
+        router.add(task.source, task.event_type, AgentTaskHandler(task, loop, clock))

@@ -1,0 +1,251 @@
+"""The operation ledger: every side effect runs at most once, keyed by the system, never by the model.
+
+States: PENDING → IN_PROGRESS → SUCCEEDED | FAILED | UNKNOWN. Each transition is one
+conditional write. UNKNOWN (the effect may or may not have happened) is never retried
+blindly: a reconcile hook or a person resolves it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from lockgate.clock import Clock
+from lockgate.errors import Deferred, LockgateError, StoreUnavailable
+
+RETENTION_SECONDS = 90 * 86_400
+
+
+class OpState(StrEnum):
+    """Where an operation is."""
+
+    PENDING = "PENDING"
+    IN_PROGRESS = "IN_PROGRESS"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    UNKNOWN = "UNKNOWN"
+
+
+class LedgerConflict(LockgateError):
+    """The same operation key was used with different arguments: refused, not a second action."""
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One ledger entry."""
+
+    key: str
+    fingerprint: str
+    state: OpState
+    tool: str
+    run_id: str
+    summary: str
+    idempotency_key: str
+    result: Any = None
+    error: str | None = None
+    owner: str | None = None
+    lease_expires_at: int | None = None
+    updated_at: int | None = None
+
+    @classmethod
+    def from_item(cls, item: dict[str, Any]) -> Operation:
+        """From a low-level DynamoDB item."""
+        text = {k: v.get("S") for k, v in item.items() if "S" in v}
+        nums = {k: int(v["N"]) for k, v in item.items() if "N" in v}
+        return cls(
+            key=text.get("op_key", ""),
+            fingerprint=text.get("fingerprint", ""),
+            state=OpState(text.get("state", OpState.PENDING.value)),
+            tool=text.get("tool", ""),
+            run_id=text.get("run_id", ""),
+            summary=text.get("summary", ""),
+            idempotency_key=text.get("idempotency_key", ""),
+            result=json.loads(text["result"]) if text.get("result") else None,
+            error=text.get("error"),
+            owner=text.get("owner"),
+            lease_expires_at=nums.get("lease_expires_at"),
+            updated_at=nums.get("updated_at"),
+        )
+
+
+def idempotency_key_for(op_key: str) -> str:
+    """The key passed downstream: short, stable, safe in any provider's header."""
+    return "lg_" + hashlib.sha256(op_key.encode()).hexdigest()[:40]
+
+
+class Ledger:
+    """Runs side effects through conditional writes in the State table."""
+
+    def __init__(self, dynamodb: Any, table_name: str, clock: Clock, lease_seconds: int = 120) -> None:
+        self._db = dynamodb
+        self._table = table_name
+        self._clock = clock
+        self._lease_seconds = lease_seconds
+
+    def execute(
+        self,
+        *,
+        op_key: str,
+        fingerprint: str,
+        tool: str,
+        run_id: str,
+        summary: str,
+        effect: Callable[[str], Any],
+        is_failure: Callable[[BaseException], bool],
+        is_unknown: Callable[[BaseException], bool],
+    ) -> Operation:
+        """Run ``effect(idempotency_key)`` once for ``op_key``; a repeat returns the recorded outcome.
+
+        ``is_failure`` says which exceptions are a definite failure (recorded FAILED, returned on
+        repeats); ``is_unknown`` which leave the outcome uncertain (UNKNOWN). Anything else also
+        becomes UNKNOWN: we cannot tell whether the effect happened.
+        """
+        owner = uuid.uuid4().hex
+        now = int(self._clock.now())
+        started = self._begin(op_key, fingerprint, tool, run_id, summary, owner, now)
+        if started is not None:
+            return started  # already decided (or conflicting / busy: raised)
+        idem = idempotency_key_for(op_key)
+        try:
+            result = effect(idem)
+        except BaseException as exc:
+            state = OpState.FAILED if is_failure(exc) and not is_unknown(exc) else OpState.UNKNOWN
+            self._complete(op_key, owner, state, None, f"{type(exc).__name__}: {exc}"[:1000])
+            if state is OpState.UNKNOWN and not isinstance(exc, Exception):
+                raise  # KeyboardInterrupt/SystemExit: record, then let it go
+            return self.get(op_key) or Operation(op_key, fingerprint, state, tool, run_id, summary, idem)
+        self._complete(op_key, owner, OpState.SUCCEEDED, result, None)
+        return Operation(op_key, fingerprint, OpState.SUCCEEDED, tool, run_id, summary, idem, result=result)
+
+    def get(self, op_key: str) -> Operation | None:
+        """The operation, if recorded."""
+        try:
+            response = self._db.get_item(TableName=self._table, Key=_key(op_key), ConsistentRead=True)
+        except (ClientError, BotoCoreError) as exc:
+            raise StoreUnavailable(type(exc).__name__) from exc
+        item = response.get("Item")
+        return Operation.from_item(item) if item else None
+
+    def mark_unknown_if_stuck(self, op_key: str) -> bool:
+        """An IN_PROGRESS operation past its lease becomes UNKNOWN (its executor died mid-call)."""
+        now = int(self._clock.now())
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key=_key(op_key),
+                UpdateExpression="SET #st = :unknown, updated_at = :now, #err = :why",
+                ConditionExpression="#st = :running AND lease_expires_at < :now",
+                ExpressionAttributeNames={"#st": "state", "#err": "error"},
+                ExpressionAttributeValues={
+                    ":unknown": {"S": OpState.UNKNOWN.value},
+                    ":running": {"S": OpState.IN_PROGRESS.value},
+                    ":now": {"N": str(now)},
+                    ":why": {"S": "executor stopped mid-call; outcome unknown"},
+                },
+            )
+        except ClientError as exc:
+            if _code(exc) == "ConditionalCheckFailedException":
+                return False
+            raise StoreUnavailable(_code(exc)) from exc
+        return True
+
+    def _begin(
+        self, op_key: str, fingerprint: str, tool: str, run_id: str, summary: str, owner: str, now: int
+    ) -> Operation | None:
+        item = {
+            **_key(op_key),
+            "op_key": {"S": op_key},
+            "fingerprint": {"S": fingerprint},
+            "tool": {"S": tool},
+            "run_id": {"S": run_id},
+            "summary": {"S": summary[:500]},
+            "idempotency_key": {"S": idempotency_key_for(op_key)},
+            "state": {"S": OpState.IN_PROGRESS.value},
+            "owner": {"S": owner},
+            "lease_expires_at": {"N": str(now + self._lease_seconds)},
+            "created_at": {"N": str(now)},
+            "updated_at": {"N": str(now)},
+            "ttl": {"N": str(now + RETENTION_SECONDS)},
+        }
+        try:
+            self._db.put_item(
+                TableName=self._table,
+                Item=item,
+                ConditionExpression="attribute_not_exists(pk) OR (#st = :pending AND fingerprint = :fp)",
+                ExpressionAttributeNames={"#st": "state"},
+                ExpressionAttributeValues={
+                    ":pending": {"S": OpState.PENDING.value},
+                    ":fp": {"S": fingerprint},
+                },
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as exc:
+            if _code(exc) != "ConditionalCheckFailedException":
+                raise StoreUnavailable(_code(exc)) from exc
+            old = exc.response.get("Item")
+            if not old:
+                raise StoreUnavailable("ledger condition failed without an item") from exc
+            return self._existing(Operation.from_item(old), fingerprint, now)  # type: ignore[arg-type]
+        except BotoCoreError as exc:
+            raise StoreUnavailable(type(exc).__name__) from exc
+        return None
+
+    def _existing(self, op: Operation, fingerprint: str, now: int) -> Operation:
+        if op.fingerprint != fingerprint:
+            raise LedgerConflict(f"operation {op.key!r} was already used with different arguments")
+        if op.state is OpState.IN_PROGRESS:
+            if (op.lease_expires_at or 0) >= now:
+                raise Deferred(
+                    f"operation {op.key} is running elsewhere",
+                    delay_seconds=max(1, (op.lease_expires_at or now) - now),
+                )
+            self.mark_unknown_if_stuck(op.key)
+            return self.get(op.key) or op
+        return op  # SUCCEEDED / FAILED / UNKNOWN: the recorded outcome, never a second action
+
+    def _complete(self, op_key: str, owner: str, state: OpState, result: Any, error: str | None) -> None:
+        values: dict[str, Any] = {
+            ":state": {"S": state.value},
+            ":owner": {"S": owner},
+            ":now": {"N": str(int(self._clock.now()))},
+            ":running": {"S": OpState.IN_PROGRESS.value},
+        }
+        names = {"#st": "state", "#owner": "owner"}
+        sets = ["#st = :state", "updated_at = :now"]
+        if result is not None:
+            values[":result"] = {"S": json.dumps(result, default=str)[:100_000]}
+            names["#res"] = "result"
+            sets.append("#res = :result")
+        if error is not None:
+            values[":error"] = {"S": error}
+            names["#err"] = "error"
+            sets.append("#err = :error")
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key=_key(op_key),
+                UpdateExpression="SET " + ", ".join(sets) + " REMOVE lease_expires_at",
+                ConditionExpression="#st = :running AND #owner = :owner",
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+            )
+        except ClientError as exc:
+            if _code(exc) == "ConditionalCheckFailedException":
+                # Our lease ran out and the entry moved on (e.g. marked UNKNOWN): keep its state.
+                return
+            raise StoreUnavailable(_code(exc)) from exc
+
+
+def _key(op_key: str) -> dict[str, Any]:
+    return {"pk": {"S": f"op#{op_key}"}, "sk": {"S": "op"}}
+
+
+def _code(exc: ClientError) -> str:
+    return str(exc.response.get("Error", {}).get("Code", "ClientError"))

@@ -1,0 +1,297 @@
+"""The guarded, durable tool loop over the Messages API.
+
+Messages API rules hold by construction: every tool_use in a reply is answered in the
+next user message, all results together and nothing before them; a reply cut off by
+max_tokens is never executed; untrusted content enters only inside tool results.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from lockgate.agent.guard import Decision, RunState, decide
+from lockgate.agent.ledger import Ledger, LedgerConflict, OpState
+from lockgate.agent.model import ModelClient, ModelReply, ModelRequest, Usage
+from lockgate.agent.pricing import cost_usd
+from lockgate.agent.runs import Run, RunStore
+from lockgate.agent.screen import Screener
+from lockgate.agent.tasks import Task
+from lockgate.agent.tools import OutcomeUnknown, Tool, ToolContext, ToolError, fingerprint
+from lockgate.clock import Clock
+from lockgate.routing import InboxEvent
+from lockgate.telemetry import Log, Metrics, NoTracing, Tracing
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """How a run ended."""
+
+    run_id: str
+    status: str  # completed | gave_up | refused | step_limit
+    summary: str
+
+
+@dataclass
+class Totals:
+    """Running totals for the run record."""
+
+    usage: dict[str, int] = field(default_factory=lambda: dict(Usage().as_dict()))
+    cost_usd: float = 0.0
+    model_calls: int = 0
+    replayed_steps: int = 0
+    blocked: int = 0
+
+    def add(self, reply: ModelReply, cache_ttl: str) -> None:
+        """Count one model reply."""
+        for key, value in reply.usage.as_dict().items():
+            self.usage[key] += value
+        self.cost_usd = round(self.cost_usd + cost_usd(reply.model, reply.usage, cache_ttl), 6)
+
+    def as_dict(self, state: RunState) -> dict[str, Any]:
+        """JSON-ready, with the run's taint."""
+        return {
+            "usage": self.usage,
+            "cost_usd": self.cost_usd,
+            "model_calls": self.model_calls,
+            "replayed_steps": self.replayed_steps,
+            "blocked": self.blocked,
+            "taint_sources": state.taint_sources,
+            "suspicious": state.suspicious,
+        }
+
+
+class AgentLoop:
+    """Runs a task for an inbox event, recording each step so a retry replays instead of redoing."""
+
+    def __init__(
+        self,
+        *,
+        model: ModelClient,
+        runs: RunStore,
+        ledger: Ledger,
+        clock: Clock,
+        log: Log,
+        metrics: Metrics,
+        tracing: Tracing | None = None,
+        screener: Screener | None = None,
+    ) -> None:
+        self._model = model
+        self._runs = runs
+        self._ledger = ledger
+        self._clock = clock
+        self._log = log
+        self._metrics = metrics
+        self._tracing = tracing or NoTracing()
+        self._screener = screener
+
+    def run(self, task: Task, event: InboxEvent, deadline: float) -> RunOutcome:
+        """Run (or resume) the task for this event until the model ends its turn or a limit hits."""
+        start = task.start(event, task.services)
+        run = self._runs.open(event.delivery.pk, task.name, event.delivery.pk)
+        state = RunState(start.facts)
+        totals = Totals()
+        messages: list[dict[str, Any]] = [{"role": "user", "content": start.prompt}]
+        tools = [t.schema() for t in task.tools]
+        for n in range(1, task.max_steps + 1):
+            reply = self._reply(task, run, n, tools, messages, deadline, totals)
+            messages.append({"role": "assistant", "content": reply.content})
+            if reply.stop_reason == "max_tokens":
+                return self._finish(
+                    run,
+                    "gave_up",
+                    "the reply was cut off at max_tokens; nothing in it was executed",
+                    totals,
+                    state,
+                )
+            if reply.stop_reason == "refusal":
+                return self._finish(run, "refused", "the model declined this request", totals, state)
+            if reply.stop_reason == "pause_turn":
+                continue  # the API paused a long turn: send it back as-is to let it continue
+            calls = [b for b in reply.content if b.get("type") == "tool_use"]
+            if reply.stop_reason != "tool_use" or not calls:
+                return self._finish(run, "completed", _text(reply) or "finished", totals, state)
+            results = self._results(task, run, n, calls, state, totals)
+            messages.append({"role": "user", "content": results})
+        return self._finish(run, "step_limit", f"stopped after {task.max_steps} steps", totals, state)
+
+    # -- model steps ----------------------------------------------------------------------
+
+    def _reply(
+        self,
+        task: Task,
+        run: Run,
+        n: int,
+        tools: list[dict[str, Any]],
+        messages: list[dict[str, Any]],
+        deadline: float,
+        totals: Totals,
+    ) -> ModelReply:
+        recorded = run.step(n, "model")
+        if recorded is not None:
+            totals.replayed_steps += 1
+            reply = ModelReply.from_dict(recorded.data)
+        else:
+            request = ModelRequest(
+                model=task.model,
+                system=task.system_prompt(),
+                tools=tools,
+                messages=messages,
+                max_tokens=task.max_output_tokens,
+                cache_ttl=task.cache_ttl,
+            )
+            fresh = self._model.create(request, deadline)
+            totals.model_calls += 1
+            # If another attempt recorded this step first, its reply is the one that counts.
+            reply = ModelReply.from_dict(self._runs.record(run, n, "model", fresh.as_dict()).data)
+        totals.add(reply, task.cache_ttl)
+        return reply
+
+    # -- tool steps -----------------------------------------------------------------------
+
+    def _results(
+        self, task: Task, run: Run, n: int, calls: list[dict[str, Any]], state: RunState, totals: Totals
+    ) -> list[dict[str, Any]]:
+        recorded = run.step(n, "tools")
+        if recorded is not None:
+            state.taint_sources.extend(recorded.data.get("taint_added", []))
+            state.suspicious.extend(recorded.data.get("suspicious_added", []))
+            totals.blocked += sum(1 for c in recorded.data["calls"] if c["check"] != "cleared")
+            return list(recorded.data["results"])
+        taint_before, suspicious_before = len(state.taint_sources), len(state.suspicious)
+        results, log = [], []
+        for call in calls:  # answered in order, all in one user message
+            block, entry = self._answer(task, run, call, state)
+            results.append(block)
+            log.append(entry)
+            if entry["check"] != "cleared":
+                totals.blocked += 1
+        self._runs.record(
+            run,
+            n,
+            "tools",
+            {
+                "results": results,
+                "calls": log,
+                "taint_added": state.taint_sources[taint_before:],
+                "suspicious_added": state.suspicious[suspicious_before:],
+            },
+        )
+        return results
+
+    def _answer(
+        self, task: Task, run: Run, call: dict[str, Any], state: RunState
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        name, call_id = str(call.get("name", "")), str(call.get("id", ""))
+        decision = decide(task, name, call.get("input"), state)
+        entry: dict[str, Any] = {"tool": name, "check": decision.check.value, "reason": decision.reason}
+        if decision.tool is not None and decision.args is not None:
+            entry["summary"] = decision.tool.summary(decision.args)
+        if not decision.cleared:
+            self._blocked(run, name, decision)
+            return _result(call_id, _refusal_text(decision), error=True), entry
+        tool, args = decision.tool, decision.args
+        assert tool is not None  # cleared decisions carry their tool
+        with self._tracing.span("tool call", tool=tool.name):
+            content, error, outcome = self._execute(task, run, tool, args, state)
+        entry["outcome"] = outcome
+        if not error and tool.untrusted_result:
+            source = f"{tool.name}: {tool.summary(args)}"
+            state.taint_sources.append(source)
+            if self._screener is not None and task.screen_model:
+                flag = self._screener.screen(task.screen_model, content)
+                if flag:
+                    state.suspicious.append(f"{source}: {flag}")
+                    self._metrics.add_metric(name="InjectionSuspected", unit="Count", value=1)
+        return _result(call_id, content, error=error), entry
+
+    def _execute(
+        self, task: Task, run: Run, tool: Tool[Any], args: Any, state: RunState
+    ) -> tuple[str, bool, str]:
+        """(content for the model, is_error, outcome for the record)."""
+
+        def effect(idempotency_key: str | None) -> Any:
+            context = ToolContext(run.run_id, state.facts, idempotency_key, task.services)
+            return tool.run(args, context)
+
+        if not tool.has_side_effect:
+            try:
+                return _json(effect(None)), False, "ok"
+            except ToolError as exc:
+                return str(exc), True, "tool error"
+        canonical = args.model_dump(mode="json")
+        op_key = (
+            f"{tool.name}#{tool.identity(args)}"
+            if tool.identity
+            else f"{run.run_id}#{tool.name}#{fingerprint(canonical)}"
+        )
+        try:
+            op = self._ledger.execute(
+                op_key=op_key,
+                fingerprint=fingerprint(canonical),
+                tool=tool.name,
+                run_id=run.run_id,
+                summary=tool.summary(args),
+                effect=effect,
+                is_failure=lambda exc: isinstance(exc, ToolError),
+                is_unknown=lambda exc: isinstance(exc, OutcomeUnknown),
+            )
+        except LedgerConflict as exc:
+            self._metrics.add_metric(name="LedgerConflict", unit="Count", value=1)
+            return f"Refused: {exc}. Nothing was done.", True, "conflict"
+        if op.state is OpState.SUCCEEDED:
+            return _json(op.result), False, "succeeded"
+        if op.state is OpState.FAILED:
+            return op.error or "the action failed", True, "failed"
+        self._metrics.add_metric(name="OperationUnknown", unit="Count", value=1)
+        return (
+            (
+                "The outcome of this action is unknown; a person will check it. Do not retry it and do "
+                "not tell the customer it happened."
+            ),
+            True,
+            "unknown",
+        )
+
+    def _blocked(self, run: Run, name: str, decision: Decision) -> None:
+        self._metrics.add_metric(name="ToolCallBlocked", unit="Count", value=1)
+        self._log.warning(
+            "tool call blocked",
+            extra={
+                "run": run.run_id,
+                "tool": name,
+                "check": decision.check.value,
+                "reason": decision.reason[:300],
+            },
+        )
+
+    def _finish(self, run: Run, status: str, summary: str, totals: Totals, state: RunState) -> RunOutcome:
+        self._runs.finish(run, status, summary, totals.as_dict(state))
+        self._metrics.add_metric(name=f"Run_{status}", unit="Count", value=1)
+        return RunOutcome(run.run_id, status, summary)
+
+
+def _refusal_text(decision: Decision) -> str:
+    if decision.needs_person:
+        tool = decision.tool.name if decision.tool else "this action"
+        return (
+            f"NOT DONE: {tool} needs a person's approval ({decision.reason}). Nothing has happened. "
+            "Tell the customer their request was passed to the team; do not say it is done."
+        )
+    return decision.reason
+
+
+def _result(call_id: str, content: str, *, error: bool) -> dict[str, Any]:
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": call_id, "content": content}
+    if error:
+        block["is_error"] = True
+    return block
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, default=str, ensure_ascii=False)
+
+
+def _text(reply: ModelReply) -> str:
+    return " ".join(b.get("text", "") for b in reply.content if b.get("type") == "text").strip()[:500]

@@ -1,0 +1,283 @@
+"""The model adapter: the real `anthropic` SDK with our own timeouts, retries and error classes.
+
+The SDK's own retries are off (its defaults, 600 s and 2 retries, outlive any Lambda);
+each attempt's timeout and the backoff between attempts are sized to the deadline.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from lockgate.clock import Clock
+from lockgate.errors import LockgateError
+from lockgate.telemetry import Log, NoTracing, Tracing
+
+SAFETY_SECONDS = 5.0  # leave this much of the deadline for recording the outcome
+RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+FAIL_FAST_STATUS = frozenset({400, 401, 402, 403, 404, 413, 422})
+
+
+class ModelError(LockgateError):
+    """A model call failed; ``retryable`` says whether trying later can help."""
+
+    def __init__(
+        self,
+        kind: str,
+        message: str,
+        *,
+        retryable: bool,
+        request_id: str | None = None,
+        status: int | None = None,
+    ) -> None:
+        super().__init__(f"{kind}: {message}")
+        self.kind = kind
+        self.retryable = retryable
+        self.request_id = request_id
+        self.status = status
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Tokens billed for one call."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        """JSON-ready."""
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cache_creation_input_tokens": self.cache_creation_input_tokens,
+            "cache_read_input_tokens": self.cache_read_input_tokens,
+        }
+
+
+@dataclass(frozen=True)
+class ModelReply:
+    """One assistant message."""
+
+    content: list[dict[str, Any]]
+    stop_reason: str
+    usage: Usage
+    model: str
+    request_id: str | None = None
+    attempts: int = 1
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready, for the run record."""
+        return {
+            "content": self.content,
+            "stop_reason": self.stop_reason,
+            "usage": self.usage.as_dict(),
+            "model": self.model,
+            "request_id": self.request_id,
+            "attempts": self.attempts,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ModelReply:
+        """Back from the run record."""
+        return cls(
+            content=data["content"],
+            stop_reason=data["stop_reason"],
+            usage=Usage(**data["usage"]),
+            model=data["model"],
+            request_id=data.get("request_id"),
+            attempts=data.get("attempts", 1),
+        )
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    """What the loop asks for; prompt-cache markers are added here, not by callers."""
+
+    model: str
+    system: str
+    tools: Sequence[dict[str, Any]]
+    messages: Sequence[dict[str, Any]]
+    max_tokens: int
+    cache_ttl: str = "5m"
+
+    def to_params(self) -> dict[str, Any]:
+        """Messages API parameters with cache_control on the last tool and the system prompt."""
+        marker: dict[str, Any] = {"type": "ephemeral"}
+        if self.cache_ttl == "1h":
+            marker["ttl"] = "1h"
+        tools = [dict(t) for t in self.tools]
+        if tools:
+            tools[-1] = {**tools[-1], "cache_control": marker}
+        params: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": self.max_tokens,
+            "system": [{"type": "text", "text": self.system, "cache_control": marker}],
+            "messages": list(self.messages),
+        }
+        if tools:
+            params["tools"] = tools
+        return params
+
+
+class ModelClient:
+    """Calls the Messages API within a deadline; classifies every failure."""
+
+    def __init__(
+        self,
+        client_factory: Callable[[], Any],
+        clock: Clock,
+        log: Log,
+        tracing: Tracing | None = None,
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+        rng: random.Random | None = None,
+        max_attempts: int = 4,
+        per_call_timeout: float = 90.0,
+        backoff_base: float = 1.0,
+        backoff_cap: float = 20.0,
+    ) -> None:
+        self._factory = client_factory
+        self._client: Any = None
+        self._clock = clock
+        self._log = log
+        self._tracing = tracing or NoTracing()
+        self._sleep = sleep
+        self.rng = rng or random.Random()  # noqa: S311 - jitter, not security
+        self._max_attempts = max_attempts
+        self._per_call_timeout = per_call_timeout
+        self._base = backoff_base
+        self._cap = backoff_cap
+
+    def refresh(self) -> None:
+        """Drop the SDK client (its connections) so the next call makes a new one."""
+        self._client = None
+
+    def create(self, request: ModelRequest, deadline: float) -> ModelReply:
+        """One assistant reply, retrying what can be retried before ``deadline`` (epoch seconds)."""
+        params = request.to_params()
+        for attempt in range(1, self._max_attempts + 1):
+            remaining = deadline - self._clock.now() - SAFETY_SECONDS
+            if remaining < 1:
+                raise ModelError("deadline", "no time left for a model call", retryable=True)
+            try:
+                with self._tracing.span("model call", model=request.model, attempt=attempt):
+                    message = (
+                        self._sdk()
+                        .with_options(timeout=min(self._per_call_timeout, remaining), max_retries=0)
+                        .messages.create(**params)
+                    )
+            except Exception as exc:  # noqa: BLE001 - every SDK failure is classified below
+                error = classify(exc)
+                self._log.warning(
+                    "model call failed",
+                    extra={
+                        "kind": error.kind,
+                        "status": error.status,
+                        "request_id": error.request_id,
+                        "attempt": attempt,
+                    },
+                )
+                if not error.retryable or attempt == self._max_attempts:
+                    raise error from exc
+                delay = self._delay(attempt, exc)
+                if self._clock.now() + delay > deadline - SAFETY_SECONDS:
+                    raise error from exc
+                self._sleep(delay)
+                continue
+            reply = _reply(message, attempt)
+            self._log.info(
+                "model call",
+                extra={
+                    "model": reply.model,
+                    "request_id": reply.request_id,
+                    **reply.usage.as_dict(),
+                    "stop_reason": reply.stop_reason,
+                },
+            )
+            return reply
+        raise ModelError("retries", "no attempt succeeded", retryable=True)  # pragma: no cover
+
+    def _sdk(self) -> Any:
+        if self._client is None:
+            self._client = self._factory()
+        return self._client
+
+    def _delay(self, attempt: int, exc: Exception) -> float:
+        retry_after = _retry_after(exc)
+        if retry_after is not None:
+            return min(retry_after, 60.0)
+        return self.rng.uniform(0, min(self._cap, self._base * 2**attempt))
+
+
+def classify(exc: BaseException) -> ModelError:
+    """Map an SDK exception to a ModelError (by type and status, never by message text)."""
+    import anthropic  # the worker has it; the receiver never reaches this module
+
+    request_id = getattr(exc, "request_id", None)
+    if isinstance(exc, anthropic.APITimeoutError):
+        return ModelError("timeout", "the model call timed out", retryable=True, request_id=request_id)
+    if isinstance(exc, anthropic.APIConnectionError):
+        return ModelError("connection", "could not reach the API", retryable=True, request_id=request_id)
+    if isinstance(exc, anthropic.APIStatusError):
+        status = exc.status_code
+        kind = _error_type(exc.body) or f"http_{status}"
+        if kind == "billing_error" or status == 402:
+            return ModelError(
+                "billing",
+                "billing or credit problem: check the account",
+                retryable=False,
+                request_id=request_id,
+                status=status,
+            )
+        if status in RETRYABLE_STATUS:
+            return ModelError(kind, f"HTTP {status}", retryable=True, request_id=request_id, status=status)
+        return ModelError(
+            kind,
+            f"HTTP {status}",
+            retryable=status not in FAIL_FAST_STATUS and status >= 500,
+            request_id=request_id,
+            status=status,
+        )
+    return ModelError("unexpected", type(exc).__name__, retryable=False)
+
+
+def _error_type(body: object) -> str | None:
+    if isinstance(body, dict):
+        error = body.get("error")
+        if isinstance(error, dict) and isinstance(error.get("type"), str):
+            return str(error["type"])
+    return None
+
+
+def _retry_after(exc: Exception) -> float | None:
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    raw = headers.get("retry-after")
+    try:
+        return max(0.0, float(raw)) if raw is not None else None
+    except ValueError:
+        return None
+
+
+def _reply(message: Any, attempts: int) -> ModelReply:
+    usage = message.usage
+    return ModelReply(
+        content=[block.model_dump(exclude_none=True) for block in message.content],
+        stop_reason=str(message.stop_reason),
+        usage=Usage(
+            input_tokens=usage.input_tokens or 0,
+            output_tokens=usage.output_tokens or 0,
+            cache_creation_input_tokens=getattr(usage, "cache_creation_input_tokens", 0) or 0,
+            cache_read_input_tokens=getattr(usage, "cache_read_input_tokens", 0) or 0,
+        ),
+        model=str(message.model),
+        request_id=getattr(message, "_request_id", None),
+        attempts=attempts,
+    )

@@ -1,0 +1,193 @@
+"""Durable runs: one per inbox event, every model reply and tool outcome recorded in the State table.
+
+A retried delivery replays recorded steps instead of calling the model again; tool
+outcomes come back from the record (and the ledger), so nothing runs twice.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from lockgate.clock import Clock
+from lockgate.errors import StoreUnavailable
+
+RETENTION_SECONDS = 30 * 86_400
+MAX_STEP_JSON = 350_000  # a DynamoDB item holds 400 KB
+
+
+@dataclass(frozen=True)
+class Step:
+    """One recorded step: a model reply ("model") or the answers to its tool calls ("tools")."""
+
+    n: int
+    kind: str
+    data: dict[str, Any]
+
+
+@dataclass
+class Run:
+    """A run's header and its recorded steps."""
+
+    run_id: str
+    task: str
+    delivery: str
+    status: str = "running"
+    outcome: str = ""
+    steps: list[Step] = field(default_factory=list)
+    created_at: int = 0
+    updated_at: int = 0
+    totals: dict[str, Any] = field(default_factory=dict)
+
+    def step(self, n: int, kind: str) -> Step | None:
+        """The recorded step ``n`` of this kind, if any."""
+        for step in self.steps:
+            if step.n == n and step.kind == kind:
+                return step
+        return None
+
+
+class RunStore:
+    """Reads and writes runs; a step, once written, is never overwritten."""
+
+    def __init__(self, dynamodb: Any, table_name: str, clock: Clock) -> None:
+        self._db = dynamodb
+        self._table = table_name
+        self._clock = clock
+
+    def open(self, run_id: str, task: str, delivery: str) -> Run:
+        """Create the run, or load it with its steps if this delivery was tried before."""
+        now = int(self._clock.now())
+        try:
+            self._db.put_item(
+                TableName=self._table,
+                Item={
+                    "pk": {"S": _pk(run_id)},
+                    "sk": {"S": "meta"},
+                    "task": {"S": task},
+                    "delivery": {"S": delivery},
+                    "status": {"S": "running"},
+                    "created_at": {"N": str(now)},
+                    "updated_at": {"N": str(now)},
+                    "ttl": {"N": str(now + RETENTION_SECONDS)},
+                },
+                ConditionExpression="attribute_not_exists(pk)",
+            )
+        except ClientError as exc:
+            if _code(exc) != "ConditionalCheckFailedException":
+                raise StoreUnavailable(_code(exc)) from exc
+            found = self.get(run_id)
+            if found is None:
+                raise StoreUnavailable("run vanished between writes") from exc
+            return found
+        except BotoCoreError as exc:
+            raise StoreUnavailable(type(exc).__name__) from exc
+        return Run(run_id, task, delivery, created_at=now, updated_at=now)
+
+    def record(self, run: Run, n: int, kind: str, data: dict[str, Any]) -> Step:
+        """Write step ``n`` once; if it already exists (a concurrent replay), return the stored one."""
+        body = json.dumps(data, default=str)
+        if len(body) > MAX_STEP_JSON:
+            raise StoreUnavailable(f"step {n} of {run.run_id} is too large to record ({len(body)} bytes)")
+        now = int(self._clock.now())
+        try:
+            self._db.put_item(
+                TableName=self._table,
+                Item={
+                    "pk": {"S": _pk(run.run_id)},
+                    "sk": {"S": f"step#{n:03d}#{kind}"},
+                    "n": {"N": str(n)},
+                    "kind": {"S": kind},
+                    "data": {"S": body},
+                    "at": {"N": str(now)},
+                    "ttl": {"N": str(now + RETENTION_SECONDS)},
+                },
+                ConditionExpression="attribute_not_exists(pk)",
+            )
+        except ClientError as exc:
+            if _code(exc) != "ConditionalCheckFailedException":
+                raise StoreUnavailable(_code(exc)) from exc
+            stored = (self.get(run.run_id) or run).step(n, kind)
+            if stored is None:
+                raise StoreUnavailable("step vanished between writes") from exc
+            return stored
+        except BotoCoreError as exc:
+            raise StoreUnavailable(type(exc).__name__) from exc
+        step = Step(n, kind, data)
+        run.steps.append(step)
+        return step
+
+    def finish(self, run: Run, status: str, outcome: str, totals: dict[str, Any]) -> None:
+        """Record how the run ended and its totals (tokens, cost, blocked calls, taint)."""
+        now = int(self._clock.now())
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key={"pk": {"S": _pk(run.run_id)}, "sk": {"S": "meta"}},
+                UpdateExpression="SET #s = :s, outcome = :o, totals = :t, updated_at = :now",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues={
+                    ":s": {"S": status},
+                    ":o": {"S": outcome[:2000]},
+                    ":t": {"S": json.dumps(totals, default=str)},
+                    ":now": {"N": str(now)},
+                },
+            )
+        except (ClientError, BotoCoreError) as exc:
+            raise StoreUnavailable(type(exc).__name__) from exc
+        run.status, run.outcome, run.totals, run.updated_at = status, outcome, totals, now
+
+    def get(self, run_id: str) -> Run | None:
+        """A run with all its steps, or None."""
+        items: list[dict[str, Any]] = []
+        start: dict[str, Any] | None = None
+        try:
+            while True:
+                kwargs: dict[str, Any] = {
+                    "TableName": self._table,
+                    "KeyConditionExpression": "pk = :pk",
+                    "ExpressionAttributeValues": {":pk": {"S": _pk(run_id)}},
+                    "ConsistentRead": True,
+                }
+                if start:
+                    kwargs["ExclusiveStartKey"] = start
+                response = self._db.query(**kwargs)
+                items.extend(response.get("Items", []))
+                start = response.get("LastEvaluatedKey")
+                if not start:
+                    break
+        except (ClientError, BotoCoreError) as exc:
+            raise StoreUnavailable(type(exc).__name__) from exc
+        meta = next((i for i in items if i["sk"]["S"] == "meta"), None)
+        if meta is None:
+            return None
+        steps = sorted(
+            (
+                Step(int(i["n"]["N"]), i["kind"]["S"], json.loads(i["data"]["S"]))
+                for i in items
+                if i["sk"]["S"].startswith("step#")
+            ),
+            key=lambda s: (s.n, s.kind != "model"),
+        )
+        return Run(
+            run_id=run_id,
+            task=meta["task"]["S"],
+            delivery=meta["delivery"]["S"],
+            status=meta["status"]["S"],
+            outcome=meta.get("outcome", {}).get("S", ""),
+            steps=steps,
+            created_at=int(meta["created_at"]["N"]),
+            updated_at=int(meta["updated_at"]["N"]),
+            totals=json.loads(meta["totals"]["S"]) if "totals" in meta else {},
+        )
+
+
+def _pk(run_id: str) -> str:
+    return f"run#{run_id}"
+
+
+def _code(exc: ClientError) -> str:
+    return str(exc.response.get("Error", {}).get("Code", "ClientError"))

@@ -1,0 +1,65 @@
+"""Builds the agent runtime for the worker (kept here so the handler stays thin)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from lockgate.agent.handler import route_tasks
+from lockgate.agent.ledger import Ledger
+from lockgate.agent.loop import AgentLoop
+from lockgate.agent.model import ModelClient
+from lockgate.agent.runs import RunStore
+from lockgate.agent.screen import Screener
+from lockgate.clock import Clock
+from lockgate.secrets import SecretResolver
+from lockgate.telemetry import Log, Metrics, Tracing
+from lockgate.workflows import Setup
+
+
+def anthropic_factory(api_key: Callable[[], str], base_url: str | None) -> Callable[[], Any]:
+    """A factory for the real SDK client; the key is read when the first client is made."""
+
+    def make() -> Any:
+        import anthropic  # only the worker pays for this import, and only when a task runs
+
+        # Our ModelClient owns timeouts and retries; the SDK's defaults would outlive the Lambda.
+        return anthropic.Anthropic(api_key=api_key(), base_url=base_url, max_retries=0, timeout=60.0)
+
+    return make
+
+
+def wire_agent_tasks(
+    setup: Setup,
+    *,
+    environ: Mapping[str, str],
+    secrets: SecretResolver,
+    dynamodb: Any,
+    state_table: str,
+    clock: Clock,
+    log: Log,
+    metrics: Metrics,
+    tracing: Tracing,
+) -> ModelClient | None:
+    """Route every registered task through one agent loop; returns its model client (for refresh)."""
+    if not setup.tasks:
+        return None
+    key_ref = environ.get("ANTHROPIC_API_KEY_REF", "env:ANTHROPIC_API_KEY")
+    model = ModelClient(
+        anthropic_factory(lambda: secrets.resolve(key_ref), environ.get("ANTHROPIC_BASE_URL") or None),
+        clock,
+        log,
+        tracing,
+    )
+    loop = AgentLoop(
+        model=model,
+        runs=RunStore(dynamodb, state_table, clock),
+        ledger=Ledger(dynamodb, state_table, clock),
+        clock=clock,
+        log=log,
+        metrics=metrics,
+        tracing=tracing,
+        screener=Screener(model, clock),
+    )
+    route_tasks(setup.router, setup.tasks, loop, clock)
+    return model
