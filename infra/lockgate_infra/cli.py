@@ -54,7 +54,13 @@ def _parser() -> argparse.ArgumentParser:
     retry = inbox_commands.add_parser("retry", help="send a failed delivery round again")
     retry.add_argument("id")
     retry.set_defaults(run=_inbox_retry)
-    for sub in (status, show, retry):
+    runs = commands.add_parser("runs", help="agent runs")
+    runs_commands = runs.add_subparsers(dest="runs_command", required=True)
+    run_show = runs_commands.add_parser("show", help="a run's transcript, tool decisions, tokens and cost")
+    run_show.add_argument("id", help="the run id: the delivery id it ran for, e.g. helpdesk#msg_123")
+    run_show.add_argument("--json", action="store_true", help="the raw run record")
+    run_show.set_defaults(run=_runs_show)
+    for sub in (status, show, retry, run_show):
         where = sub.add_mutually_exclusive_group()
         where.add_argument("--local", action="store_true", help="the running `lockgate local` (default)")
         where.add_argument("--stack", metavar="NAME", help="a deployed CloudFormation stack")
@@ -101,6 +107,36 @@ def _inbox_show(args: argparse.Namespace) -> int:
 def _inbox_retry(args: argparse.Namespace) -> int:
     delivery = _ops(_target(args)).retry(args.id, int(time.time()))
     print(f"re-queued {delivery.pk} (attempts reset to {delivery.attempts})")
+    return 0
+
+
+def _runs_show(args: argparse.Namespace) -> int:
+    from lockgate.agent.runs import RunStore
+    from lockgate.clock import SystemClock
+    from lockgate_infra.transcript import render
+
+    target = _target(args)
+    run = RunStore(target.client("dynamodb"), target.name("StateTable"), SystemClock()).get(args.id)
+    if run is None:
+        print(f"lockgate: no run {args.id!r}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "run_id": run.run_id,
+                    "task": run.task,
+                    "status": run.status,
+                    "outcome": run.outcome,
+                    "totals": run.totals,
+                    "steps": [{"n": s.n, "kind": s.kind, "data": s.data} for s in run.steps],
+                },
+                indent=2,
+                default=str,
+            )
+        )
+        return 0
+    print(render(run))
     return 0
 
 

@@ -20,9 +20,16 @@ def ledger(aws: Aws, clock: FixedClock) -> Ledger:
 
 
 def run(ledger: Ledger, effect: Any, key: str = "refund#A-1#10.00", fp: str = "fp1") -> Any:
-    return ledger.execute(op_key=key, fingerprint=fp, tool="refund", run_id="r1", summary="refund $10",
-                          effect=effect, is_failure=lambda e: isinstance(e, ToolError),
-                          is_unknown=lambda e: isinstance(e, OutcomeUnknown))
+    return ledger.execute(
+        op_key=key,
+        fingerprint=fp,
+        tool="refund",
+        run_id="r1",
+        summary="refund $10",
+        effect=effect,
+        is_failure=lambda e: isinstance(e, ToolError),
+        is_unknown=lambda e: isinstance(e, OutcomeUnknown),
+    )
 
 
 def test_effect_runs_once_and_a_repeat_returns_the_recorded_result(ledger: Ledger) -> None:
@@ -87,7 +94,8 @@ def test_in_progress_elsewhere_defers_then_becomes_unknown_after_its_lease(
         run(ledger, dies)
     # (a kill would not even record UNKNOWN; simulate the stuck row directly)
     ledger._db.update_item(  # noqa: SLF001 - test setup of a stuck row
-        TableName=ledger._table, Key={"pk": {"S": "op#refund#A-1#10.00"}, "sk": {"S": "op"}},
+        TableName=ledger._table,
+        Key={"pk": {"S": "op#refund#A-1#10.00"}, "sk": {"S": "op"}},
         UpdateExpression="SET #s = :p, lease_expires_at = :e",
         ExpressionAttributeNames={"#s": "state"},
         ExpressionAttributeValues={":p": {"S": "IN_PROGRESS"}, ":e": {"N": str(int(clock.now()) + 60)}},

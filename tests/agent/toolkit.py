@@ -74,25 +74,54 @@ def make_tools(effects: Effects) -> list[Tool[Any]]:
 
     return [
         Tool("lookup", "Look up an item by id.", LookupArgs, lookup, lambda a: f"look up {a.item_id}"),
-        Tool("fetch_page", "Fetch a web page.", PageArgs, fetch, lambda a: f"fetch {a.url}",
-             untrusted_result=True),
-        Tool("send", "Send a message to the owner.", SendArgs, send, lambda a: f"send to {a.to}",
-             risk=Risk.ACT, policies=(to_owner,), needs_person_when_tainted=False),
-        Tool("pay", "Pay an amount.", PayArgs, pay, lambda a: f"pay ${a.amount:.2f}", risk=Risk.ACT,
-             approval_threshold=lambda a, f: "payments over $50 need a person" if a.amount > 50 else None,
-             identity=lambda a: f"{a.amount:.2f}"),
+        Tool(
+            "fetch_page",
+            "Fetch a web page.",
+            PageArgs,
+            fetch,
+            lambda a: f"fetch {a.url}",
+            untrusted_result=True,
+        ),
+        Tool(
+            "send",
+            "Send a message to the owner.",
+            SendArgs,
+            send,
+            lambda a: f"send to {a.to}",
+            risk=Risk.ACT,
+            policies=(to_owner,),
+            needs_person_when_tainted=False,
+        ),
+        Tool(
+            "pay",
+            "Pay an amount.",
+            PayArgs,
+            pay,
+            lambda a: f"pay ${a.amount:.2f}",
+            risk=Risk.ACT,
+            approval_threshold=lambda a, f: "payments over $50 need a person" if a.amount > 50 else None,
+            identity=lambda a: f"{a.amount:.2f}",
+        ),
         Tool("wipe", "Wipe everything.", NoArgs, wipe, lambda a: "wipe everything", risk=Risk.APPROVAL),
     ]
 
 
 def make_task(effects: Effects, **overrides: Any) -> Task:
     def start(event: InboxEvent, services: Any) -> Start:
-        return Start(prompt=f"Handle event {event.delivery.delivery_id}.",
-                     facts=RunFacts(values={"owner": "owner@example.com"}))
+        return Start(
+            prompt=f"Handle event {event.delivery.delivery_id}.",
+            facts=RunFacts(values={"owner": "owner@example.com"}),
+        )
 
     fields: dict[str, Any] = {
-        "name": "test-task", "source": "github", "event_type": "*", "system": "You are a test agent.",
-        "tools": make_tools(effects), "start": start, "model": "claude-sonnet-4-5", "max_steps": 6,
+        "name": "test-task",
+        "source": "github",
+        "event_type": "*",
+        "system": "You are a test agent.",
+        "tools": make_tools(effects),
+        "start": start,
+        "model": "claude-sonnet-5-5",
+        "max_steps": 6,
     }
     fields.update(overrides)
     return Task(**fields)

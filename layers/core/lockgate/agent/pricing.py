@@ -20,10 +20,21 @@ class Price:
     cache_read: float
 
 
-# Published list prices (Anthropic pricing page, as of PRICES_AS_OF).
+# Published list prices (platform.claude.com/docs/en/about-claude/pricing), as of PRICES_AS_OF.
+# Haiku 5.5's prompts over 100k tokens cost more; Lockgate's tasks stay far below that.
 PRICES: dict[str, Price] = {
+    "claude-opus-5-5": Price(4.00, 20.00, 0.20),
+    "claude-opus-5": Price(5.00, 25.00, 0.50),
+    "claude-opus-4-8": Price(5.00, 25.00, 0.50),
+    "claude-opus-4-7": Price(5.00, 25.00, 0.50),
+    "claude-opus-4-6": Price(5.00, 25.00, 0.50),
+    "claude-opus-4-5": Price(5.00, 25.00, 0.50),
     "claude-opus-4-1": Price(15.00, 75.00, 1.50),
+    "claude-sonnet-5-5": Price(2.00, 10.00, 0.10),
+    "claude-sonnet-5": Price(2.00, 10.00, 0.20),
+    "claude-sonnet-4-6": Price(3.00, 15.00, 0.30),
     "claude-sonnet-4-5": Price(3.00, 15.00, 0.30),
+    "claude-haiku-5-5": Price(0.10, 0.50, 0.01),
     "claude-haiku-4-5": Price(1.00, 5.00, 0.10),
 }
 UNKNOWN_MODEL = PRICES["claude-opus-4-1"]  # price an unknown model as the dearest: never under-count
@@ -31,9 +42,10 @@ UNKNOWN_MODEL = PRICES["claude-opus-4-1"]  # price an unknown model as the deare
 
 def price_for(model: str) -> Price:
     """The price of a model id, matching dated ids (claude-sonnet-4-5-20250929) by prefix."""
-    for name, price in PRICES.items():
+    # Longest name first, so "claude-opus-5-5" is not priced as "claude-opus-5".
+    for name in sorted(PRICES, key=len, reverse=True):
         if model == name or model.startswith(name + "-"):
-            return price
+            return PRICES[name]
     return UNKNOWN_MODEL
 
 

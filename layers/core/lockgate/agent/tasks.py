@@ -33,7 +33,7 @@ class Task:
     system: str
     tools: Sequence[Tool[Any]]
     start: Callable[[InboxEvent, Mapping[str, Any]], Start]  # (event, services) -> Start
-    model: str = "claude-sonnet-4-5"
+    model: str = "claude-sonnet-5-5"
     max_steps: int = 8
     max_output_tokens: int = 1024
     budget_usd: float = 0.50

@@ -1,0 +1,69 @@
+"""`lockgate runs show`: a run's transcript, each tool call with its decision, tokens and cost."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from lockgate.agent.runs import Run
+
+TEXT_PREVIEW = 300
+
+
+def render(run: Run) -> str:
+    """Plain text for a terminal. Tool results are summarised, never dumped whole."""
+    lines = [
+        f"run {run.run_id}  task {run.task}  status {run.status}",
+        f"  outcome: {run.outcome}",
+    ]
+    totals = run.totals
+    if totals:
+        usage = totals.get("usage", {})
+        lines.append(
+            f"  tokens: in {usage.get('input_tokens', 0)}, out {usage.get('output_tokens', 0)}, "
+            f"cache write {usage.get('cache_creation_input_tokens', 0)}, "
+            f"cache read {usage.get('cache_read_input_tokens', 0)}   cost ${totals.get('cost_usd', 0):.4f}"
+            f"   model calls {totals.get('model_calls', 0)} (replayed {totals.get('replayed_steps', 0)})"
+            f"   blocked calls {totals.get('blocked', 0)}"
+        )
+        for source in totals.get("taint_sources", []):
+            lines.append(f"  read untrusted content: {source}")
+        for flag in totals.get("suspicious", []):
+            lines.append(f"  SUSPICIOUS: {flag}")
+    for step in run.steps:
+        if step.kind == "model":
+            lines.extend(_model_lines(step.n, step.data))
+        else:
+            lines.extend(_tool_lines(step.data))
+    return "\n".join(lines)
+
+
+def _model_lines(n: int, data: dict[str, Any]) -> list[str]:
+    usage = data.get("usage", {})
+    out = [
+        f"\n[{n}] assistant ({data.get('stop_reason')}, in {usage.get('input_tokens', 0)} / "
+        f"out {usage.get('output_tokens', 0)} / cache read {usage.get('cache_read_input_tokens', 0)})"
+    ]
+    for block in data.get("content", []):
+        if block.get("type") == "text" and block.get("text", "").strip():
+            out.append(f"    says: {_clip(block['text'])}")
+        elif block.get("type") == "tool_use":
+            out.append(f"    calls {block.get('name')}({_clip(json.dumps(block.get('input', {})))})")
+    return out
+
+
+def _tool_lines(data: dict[str, Any]) -> list[str]:
+    out = []
+    for call, result in zip(data.get("calls", []), data.get("results", []), strict=False):
+        verdict = call.get("check")
+        label = "ran" if verdict == "cleared" else f"BLOCKED at {verdict}"
+        detail = call.get("outcome") if verdict == "cleared" else call.get("reason")
+        summary = call.get("summary") or call.get("tool")
+        err = " (is_error)" if result.get("is_error") else ""
+        out.append(f"    {label}: {summary} -> {detail}{err}")
+    return out
+
+
+def _clip(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= TEXT_PREVIEW else text[: TEXT_PREVIEW - 1] + "…"

@@ -1,0 +1,82 @@
+"""Fixtures for agent tests: the real SDK against the local stub server, the loop on moto."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import anthropic
+import pytest
+
+from lockgate.agent.ledger import Ledger
+from lockgate.agent.loop import AgentLoop
+from lockgate.agent.model import ModelClient
+from lockgate.agent.runs import RunStore
+from lockgate.agent.screen import Screener
+from lockgate.clock import FixedClock
+from lockgate.inbox.models import Delivery, Status
+from lockgate.routing import InboxEvent
+from lockgate.telemetry import CountingMetrics
+from lockgate_infra.stub.server import StubAnthropic
+from tests.support import LOG, Aws
+
+
+@pytest.fixture
+def stub() -> Iterator[StubAnthropic]:
+    from lockgate_infra.stub.models import Scripted
+
+    with StubAnthropic(Scripted([]), min_cacheable_tokens=0) as server:
+        yield server
+
+
+@dataclass
+class AgentRig:
+    """The loop wired to moto and the stub, with the sleeps it asked for recorded."""
+
+    aws: Aws
+    stub: StubAnthropic
+    clock: FixedClock
+    metrics: CountingMetrics = field(default_factory=CountingMetrics)
+    sleeps: list[float] = field(default_factory=list)
+
+    def model_client(self, **kwargs: Any) -> ModelClient:
+        def factory() -> Any:
+            return anthropic.Anthropic(api_key="test-key", base_url=self.stub.base_url, max_retries=0)
+
+        return ModelClient(factory, self.clock, LOG, sleep=self.sleeps.append, **kwargs)
+
+    def loop(self, **kwargs: Any) -> AgentLoop:
+        model = self.model_client(**kwargs)
+        db = self.aws.client("dynamodb")
+        return AgentLoop(
+            model=model,
+            runs=RunStore(db, self.aws.state_table, self.clock),
+            ledger=Ledger(db, self.aws.state_table, self.clock),
+            clock=self.clock,
+            log=LOG,
+            metrics=self.metrics,
+            screener=Screener(model, self.clock),
+        )
+
+    def runs(self) -> RunStore:
+        return RunStore(self.aws.client("dynamodb"), self.aws.state_table, self.clock)
+
+
+@pytest.fixture
+def rig(aws: Aws, stub: StubAnthropic, clock: FixedClock) -> AgentRig:
+    return AgentRig(aws, stub, clock)
+
+
+def event(delivery_id: str = "d-1", source: str = "github", body: bytes = b"{}") -> InboxEvent:
+    """An inbox event as the worker hands it to a handler."""
+    delivery = Delivery(
+        pk=f"{source}#{delivery_id}",
+        source=source,
+        delivery_id=delivery_id,
+        event_type="push",
+        status=Status.PROCESSING,
+        received_at=0,
+        available_at=0,
+    )
+    return InboxEvent(delivery, body)
