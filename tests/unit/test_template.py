@@ -47,7 +47,18 @@ WORKER_ACCESS = {
         for action in ("ReceiveMessage", "DeleteMessage", "GetQueueAttributes", "ChangeMessageVisibility")
     },
     ("sqs:SendMessage", "InboxDLQ.Arn"),
+    # The example shop's tools (workflows/shop/): exactly the calls they make.
+    ("dynamodb:GetItem", "ShopOrdersTable.Arn"),
+    ("dynamodb:UpdateItem", "ShopOrdersTable.Arn"),
+    ("dynamodb:Query", "${ShopOrdersTable.Arn}/index/by-customer"),
+    ("dynamodb:GetItem", "ShopPaymentsTable.Arn"),
+    ("dynamodb:PutItem", "ShopPaymentsTable.Arn"),
+    ("dynamodb:GetItem", "ShopMailTable.Arn"),
+    ("dynamodb:PutItem", "ShopMailTable.Arn"),
+    ("dynamodb:Query", "${ShopMailTable.Arn}/index/by-sender"),
+    ("ses:SendEmail", "arn:${AWS::Partition}:ses:${AWS::Region}:${AWS::AccountId}:identity/*"),
 }
+SHOP_TABLES = ("ShopOrdersTable", "ShopPaymentsTable", "ShopMailTable")
 
 
 # ------------------------------------------------------------------ loading and translating
@@ -386,6 +397,54 @@ def test_given_the_worker_role_then_it_has_exactly_its_data_access_and_no_secret
     assert not any(action.startswith("secretsmanager:") for action, _ in access(role))
 
 
+def test_given_the_worker_role_then_it_sends_email_only_from_the_shops_address(cfn):
+    (statement,) = (
+        s for s in statements(role_of(cfn, "AgentWorkerFunction")) if "ses:SendEmail" in as_list(s["Action"])
+    )
+    assert as_list(statement["Action"]) == ["ses:SendEmail"]
+    assert statement["Condition"] == {"StringEquals": {"ses:FromAddress": {"Ref": "ShopFromAddress"}}}
+    assert cfn["Parameters"]["ShopFromAddress"]["Default"] == "support@shop.example.com"
+
+
+def test_given_the_worker_then_it_is_told_where_the_shops_data_lives(cfn):
+    variables = environment(cfn, "AgentWorkerFunction")
+    assert {name: variables.get(name) for name in variables if name.startswith("SHOP_")} == {
+        "SHOP_ORDERS_TABLE": {"Ref": "ShopOrdersTable"},
+        "SHOP_PAYMENTS_TABLE": {"Ref": "ShopPaymentsTable"},
+        "SHOP_MAIL_TABLE": {"Ref": "ShopMailTable"},
+        "SHOP_FROM_ADDRESS": {"Ref": "ShopFromAddress"},
+        "SHOP_HOST": "shop.example.com",
+    }
+
+
+def test_given_the_shop_tables_then_they_are_keyed_indexed_on_demand_and_encrypted(cfn):
+    for table_id in SHOP_TABLES:
+        table = properties(cfn, table_id)
+        assert table["BillingMode"] == "PAY_PER_REQUEST"
+        assert table["SSESpecification"] == {"SSEEnabled": True}
+    keys = {t: properties(cfn, t)["KeySchema"] for t in SHOP_TABLES}
+    assert keys == {
+        "ShopOrdersTable": [{"AttributeName": "order_id", "KeyType": "HASH"}],
+        "ShopPaymentsTable": [{"AttributeName": "idempotency_key", "KeyType": "HASH"}],
+        "ShopMailTable": [{"AttributeName": "message_id", "KeyType": "HASH"}],
+    }
+    (by_customer,) = properties(cfn, "ShopOrdersTable")["GlobalSecondaryIndexes"]
+    assert (by_customer["IndexName"], by_customer["KeySchema"]) == (
+        "by-customer",
+        [{"AttributeName": "customer_email", "KeyType": "HASH"}],
+    )
+    (by_sender,) = properties(cfn, "ShopMailTable")["GlobalSecondaryIndexes"]
+    assert (by_sender["IndexName"], by_sender["KeySchema"]) == (
+        "by-sender",
+        [
+            {"AttributeName": "sender", "KeyType": "HASH"},
+            {"AttributeName": "received_at", "KeyType": "RANGE"},
+        ],
+    )
+    # Listing a sender's recent mail needs ids only: the email text is never projected.
+    assert by_sender["Projection"] == {"ProjectionType": "KEYS_ONLY"}
+
+
 @pytest.mark.parametrize("function_id", ["WebhookReceiverFunction", "AgentWorkerFunction"])
 def test_given_any_function_role_then_no_data_action_is_granted_on_every_resource(cfn, function_id):
     for statement in statements(role_of(cfn, function_id)):
@@ -442,4 +501,5 @@ def test_given_template_parameters_then_defaults_match_the_documented_ones(sam_t
         "SecretsPrefix": "lockgate",
         "LogRetentionDays": 30,
         "AlertEmail": "",
+        "ShopFromAddress": "support@shop.example.com",
     }

@@ -7,5 +7,20 @@ from shop.handlers import order_updated
 
 
 def register(setup: Setup) -> None:
-    """Tell the worker which handler takes which event."""
+    """Tell the worker which handler takes which event, and add the support-inbox agent task.
+
+    The task needs the shop's tables (SHOP_ORDERS_TABLE, SHOP_PAYMENTS_TABLE, SHOP_MAIL_TABLE);
+    without any of them only the plain handler is registered.
+    """
     setup.router.add("partner", "order.updated", order_updated)
+    # Imported here so that loading the package for its handlers stays cheap.
+    from lockgate.clock import SystemClock
+    from shop.services import ShopServices, ShopSettings
+
+    settings = ShopSettings.from_env(setup.environ)
+    if settings is None:
+        return
+    from shop.task import support_inbox_task
+
+    services = ShopServices.build(settings, setup.client, SystemClock())
+    setup.add_task(support_inbox_task(services))

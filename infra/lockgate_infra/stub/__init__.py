@@ -1,0 +1,35 @@
+"""A local stand-in for the Anthropic Messages API: real HTTP on 127.0.0.1, scripted models, token usage."""
+
+from lockgate_infra.stub.accounting import PromptCache, count_input_tokens, estimate_tokens
+from lockgate_infra.stub.models import (
+    ErrorSequence,
+    Model,
+    Reply,
+    Scripted,
+    StubError,
+    gullible_model,
+    malformed_args_model,
+    max_tokens_model,
+    pause_turn_model,
+    refusal_model,
+    shop_model,
+)
+from lockgate_infra.stub.server import StubAnthropic
+
+__all__ = [
+    "ErrorSequence",
+    "Model",
+    "PromptCache",
+    "Reply",
+    "Scripted",
+    "StubAnthropic",
+    "StubError",
+    "count_input_tokens",
+    "estimate_tokens",
+    "gullible_model",
+    "malformed_args_model",
+    "max_tokens_model",
+    "pause_turn_model",
+    "refusal_model",
+    "shop_model",
+]

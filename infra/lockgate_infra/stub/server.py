@@ -1,0 +1,236 @@
+"""StubAnthropic: the Messages API on 127.0.0.1, real HTTP, so the real SDK is what gets tested.
+
+Serves ``POST /v1/messages`` (non-streaming) and ``POST /v1/messages/count_tokens``. Requests are
+validated like the API does (see ``validation``), answered by a scripted model (see ``models``),
+and billed with prompt-cache accounting (see ``accounting``). Errors use the API's shape and a
+``request-id`` header, so the SDK raises its own classes.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+from collections.abc import Mapping
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any, cast
+
+from lockgate.clock import Clock, SystemClock
+from lockgate_infra.stub.accounting import PromptCache, count_input_tokens, estimate_tokens
+from lockgate_infra.stub.replies import STOP_REASONS, Model, Reply, StubError
+from lockgate_infra.stub.shop_model import shop_model
+from lockgate_infra.stub.validation import request_problem
+
+MESSAGES_PATH = "/v1/messages"
+COUNT_TOKENS_PATH = "/v1/messages/count_tokens"
+USAGE_KEYS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+
+
+class StubAnthropic:
+    """A local Messages API server; use as a context manager and point the SDK at ``base_url``."""
+
+    def __init__(
+        self,
+        model: Model = shop_model,
+        *,
+        clock: Clock | None = None,
+        min_cacheable_tokens: int = 1024,
+        port: int = 0,
+    ) -> None:
+        self._model = model
+        self._cache = PromptCache(clock or SystemClock(), min_cacheable_tokens)
+        self._port = port
+        self._lock = threading.Lock()
+        self._requests: list[Any] = []
+        self._totals = dict.fromkeys(USAGE_KEYS, 0)
+        self._ids = itertools.count(1)
+        self._stopping = threading.Event()
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+        self.model_failures: list[str] = []  # exceptions raised by a scripted model (answered as 500)
+
+    def start(self) -> StubAnthropic:
+        """Bind a port on 127.0.0.1 and serve in a background thread."""
+        if self._server is None:
+            self._server = _Server(("127.0.0.1", self._port), self)
+            server = self._server
+            # A short poll interval so close() (and every test's teardown) returns quickly.
+            self._thread = threading.Thread(
+                target=lambda: server.serve_forever(poll_interval=0.02), name="stub-anthropic", daemon=True
+            )
+            self._thread.start()
+        return self
+
+    def close(self) -> None:
+        """Stop serving; requests still waiting out a delay are dropped unanswered."""
+        self._stopping.set()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._server = None
+        self._thread = None
+
+    def __enter__(self) -> StubAnthropic:
+        return self.start()
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self.close()
+
+    @property
+    def base_url(self) -> str:
+        """E.g. "http://127.0.0.1:PORT" (pass to ``anthropic.Anthropic(base_url=...)``)."""
+        if self._server is None:
+            raise RuntimeError("the stub server is not running; use it as a context manager or call start()")
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    @property
+    def requests(self) -> list[Any]:
+        """Every JSON body received at /v1/messages, in order (a snapshot)."""
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def calls(self) -> int:
+        """How many /v1/messages requests arrived."""
+        with self._lock:
+            return len(self._requests)
+
+    @property
+    def usage_totals(self) -> dict[str, int]:
+        """Input, output, cache-write and cache-read tokens summed over every successful reply."""
+        with self._lock:
+            return dict(self._totals)
+
+    def set_model(self, model: Model) -> None:
+        """Answer later requests with another scripted model."""
+        with self._lock:
+            self._model = model
+
+    def handle(self, handler: BaseHTTPRequestHandler) -> None:
+        """Answer one HTTP request (called on the server's worker thread)."""
+        with self._lock:
+            number = next(self._ids)
+        request_id = f"req_stub_{number:012d}"
+        path = handler.path.split("?", 1)[0]
+        raw = handler.rfile.read(int(handler.headers.get("content-length") or 0))
+        if handler.command != "POST" or path not in (MESSAGES_PATH, COUNT_TOKENS_PATH):
+            return self._error(handler, request_id, StubError(404, "not_found_error", f"Not found: {path}"))
+        if not (handler.headers.get("x-api-key") or handler.headers.get("authorization")):
+            return self._error(
+                handler, request_id, StubError(401, "authentication_error", "x-api-key header is required")
+            )
+        try:
+            body = json.loads(raw or b"null")
+        except ValueError:
+            return self._error(
+                handler, request_id, StubError(400, "invalid_request_error", "Invalid JSON body")
+            )
+        if path == COUNT_TOKENS_PATH:
+            problem = request_problem(body, count_tokens=True)
+            if problem:
+                return self._error(handler, request_id, StubError(400, "invalid_request_error", problem))
+            return _send(handler, request_id, 200, {"input_tokens": count_input_tokens(body)})
+        with self._lock:
+            self._requests.append(body)
+            model = self._model
+        problem = request_problem(body)
+        if problem:
+            return self._error(handler, request_id, StubError(400, "invalid_request_error", problem))
+        return self._answer(handler, request_id, f"msg_stub_{number:012d}", body, model)
+
+    def _answer(
+        self,
+        handler: BaseHTTPRequestHandler,
+        request_id: str,
+        message_id: str,
+        body: dict[str, Any],
+        model: Model,
+    ) -> None:
+        try:
+            outcome = model(body)
+        except Exception as exc:  # noqa: BLE001 - a broken scripted model is reported to the client as a 500
+            failure = f"{type(exc).__name__}: {exc}"
+            with self._lock:
+                self.model_failures.append(failure)
+            outcome = StubError(500, "api_error", f"stub model failed: {failure}")
+        if isinstance(outcome, StubError):
+            return self._error(handler, request_id, outcome)
+        if not isinstance(outcome, Reply) or outcome.stop_reason not in STOP_REASONS:
+            return self._error(
+                handler, request_id, StubError(500, "api_error", "stub model gave no valid reply")
+            )
+        usage = self._cache.account(body).as_usage(max(1, estimate_tokens(outcome.content)))
+        with self._lock:
+            for key in USAGE_KEYS:
+                self._totals[key] += int(usage[key])
+        message = {
+            "id": message_id,
+            "type": "message",
+            "role": "assistant",
+            "model": body["model"],
+            "content": outcome.content,
+            "stop_reason": outcome.stop_reason,
+            "stop_sequence": None,
+            "usage": usage,
+        }
+        return _send(handler, request_id, 200, message)
+
+    def _error(self, handler: BaseHTTPRequestHandler, request_id: str, error: StubError) -> None:
+        if error.delay > 0 and self._stopping.wait(error.delay):
+            handler.close_connection = True
+            return None  # shutting down: the client has long given up
+        body = {
+            "type": "error",
+            "error": {"type": error.type, "message": error.message},
+            "request_id": request_id,
+        }
+        return _send(handler, request_id, error.status, body, error.headers)
+
+
+def _send(
+    handler: BaseHTTPRequestHandler,
+    request_id: str,
+    status: int,
+    payload: object,
+    headers: Mapping[str, str] | None = None,
+) -> None:
+    data = json.dumps(payload).encode()
+    handler.close_connection = True  # one request per connection: no idle keep-alive threads
+    try:
+        handler.send_response(status)
+        handler.send_header("content-type", "application/json")
+        handler.send_header("content-length", str(len(data)))
+        handler.send_header("request-id", request_id)
+        handler.send_header("connection", "close")
+        for name, value in (headers or {}).items():
+            handler.send_header(name, value)
+        handler.end_headers()
+        handler.wfile.write(data)
+    except OSError:
+        return  # the client hung up (it timed out): there is no one left to answer
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], stub: StubAnthropic) -> None:
+        super().__init__(address, _Handler)
+        self.stub = stub
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self) -> None:  # noqa: N802 - the name http.server dispatches to
+        cast(_Server, self.server).stub.handle(self)
+
+    def do_GET(self) -> None:  # noqa: N802 - the name http.server dispatches to
+        cast(_Server, self.server).stub.handle(self)
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's signature
+        """Quiet: tests and the demo print what matters themselves."""

@@ -1,0 +1,236 @@
+"""Hard policy rules for the shop's tools: pure predicates over the arguments and the run's facts.
+
+Facts come from our own systems: ``customer_email`` is the verified sender of the email that
+started the run, and ``facts.lookup`` reads current orders. Nothing here trusts the model or
+the content it read. Every rule fails closed: a missing fact is a refusal.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from decimal import Decimal
+from typing import Any, Protocol
+
+from lockgate.agent.tools import Policy, RunFacts, Verdict
+
+APPROVAL_LIMIT = Decimal("50.00")  # refunds above this need a person
+HIGH_STAKES_LIMIT = Decimal("200.00")  # refunds above this need two reviewers
+
+# Anything with a scheme and "//", plus the schemes that act without one.
+_URL = re.compile(r"(?i)\b[a-z][a-z0-9+.\-]*://\S*|\b(?:mailto|javascript|data|vbscript|file|tel|sms):\S+")
+# A dot as IDNA reads it: ASCII, ideographic, fullwidth and halfwidth full stops.
+_DOT = r"[.\u3002\uff0e\uff61]"
+_LABEL = r"[^\W_](?:[\w\-]{0,61}[^\W_])?"
+_DOMAIN = rf"(?:{_LABEL}{_DOT})+(?:xn--[a-z0-9\-]+|[^\W\d_]{{2,63}})"
+_EMAIL = re.compile(rf"[\w.!#$%&'*+/=?^`{{|}}~\-]+@{_DOMAIN}", re.IGNORECASE)
+_BARE_DOMAIN = re.compile(rf"(?<![\w\-]){_DOMAIN}(?![\w\-])", re.IGNORECASE)
+_IPV4 = re.compile(r"(?<![\w.])\d{1,3}(?:\.\d{1,3}){3}(?![\w])")
+# Order numbers, also written with a Unicode dash, a space or nothing between the parts.
+_ORDER_ID = re.compile(r"(?i)(?<![\w])A[\s\-\u2010-\u2015\u2212]?(\d{4})(?!\d)")
+_TRAILING = ".,;:!?)]}>'\"*"
+
+
+class OrderFacts(Protocol):
+    """What the policies need to know about an order."""
+
+    order_id: str
+    customer_email: str
+    total: Decimal
+    refunded: Decimal
+
+
+def customer_of(facts: RunFacts) -> str | None:
+    """The run's verified customer address, lower-cased, or None."""
+    value = facts.get("customer_email")
+    return value.strip().lower() if isinstance(value, str) and value.strip() else None
+
+
+def _order(facts: RunFacts, order_id: str) -> OrderFacts | None:
+    if facts.lookup is None:
+        raise LookupError("order facts are unavailable")
+    order: OrderFacts | None = facts.lookup.order(order_id)
+    return order
+
+
+def money(value: Decimal) -> str:
+    """Dollars with two decimals, e.g. "$50.00"."""
+    return f"${value:,.2f}"
+
+
+# ------------------------------------------------------------------ orders
+
+
+def order_belongs_to_customer(args: Any, facts: RunFacts) -> Verdict:
+    """The order (``args.order_id``) must be the run's customer's; reading another's is a data leak."""
+    customer = customer_of(facts)
+    if customer is None:
+        return Verdict.deny("this run has no verified customer")
+    try:
+        order = _order(facts, args.order_id)
+    except LookupError:
+        return Verdict.deny("order ownership cannot be checked right now")
+    if order is None:
+        return Verdict.allow()  # the tool itself says there is no such order
+    if order.customer_email.lower() != customer:
+        return Verdict.deny("that order belongs to another customer")
+    return Verdict.allow()
+
+
+def orders_of_customer_only(args: Any, facts: RunFacts) -> Verdict:
+    """``args.customer_email`` must be the run's verified customer."""
+    customer = customer_of(facts)
+    if customer is None:
+        return Verdict.deny("this run has no verified customer")
+    if args.customer_email.strip().lower() != customer:
+        return Verdict.deny("you can only list the orders of the customer who wrote in")
+    return Verdict.allow()
+
+
+def message_from_customer(args: Any, facts: RunFacts) -> Verdict:
+    """An email may be read only if the run's customer sent it."""
+    customer = customer_of(facts)
+    if customer is None:
+        return Verdict.deny("this run has no verified customer")
+    if facts.lookup is None:
+        return Verdict.deny("the mailbox cannot be checked right now")
+    sender = facts.lookup.sender_of(args.message_id)
+    if sender is not None and sender.lower() != customer:
+        return Verdict.deny("that email was sent by someone else")
+    return Verdict.allow()  # unknown ids: the tool says there is no such email
+
+
+# ------------------------------------------------------------------ refunds
+
+
+def refund_order_is_customers(args: Any, facts: RunFacts) -> Verdict:
+    """Only the customer's own orders can be refunded; an unknown order cannot."""
+    customer = customer_of(facts)
+    if customer is None:
+        return Verdict.deny("this run has no verified customer")
+    try:
+        order = _order(facts, args.order_id)
+    except LookupError:
+        return Verdict.deny("order ownership cannot be checked right now")
+    if order is None:
+        return Verdict.deny(f"No order called {args.order_id!r}.")
+    if order.customer_email.lower() != customer:
+        return Verdict.deny("that order belongs to another customer")
+    return Verdict.allow()
+
+
+def refund_within_refundable(args: Any, facts: RunFacts) -> Verdict:
+    """The amount must not exceed what is left to refund (total - refunded), read now, not from the model."""
+    try:
+        order = _order(facts, args.order_id)
+    except LookupError:
+        return Verdict.deny("the order's refundable amount cannot be checked right now")
+    if order is None:
+        return Verdict.deny(f"No order called {args.order_id!r}.")
+    refundable = order.total - order.refunded
+    if args.amount > refundable:
+        return Verdict.deny(
+            f"at most {money(refundable)} of order {order.order_id} can still be refunded "
+            f"(total {money(order.total)}, already refunded {money(order.refunded)})"
+        )
+    return Verdict.allow()
+
+
+def refund_needs_person(args: Any, facts: RunFacts) -> str | None:
+    """Why a person must approve this refund, or None."""
+    if args.amount > APPROVAL_LIMIT:
+        return f"refunds over {money(APPROVAL_LIMIT)} need a person"
+    return None
+
+
+def refund_identity(args: Any) -> str:
+    """The refund's business identity for the ledger: one refund of this amount on this order."""
+    return f"refund#{args.order_id}#{args.amount:.2f}"
+
+
+def refund_is_high_stakes(args: Any) -> bool:
+    """Large refunds need two distinct reviewers."""
+    return bool(args.amount > HIGH_STAKES_LIMIT)
+
+
+# ------------------------------------------------------------------ outgoing email
+
+
+def reply_only_to_customer(args: Any, facts: RunFacts) -> Verdict:
+    """The recipient must be exactly the verified customer (case-insensitive)."""
+    customer = customer_of(facts)
+    if customer is None:
+        return Verdict.deny("this run has no verified customer to reply to")
+    if args.to.strip().lower() != customer:
+        return Verdict.deny(f"replies can only go to the customer who wrote in ({customer})")
+    return Verdict.allow()
+
+
+def links(text: str) -> Iterator[str]:
+    """Every URL, email address, bare domain and IP address in the text, in that order."""
+    rest = text
+    for match in _URL.finditer(text):
+        yield match.group(0).rstrip(_TRAILING)
+    rest = _URL.sub(" ", rest)
+    for match in _EMAIL.finditer(rest):
+        yield match.group(0)
+    rest = _EMAIL.sub(" ", rest)
+    for match in _BARE_DOMAIN.finditer(rest):
+        yield match.group(0)
+    for match in _IPV4.finditer(rest):
+        yield match.group(0)
+
+
+def link_allowed(link: str, host: str, addresses: frozenset[str]) -> bool:
+    """Whether one link points at the shop: ``https://<host>`` exactly, or an allowed address.
+
+    Exact host match: no userinfo (``https://host@evil``), no port, no look-alike or punycode
+    host, no trailing dot, no backslash tricks, https only.
+    """
+    host = host.lower()
+    lowered = link.lower()
+    if "@" in link and "://" not in link:
+        return lowered in addresses
+    if "://" not in link:
+        return lowered == host  # a bare domain
+    if not lowered.startswith("https://") or "\\" in link:
+        return False
+    authority = re.split(r"[/?#]", link[len("https://") :], maxsplit=1)[0]
+    return authority.lower() == host
+
+
+def links_only_to_shop(host: str, shop_address: str) -> Policy:
+    """Links in the subject and body only to https://<host>; addresses only the customer's or the shop's."""
+
+    def policy(args: Any, facts: RunFacts) -> Verdict:
+        customer = customer_of(facts)
+        addresses = frozenset(a for a in (customer, shop_address.lower()) if a)
+        for link in links(f"{args.subject}\n{args.body}"):
+            if not link_allowed(link, host, addresses):
+                return Verdict.deny(
+                    f"the email may only link to https://{host} and mention the customer's or the "
+                    f"shop's address; remove {link[:80]!r}"
+                )
+        return Verdict.allow()
+
+    return policy
+
+
+def order_ids(text: str) -> list[str]:
+    """Every order number mentioned, normalised to "A-1234"."""
+    return list(dict.fromkeys(f"A-{digits}" for digits in _ORDER_ID.findall(text)))
+
+
+def no_other_customers_orders(args: Any, facts: RunFacts) -> Verdict:
+    """The email must not mention an order of another customer."""
+    customer = customer_of(facts)
+    if customer is None:
+        return Verdict.deny("this run has no verified customer")
+    for order_id in order_ids(f"{args.subject}\n{args.body}"):
+        try:
+            order = _order(facts, order_id)
+        except LookupError:
+            return Verdict.deny("the orders mentioned in the email cannot be checked right now")
+        if order is not None and order.customer_email.lower() != customer:
+            return Verdict.deny(f"the email mentions order {order_id}, which belongs to another customer")
+    return Verdict.allow()

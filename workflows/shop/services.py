@@ -1,0 +1,96 @@
+"""The shop's settings (from the worker's environment) and the services its tools use."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from lockgate.clock import Clock
+from lockgate.errors import ConfigError
+from shop.data import Orders
+from shop.help import HelpIndex
+from shop.mailbox import Mailbox
+from shop.payments import Payments
+
+DEFAULT_FROM_ADDRESS = "support@shop.example.com"
+DEFAULT_HOST = "shop.example.com"
+TABLE_VARIABLES = ("SHOP_ORDERS_TABLE", "SHOP_PAYMENTS_TABLE", "SHOP_MAIL_TABLE")
+
+
+@dataclass(frozen=True)
+class ShopSettings:
+    """Where the shop's data lives, and who it is."""
+
+    orders_table: str
+    payments_table: str
+    mail_table: str
+    from_address: str = DEFAULT_FROM_ADDRESS
+    host: str = DEFAULT_HOST
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> ShopSettings | None:
+        """The settings; None when no shop table is configured (the shop's agent is not deployed).
+
+        Some but not all tables configured is a mistake: ConfigError names what is missing.
+        """
+        values = {name: environ.get(name, "").strip() for name in TABLE_VARIABLES}
+        if not any(values.values()):
+            return None
+        missing = [name for name, value in values.items() if not value]
+        if missing:
+            raise ConfigError(f"environment variable {missing[0]} is required by the shop workflow")
+        from_address = environ.get("SHOP_FROM_ADDRESS", "").strip() or DEFAULT_FROM_ADDRESS
+        host = environ.get("SHOP_HOST", "").strip().lower() or DEFAULT_HOST
+        if from_address.count("@") != 1 or any(c.isspace() for c in from_address):
+            raise ConfigError(f"SHOP_FROM_ADDRESS is not an email address: {from_address!r}")
+        if "/" in host or ":" in host or "@" in host:
+            raise ConfigError(f"SHOP_HOST must be a bare host name like shop.example.com, got {host!r}")
+        return cls(
+            values["SHOP_ORDERS_TABLE"],
+            values["SHOP_PAYMENTS_TABLE"],
+            values["SHOP_MAIL_TABLE"],
+            from_address,
+            host,
+        )
+
+
+@dataclass(frozen=True)
+class ShopServices:
+    """Everything the shop's tools and task use, built once by the composition root."""
+
+    settings: ShopSettings
+    orders: Orders
+    payments: Payments
+    mailbox: Mailbox
+    ses: Any
+    help: HelpIndex
+    clock: Clock
+
+    @classmethod
+    def build(
+        cls,
+        settings: ShopSettings,
+        client: Callable[[str], Any],
+        clock: Clock,
+        help_index: HelpIndex | None = None,
+    ) -> ShopServices:
+        """Adapters over clients from ``client`` (e.g. ``setup.client``)."""
+        dynamodb = client("dynamodb")
+        return cls(
+            settings=settings,
+            orders=Orders(dynamodb, settings.orders_table),
+            payments=Payments(dynamodb, settings.payments_table, settings.orders_table),
+            mailbox=Mailbox(dynamodb, settings.mail_table),
+            ses=client("ses"),
+            help=help_index or HelpIndex(base_url=f"https://{settings.host}/help"),
+            clock=clock,
+        )
+
+
+def shop_services(services: Mapping[str, Any]) -> ShopServices:
+    """The shop's services from a task's (or tool context's) services mapping."""
+    shop = services.get("shop")
+    if not isinstance(shop, ShopServices):
+        raise ConfigError("the shop's services are not configured for this task")
+    return shop

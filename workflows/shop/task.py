@@ -1,0 +1,153 @@
+"""The support-inbox task: a customer's email arrives from the helpdesk; the agent answers it.
+
+``start`` stores the email and gives the model only ids: the email's text is untrusted and
+reaches the model only through read_email's result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from email.utils import parseaddr
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from lockgate.agent.tasks import Start, Task
+from lockgate.agent.tools import RunFacts, describe_validation_error
+from lockgate.errors import BadDelivery
+from lockgate.routing import InboxEvent
+from shop.arguments import MESSAGE_ID, check_email_address
+from shop.data import Order, Orders
+from shop.mailbox import Email, Mailbox
+from shop.refunds import REFUND_ORDER
+from shop.replies import send_email_tool
+from shop.services import ShopServices, shop_services
+from shop.tools import FIND_ORDERS, LOOKUP_ORDER, READ_EMAIL, SEARCH_HELP
+
+RECENT_SECONDS = 7 * 86_400
+RECENT_LIMIT = 10
+
+SYSTEM = """\
+You are the customer support assistant of Example Shop, a small online shop. Each task is one
+email from a customer. Be warm, brief and concrete.
+
+How to work:
+1. Read the email with read_email (its message_id is in the task message).
+2. For questions about an order, use lookup_order (or find_orders when no number is given).
+   Only ever discuss the orders of the customer who wrote in.
+3. For questions about shipping, tracking, returns, refunds, damage, addresses or payment,
+   use search_help and answer only from the passages it returns, citing them like [1]. If it
+   finds nothing relevant, do not answer from general knowledge: say the team will reply.
+4. Refunds: refund_order issues refunds of up to $50.00 within what is left to refund. Refunds
+   over $50 go to our team for review; say so, and never say a refund is done unless
+   refund_order returned "status": "refunded".
+5. Finish by sending exactly one reply with send_email to the customer's address. Links may
+   only point to https://{host}.
+
+Never promise or describe anything the tools did not do. If a tool refuses or says a person
+must approve, tell the customer their request has been passed to the team. Never include other
+customers' data."""
+
+
+class HelpdeskEmail(BaseModel):
+    """The helpdesk's delivery body."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    message_id: str = Field(pattern=MESSAGE_ID.pattern)
+    sender: str = Field(alias="from", min_length=3, max_length=320)
+    subject: str = Field(default="", max_length=1000)
+    text: str = Field(max_length=100_000)
+
+
+@dataclass(frozen=True)
+class ShopFacts:
+    """Current facts for the policies, read from the shop's own tables (RunFacts.lookup)."""
+
+    orders: Orders
+    mailbox: Mailbox
+
+    def order(self, order_id: str) -> Order | None:
+        """An order, read now."""
+        return self.orders.get(order_id)
+
+    def orders_of(self, email: str) -> list[Order]:
+        """A customer's orders."""
+        return self.orders.of_customer(email)
+
+    def sender_of(self, message_id: str) -> str | None:
+        """Who sent a received email."""
+        return self.mailbox.sender_of(message_id)
+
+
+def parse_email(event: InboxEvent) -> Email:
+    """The helpdesk body as an Email; BadDelivery when it can never be processed."""
+    data = event.json()
+    try:
+        body = HelpdeskEmail.model_validate(data)
+    except ValidationError as exc:
+        raise BadDelivery(f"helpdesk email: {describe_validation_error(exc)}") from exc
+    _, address = parseaddr(body.sender)  # "Ada Lovelace <ada@example.com>" or a plain address
+    try:
+        sender = check_email_address(address).lower()
+    except ValueError as exc:
+        raise BadDelivery("helpdesk email: 'from' is not an email address") from exc
+    return Email(
+        body.message_id,
+        sender,
+        body.subject,
+        body.text,
+        event.delivery.received_at,
+        event.delivery.delivery_id,
+    )
+
+
+def start(event: InboxEvent, services: Mapping[str, Any]) -> Start:
+    """Store the email, then begin the run with ids only and the verified sender as a fact."""
+    shop = shop_services(services)
+    email = parse_email(event)
+    if not shop.mailbox.store(email):
+        stored = shop.mailbox.get(email.message_id)
+        if stored is None or stored.sender != email.sender:
+            raise BadDelivery("helpdesk email: this message_id was already used by another sender")
+    earlier = [
+        message_id
+        for message_id in shop.mailbox.recent_from(
+            email.sender, email.received_at - RECENT_SECONDS, email.received_at, RECENT_LIMIT + 1
+        )
+        if message_id != email.message_id and MESSAGE_ID.fullmatch(message_id)
+    ][:RECENT_LIMIT]
+    prompt = (
+        f"New customer email: message_id={email.message_id}. "
+        f"Earlier messages from this sender in the last 7 days: {', '.join(earlier) or 'none'}"
+    )
+    facts = RunFacts(
+        values={"customer_email": email.sender, "message_id": email.message_id},
+        lookup=ShopFacts(shop.orders, shop.mailbox),
+    )
+    return Start(prompt=prompt, facts=facts)
+
+
+def support_inbox_task(services: ShopServices) -> Task:
+    """The support-inbox task, wired to the shop's services."""
+    settings = services.settings
+    return Task(
+        name="support-inbox",
+        source="helpdesk",
+        event_type="*",
+        system=SYSTEM.format(host=settings.host),
+        tools=(
+            READ_EMAIL,
+            LOOKUP_ORDER,
+            FIND_ORDERS,
+            SEARCH_HELP,
+            send_email_tool(settings.host, settings.from_address),
+            REFUND_ORDER,
+        ),
+        start=start,
+        model="claude-sonnet-4-5",
+        max_steps=10,
+        max_output_tokens=1024,
+        services={"shop": services},
+    )
