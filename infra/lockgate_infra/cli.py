@@ -37,10 +37,23 @@ def _parser() -> argparse.ArgumentParser:
     local = commands.add_parser("local", help="run the embedded stack in the foreground")
     local.add_argument("--config", type=Path, default=ROOT / "lockgate.toml", help="lockgate.toml to use")
     local.add_argument("--port", type=int, default=8787, help="gateway port on 127.0.0.1 (default 8787)")
+    local.add_argument(
+        "--model",
+        choices=("demo", "gullible", "claude"),
+        default=None,
+        help="the agent's model: the offline demo model (default), the gullible test model, "
+        "or real Claude (default when ANTHROPIC_API_KEY is set)",
+    )
     local.set_defaults(run=_run_local)
 
     demo = commands.add_parser("demo", help="run signed sample deliveries through a fresh local stack")
     demo.add_argument("--config", type=Path, default=ROOT / "lockgate.toml")
+    demo.add_argument(
+        "--model",
+        choices=("demo", "gullible", "claude"),
+        default=None,
+        help="default: the offline demo model, or Claude when ANTHROPIC_API_KEY is set",
+    )
     demo.set_defaults(run=_run_demo)
 
     inbox = commands.add_parser("inbox", help="inspect and operate the inbox")
@@ -141,12 +154,22 @@ def _runs_show(args: argparse.Namespace) -> int:
 
 
 def _run_local(args: argparse.Namespace) -> int:
+    from lockgate_infra.local.model import ModelChoiceError
     from lockgate_infra.local.stack import run_local
 
-    return run_local(config_path=args.config, port=args.port)
+    try:
+        return run_local(config_path=args.config, port=args.port, model=args.model)
+    except ModelChoiceError as exc:
+        print(f"lockgate: {exc}", file=sys.stderr)
+        return 2
 
 
 def _run_demo(args: argparse.Namespace) -> int:
     from lockgate_infra.demo import run_demo
+    from lockgate_infra.local.model import ModelChoiceError
 
-    return int(run_demo(config_path=args.config))
+    try:
+        return int(run_demo(config_path=args.config, model=args.model))
+    except ModelChoiceError as exc:
+        print(f"lockgate: {exc}", file=sys.stderr)
+        return 2

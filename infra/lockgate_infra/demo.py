@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 import urllib.error
@@ -15,8 +16,10 @@ from lockgate.config import LockgateConfig, load_config
 from lockgate.inbox.queue import InboxQueue
 from lockgate.inbox.store import InboxStore
 from lockgate.webhooks.signing import sign
+from lockgate_infra.local.model import local_model
 from lockgate_infra.local.run import seed_secrets
 from lockgate_infra.local.stack import LocalStack
+from lockgate_infra.local.workflows import seed_workflows
 from lockgate_infra.ops import InboxOps
 
 
@@ -43,12 +46,20 @@ def order_update(order_id: str, status: str, updated_at: int) -> bytes:
 
 def samples(now: int) -> list[list[Sample]]:
     """Rounds of requests; each round is processed before the next is sent."""
-    email = json.dumps(
+    where = json.dumps(
         {
-            "message_id": "<m-1@example.com>",
+            "message_id": "msg-demo-1",
             "from": "ada@example.com",
             "subject": "Where is my order A-1042?",
-            "text": "Hi, it has been a week.",
+            "text": "Hi, I ordered last week and haven't seen it yet. Where is order A-1042? Thanks, Ada",
+        }
+    ).encode()
+    refund = json.dumps(
+        {
+            "message_id": "msg-demo-2",
+            "from": "grace@example.com",
+            "subject": "Broken teapot, order A-2001",
+            "text": "My order A-2001 arrived broken. Please refund it. Grace",
         }
     ).encode()
     return [
@@ -69,7 +80,8 @@ def samples(now: int) -> list[list[Sample]]:
                 "order.updated",
                 200,
             ),
-            Sample("customer email (Standard Webhooks)", "helpdesk", email, "msg_demo_1", "unknown", 200),
+            Sample("email: where is my order? (agent)", "helpdesk", where, "msg-demo-1", "unknown", 200),
+            Sample("email: please refund A-2001 (agent)", "helpdesk", refund, "msg-demo-2", "unknown", 200),
             Sample("GitHub push", "github", b'{"ref":"refs/heads/main"}', "gh-1", "push", 200),
         ],
         [
@@ -148,20 +160,25 @@ def _send(
     return _post(f"{gateway_url}/webhooks/{sample.source}", sample.body, headers)
 
 
-def run_demo(config_path: str | Path | None = None, out: TextIO | None = None) -> int:
+def run_demo(
+    config_path: str | Path | None = None, out: TextIO | None = None, model: str | None = None
+) -> int:
     """Run the demo; 0 if every reply and outcome was as expected."""
     out = out or sys.stdout
     ok = True
     # The handlers' own JSON logs and metrics would bury the demo's summary.
     quiet = {"POWERTOOLS_LOG_LEVEL": "ERROR", "POWERTOOLS_METRICS_DISABLED": "true"}
-    with LocalStack(config_path=config_path, environment=quiet) as stack:
+    with (
+        local_model(model, os.environ) as chosen,
+        LocalStack(config_path=config_path, environment={**quiet, **chosen.environment}) as stack,
+    ):
         config = load_config(stack.config_path)
         secrets = seed_secrets(stack)
+        seed_workflows(stack)
         gateway = stack.start_gateway(0)
         stack.start_pollers(wait_seconds=0)
-        print(
-            f"Lockgate demo: embedded stack at {gateway.url} (AWS endpoint {stack.endpoint_url})\n", file=out
-        )
+        print(f"Lockgate demo: embedded stack at {gateway.url} (AWS endpoint {stack.endpoint_url})", file=out)
+        print(f"Model: {chosen.description}\n", file=out)
         print("Deliveries sent", file=out)
         for round_ in samples(int(time.time())):
             for sample in round_:
@@ -177,7 +194,8 @@ def run_demo(config_path: str | Path | None = None, out: TextIO | None = None) -
             "partner#p-101",
             "partner#p-099",
             "partner#p-102",
-            "helpdesk#msg_demo_1",
+            "helpdesk#msg-demo-1",
+            "helpdesk#msg-demo-2",
             "github#gh-1",
         ):
             delivery = store.get(pk)
@@ -186,6 +204,7 @@ def run_demo(config_path: str | Path | None = None, out: TextIO | None = None) -
         ok &= store.get("partner#p-101").outcome == "order A-1042 is now shipped"
         ok &= (store.get("partner#p-099").outcome or "").startswith("stale, not applied")
         ok &= store.get("partner#p-102").status.value == "failed"
+        ok &= _show_agent(stack, out)
         sqs = stack.client("sqs")
         ops = InboxOps(
             store, InboxQueue(sqs, stack.resources["InboxQueue"]), sqs, stack.resources["InboxDLQ"]
@@ -205,3 +224,39 @@ def run_demo(config_path: str | Path | None = None, out: TextIO | None = None) -
         file=out,
     )
     return 0 if ok else 1
+
+
+def _show_agent(stack: LocalStack, out: TextIO) -> bool:
+    """What the support-inbox agent did: its tool calls and decisions, the emails SES recorded, refunds."""
+    from moto.core.models import DEFAULT_ACCOUNT_ID
+    from moto.ses.models import ses_backends
+
+    from lockgate.agent.runs import RunStore
+    from lockgate.clock import SystemClock
+
+    runs = RunStore(stack.client("dynamodb"), stack.resources["StateTable"], SystemClock())
+    print("\nWhat the agent did (lockgate runs show ID)", file=out)
+    for run_id in ("helpdesk#msg-demo-1", "helpdesk#msg-demo-2"):
+        run = runs.get(run_id)
+        if run is None:
+            print(f"  {run_id}: no run recorded", file=out)
+            return False
+        cost = run.totals.get("cost_usd", 0)
+        print(
+            f"  {run_id}: {run.status}, {run.totals.get('model_calls', 0)} model calls, ${cost:.4f}", file=out
+        )
+        for step in run.steps:
+            for call in step.data.get("calls", []) if step.kind == "tools" else []:
+                verdict = (
+                    "ran" if call["check"] == "cleared" else f"BLOCKED ({call['check']}: {call['reason']})"
+                )
+                print(f"      {call.get('summary') or call['tool']}: {verdict}", file=out)
+    sent = list(ses_backends[DEFAULT_ACCOUNT_ID][stack.region].sent_messages)
+    print("\nEmails sent (recorded by the embedded SES)", file=out)
+    for message in sent:
+        to = ", ".join(message.destinations.get("ToAddresses", []))
+        print(f"  to {to}: {message.subject}", file=out)
+    payments = stack.client("dynamodb").scan(TableName=stack.resources["ShopPaymentsTable"])["Items"]
+    print(f"\nRefunds recorded: {len(payments)} (the A-2001 refund waits for a person)", file=out)
+    recipients = sorted(to for m in sent for to in m.destinations.get("ToAddresses", []))
+    return recipients == ["ada@example.com", "grace@example.com"] and not payments

@@ -24,13 +24,17 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_demo_runs_every_case_as_expected() -> None:
     out = io.StringIO()
     # When the demo runs on a fresh embedded stack
-    code = run_demo(out=out)
+    code = run_demo(out=out, model="demo")
     text = out.getvalue()
     # Then it reports every reply and outcome as expected, including the refusals
     assert code == 0, text
     assert "401  forged GitHub push" in text
     assert "stale, not applied" in text
     assert "FAILED partner#p-102" in text
+    # and the agent answered both customers, while the refund after reading an email waits for a person
+    assert "to ada@example.com: Re: Where is my order A-1042?" in text
+    assert "refund $80.00 on order A-2001: BLOCKED (taint" in text
+    assert "Refunds recorded: 0" in text
     assert "Demo finished: every reply and outcome was as expected." in text
 
 

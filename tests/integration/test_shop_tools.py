@@ -514,7 +514,7 @@ def test_given_the_workers_environment_when_registering_then_the_task_and_the_pa
         "support-inbox",
         "helpdesk",
         "*",
-        "claude-sonnet-4-5",
+        "claude-sonnet-5-5",
     )
     assert (task.max_steps, task.max_output_tokens) == (10, 1024)
     assert [t.name for t in task.tools] == [

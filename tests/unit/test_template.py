@@ -47,6 +47,11 @@ WORKER_ACCESS = {
         for action in ("ReceiveMessage", "DeleteMessage", "GetQueueAttributes", "ChangeMessageVisibility")
     },
     ("sqs:SendMessage", "InboxDLQ.Arn"),
+    (
+        "secretsmanager:GetSecretValue",
+        "arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:"
+        "${SecretsPrefix}/anthropic-api-key-??????",
+    ),
     # The example shop's tools (workflows/shop/): exactly the calls they make.
     ("dynamodb:GetItem", "ShopOrdersTable.Arn"),
     ("dynamodb:UpdateItem", "ShopOrdersTable.Arn"),
@@ -389,12 +394,17 @@ def test_given_the_receiver_role_then_it_cannot_touch_the_state_table_or_the_dlq
     assert not any("StateTable" in resource or "InboxDLQ" in resource for resource in resources)
 
 
-def test_given_the_worker_role_then_it_has_exactly_its_data_access_and_no_secrets(cfn):
+def test_given_the_worker_role_then_it_has_exactly_its_data_access_and_only_the_model_key(cfn):
     role = role_of(cfn, "AgentWorkerFunction")
     # Not AWSLambdaSQSQueueExecutionRole: its queue permissions are on every queue ("*").
     assert set(role.get("ManagedPolicyArns", [])) <= BASIC_MANAGED_POLICIES
     assert data_access(role) == WORKER_ACCESS
-    assert not any(action.startswith("secretsmanager:") for action, _ in access(role))
+    secrets = {resource for action, resource in access(role) if action.startswith("secretsmanager:")}
+    # The Claude API key and nothing else: not the webhook secrets, not the approval-link secret.
+    assert secrets == {
+        "arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:"
+        "${SecretsPrefix}/anthropic-api-key-??????"
+    }
 
 
 def test_given_the_worker_role_then_it_sends_email_only_from_the_shops_address(cfn):

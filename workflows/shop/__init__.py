@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import Any
+
 from lockgate.workflows import Setup
 from shop.handlers import order_updated
 
@@ -24,3 +27,10 @@ def register(setup: Setup) -> None:
 
     services = ShopServices.build(settings, setup.client, SystemClock())
     setup.add_task(support_inbox_task(services))
+
+
+def seed_local(client: Callable[[str], Any], resources: Mapping[str, str]) -> None:
+    """Seed the embedded stack (`lockgate local`, the demo): two customers' orders, a verified sender."""
+    from shop.seed import seed
+
+    seed(client("dynamodb"), resources["ShopOrdersTable"], ses=client("ses"))

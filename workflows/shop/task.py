@@ -146,7 +146,7 @@ def support_inbox_task(services: ShopServices) -> Task:
             REFUND_ORDER,
         ),
         start=start,
-        model="claude-sonnet-4-5",
+        model="claude-sonnet-5-5",
         max_steps=10,
         max_output_tokens=1024,
         services={"shop": services},

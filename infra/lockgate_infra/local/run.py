@@ -115,6 +115,7 @@ def run_local(
     out: TextIO | None = None,
     stop: threading.Event | None = None,
     ready: Callable[[LocalStack], None] | None = None,
+    model: str | None = None,
 ) -> int:
     """Run the embedded stack until Ctrl-C, SIGTERM or ``stop``; returns the exit status.
 
@@ -131,12 +132,24 @@ def run_local(
     if running is not None:
         print(f"a local stack is already running (pid {running['pid']}, {running['gateway_url']})", file=out)
         return 1
+    from lockgate_infra.local.model import local_model
+    from lockgate_infra.local.workflows import seed_workflows
+
     with (
         _stop_on_signals(stop),
         _request_log(out),
-        LocalStack(template, config_path=config_path, parameters=parameters, port=moto_port) as stack,
+        local_model(model, os.environ) as chosen,
+        LocalStack(
+            template,
+            config_path=config_path,
+            parameters=parameters,
+            port=moto_port,
+            environment=chosen.environment,
+        ) as stack,
     ):
         dev_secrets = seed_secrets(stack)
+        seed_workflows(stack)
+        print(f"  model:        {chosen.description}", file=out)
         gateway = stack.start_gateway(port, always_base64=always_base64)
         stack.start_pollers()
         state_file.parent.mkdir(parents=True, exist_ok=True)

@@ -171,7 +171,5 @@ class Worker:
             self._log.warning("lease lost before failing", extra={"delivery": delivery.pk})
             return "lease lost"
         self._metrics.add_metric(name="DeliveryFailed", unit="Count", value=1)
-        self._log.error(
-            "delivery failed after the attempt limit", extra={"delivery": delivery.pk, "error": error[:200]}
-        )
+        self._log.error("delivery set aside as failed", extra={"delivery": delivery.pk, "error": error[:200]})
         return f"failed: {error}"
