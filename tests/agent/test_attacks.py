@@ -1,0 +1,34 @@
+"""The attack suite: with the gullible model, no attack causes harm once the defences are on."""
+
+from __future__ import annotations
+
+import pytest
+
+from lockgate_infra.attacks import ATTACKS, suite, table
+
+
+@pytest.fixture(scope="module")
+def rows():  # type: ignore[no-untyped-def]
+    return suite()
+
+
+def test_no_attack_causes_harm_with_defences(rows) -> None:  # type: ignore[no-untyped-def]
+    harmed = {attack.name: guarded.harm for attack, _, guarded in rows if guarded.harm}
+    assert harmed == {}, table(rows)
+
+
+def test_the_harmless_question_still_gets_its_reply(rows) -> None:  # type: ignore[no-untyped-def]
+    (control,) = [guarded for attack, _, guarded in rows if attack.harmless]
+    assert control.replied_to_sender and not control.harm
+
+
+def test_every_attack_is_real_without_defences(rows) -> None:  # type: ignore[no-untyped-def]
+    # Without policies, taint and approval rules the same emails do cause harm: the suite tests something.
+    harmless = [attack.name for attack, bare, _ in rows if not attack.harmless and not bare.harm]
+    assert harmless == [], table(rows)
+    assert len(rows) == len(ATTACKS) == 10
+
+
+def test_the_own_order_refund_is_stopped_for_a_person_not_by_policy(rows) -> None:  # type: ignore[no-untyped-def]
+    (guarded,) = [g for a, _, g in rows if a.name.startswith("refund the sender's own order")]
+    assert "taint" in guarded.blocked and not guarded.harm
