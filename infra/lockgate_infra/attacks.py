@@ -257,7 +257,8 @@ def run_attack(attack: Attack, *, defended: bool, clock: Clock | None = None) ->
             }
         )
         assert settings is not None
-        task = support_inbox_task(ShopServices.build(settings, session.client, clock))
+        services = ShopServices.build(settings, session.client, clock)  # type: ignore[arg-type]
+        task = support_inbox_task(services)
         task = task if defended else undefended(task)
         model = ModelClient(
             lambda: anthropic.Anthropic(api_key="stub", base_url=stub.base_url), clock, _quiet_log()
