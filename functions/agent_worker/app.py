@@ -92,11 +92,17 @@ processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failu
 
 def record_handler(record: SQSRecord, lambda_context: Any) -> str:
     """One message: a pointer to a stored delivery."""
-    return worker.process(
-        decode_pointer(record.body),
-        record.receipt_handle,
-        remaining_seconds=lambda: lambda_context.get_remaining_time_in_millis() / 1000,
-    )
+    pk = decode_pointer(record.body)
+    # Every log line while handling this delivery carries its id; the run id is the same key.
+    logger.append_keys(delivery=pk, run=pk)
+    try:
+        return worker.process(
+            pk,
+            record.receipt_handle,
+            remaining_seconds=lambda: lambda_context.get_remaining_time_in_millis() / 1000,
+        )
+    finally:
+        logger.remove_keys(["delivery", "run"])
 
 
 @metrics.log_metrics

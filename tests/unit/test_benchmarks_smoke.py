@@ -44,3 +44,13 @@ def test_cold_start_samples_both_handlers_and_reports_agent_dependencies() -> No
     assert 0 < len(result.extra) <= 5
     assert all("." in op and n > 0 for op, n in result.import_calls.items())
     assert "ratio receiver/bare" in cold_start.render(result)
+
+
+def test_prompt_caching_benchmark_bills_less_with_caching() -> None:
+    from benchmarks.prompt_caching import measure
+
+    off, on = measure("off", rounds=1), measure("5m", rounds=1)
+    # the same conversations: output identical, the fixed prefix read from cache instead of re-sent
+    assert on["usage"]["output_tokens"] == off["usage"]["output_tokens"]
+    assert off["usage"]["cache_read_input_tokens"] == 0 and on["usage"]["cache_read_input_tokens"] > 0
+    assert on["usd"] < off["usd"]

@@ -110,13 +110,17 @@ class ModelRequest:
         marker: dict[str, Any] = {"type": "ephemeral"}
         if self.cache_ttl == "1h":
             marker["ttl"] = "1h"
+        cached = self.cache_ttl != "off"  # "off" only for measuring what caching saves
         tools = [dict(t) for t in self.tools]
-        if tools:
+        if tools and cached:
             tools[-1] = {**tools[-1], "cache_control": marker}
+        system: dict[str, Any] = {"type": "text", "text": self.system}
+        if cached:
+            system["cache_control"] = marker
         params: dict[str, Any] = {
             "model": self.model,
             "max_tokens": self.max_tokens,
-            "system": [{"type": "text", "text": self.system, "cache_control": marker}],
+            "system": [system],
             "messages": list(self.messages),
         }
         if tools:

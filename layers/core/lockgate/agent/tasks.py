@@ -38,7 +38,7 @@ class Task:
     max_output_tokens: int = 1024
     budget_usd: float = 0.50
     screen_model: str | None = None  # screen untrusted content with this small model first
-    cache_ttl: str = "5m"  # prompt cache lifetime for the fixed prefix: "5m" or "1h"
+    cache_ttl: str = "5m"  # prompt cache lifetime for the fixed prefix: "5m", "1h" (or "off")
     services: Mapping[str, Any] = field(default_factory=dict)
 
     def system_prompt(self) -> str:
