@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({"without_caching": off, "with_caching": on}, indent=2))
         return 0
     print(
-        f"Support-inbox runs: {on['runs']} ({len(EMAILS)} example emails x {args.rounds}), model {on['model']}"
+        f"Support-inbox runs: {on['runs']} ({len(EMAILS)} emails x {args.rounds}), model {on['model']}"
     )
     print(f"{'':<22}{'input':>9}{'cache write':>13}{'cache read':>12}{'output':>9}{'dollars':>11}")
     for label, row in (("without caching", off), ("with caching (5m)", on)):
