@@ -11,12 +11,11 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import logging
 from typing import Any
 
 from lockgate.agent.model import Usage
 from lockgate.agent.pricing import cost_usd
-from lockgate_infra.attacks import Email, _event
+from lockgate_infra.shoprig import Email, shop_rig
 
 EMAILS = [
     Email("ada@example.com", "Where is my order A-1042?", "Hi, where is order A-1042? It has been a week."),
@@ -28,67 +27,25 @@ EMAILS = [
 
 def measure(cache_ttl: str, rounds: int = 1) -> dict[str, Any]:
     """Answer every example email ``rounds`` times; sum the usage the stub billed."""
-    import anthropic
-    import boto3
-    from moto import mock_aws
+    from lockgate_infra.stub import shop_model
 
-    from lockgate.agent.ledger import Ledger
-    from lockgate.agent.loop import AgentLoop
-    from lockgate.agent.model import ModelClient
-    from lockgate.agent.runs import RunStore
-    from lockgate.clock import SystemClock
-    from lockgate.telemetry import CountingMetrics
-    from lockgate_infra.attacks import ROOT
-    from lockgate_infra.local.resources import create_resources
-    from lockgate_infra.stub import StubAnthropic, shop_model
-    from lockgate_infra.template import LocalPlan, load_template
-    from shop.seed import seed
-    from shop.services import ShopServices, ShopSettings
-    from shop.task import support_inbox_task
-
-    clock = SystemClock()
-    log = logging.getLogger("benchmarks.prompt_caching")
-    log.setLevel(logging.ERROR)
-    with mock_aws(), StubAnthropic(shop_model) as stub:
-        session = boto3.session.Session(region_name="us-east-1")
-        names = create_resources(LocalPlan.from_template(load_template(ROOT / "template.yaml")), session)
-        dynamodb = session.client("dynamodb")
-        seed(dynamodb, names["ShopOrdersTable"], ses=session.client("ses"))
-        settings = ShopSettings.from_env(
-            {
-                k: names[v]
-                for k, v in (
-                    ("SHOP_ORDERS_TABLE", "ShopOrdersTable"),
-                    ("SHOP_PAYMENTS_TABLE", "ShopPaymentsTable"),
-                    ("SHOP_MAIL_TABLE", "ShopMailTable"),
-                )
-            }
-        )
-        assert settings is not None
-        services = ShopServices.build(settings, session.client, clock)  # type: ignore[arg-type]
-        task = dataclasses.replace(support_inbox_task(services), cache_ttl=cache_ttl)
-        model = ModelClient(lambda: anthropic.Anthropic(api_key="stub", base_url=stub.base_url), clock, log)
-        loop = AgentLoop(
-            model=model,
-            runs=RunStore(dynamodb, names["StateTable"], clock),
-            ledger=Ledger(dynamodb, names["StateTable"], clock),
-            clock=clock,
-            log=log,
-            metrics=CountingMetrics(),
-        )
+    with shop_rig(shop_model, cache_ttl=cache_ttl) as rig:
         runs = 0
         for r in range(rounds):
             for n, email in enumerate(EMAILS):
-                loop.run(task, _event(f"msg-bench-{r}-{n}", email, int(clock.now())), clock.now() + 120)
+                rig.answer(email, f"msg-bench-{r}-{n}")
                 runs += 1
-        totals = stub.usage_totals
+        totals = rig.stub.usage_totals
+        calls = rig.stub.calls
+        model = rig.task.model
     usage = Usage(**{k: totals[k] for k in dataclasses.asdict(Usage())})
+    ttl = "5m" if cache_ttl == "off" else cache_ttl
     return {
         "runs": runs,
-        "calls": stub.calls,
+        "calls": calls,
         "usage": usage.as_dict(),
-        "usd": cost_usd(task.model, usage, "5m" if cache_ttl == "off" else cache_ttl),
-        "model": task.model,
+        "usd": cost_usd(model, usage, ttl),
+        "model": model,
     }
 
 
@@ -102,9 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps({"without_caching": off, "with_caching": on}, indent=2))
         return 0
-    print(
-        f"Support-inbox runs: {on['runs']} ({len(EMAILS)} emails x {args.rounds}), model {on['model']}"
-    )
+    print(f"Support-inbox runs: {on['runs']} ({len(EMAILS)} emails x {args.rounds}), model {on['model']}")
     print(f"{'':<22}{'input':>9}{'cache write':>13}{'cache read':>12}{'output':>9}{'dollars':>11}")
     for label, row in (("without caching", off), ("with caching (5m)", on)):
         u = row["usage"]

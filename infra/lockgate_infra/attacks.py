@@ -14,34 +14,16 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
-from lockgate.agent.ledger import Ledger
-from lockgate.agent.loop import AgentLoop
-from lockgate.agent.model import ModelClient
-from lockgate.agent.runs import RunStore
 from lockgate.agent.tasks import Task
 from lockgate.agent.tools import Risk
-from lockgate.clock import Clock, SystemClock
-from lockgate.inbox.models import Delivery, Status
-from lockgate.routing import InboxEvent
-from lockgate.telemetry import CountingMetrics
+from lockgate_infra.shoprig import Email, shop_rig
 
-ROOT = Path(__file__).resolve().parents[2]
 HOST = "shop.example.com"
 URL = re.compile(r"https?://([^/\s\"'<>)]+)", re.IGNORECASE)
 EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 ORDER = re.compile(r"\bA-\d{4}\b")
-
-
-@dataclass(frozen=True)
-class Email:
-    """One customer email, as the helpdesk provider delivers it."""
-
-    sender: str
-    subject: str
-    text: str
 
 
 @dataclass(frozen=True)
@@ -228,86 +210,23 @@ def judge(
     return outcome
 
 
-def run_attack(attack: Attack, *, defended: bool, clock: Clock | None = None) -> Outcome:
+def run_attack(attack: Attack, *, defended: bool) -> Outcome:
     """One attack on a fresh moto account, through the real task, loop and tools."""
-    import anthropic
-    import boto3
-    from moto import mock_aws
     from moto.core.models import DEFAULT_ACCOUNT_ID
     from moto.ses.models import ses_backends
 
-    from lockgate_infra.local.resources import create_resources
-    from lockgate_infra.stub import StubAnthropic, gullible_model
-    from lockgate_infra.template import LocalPlan, load_template
-    from shop.seed import seed
-    from shop.services import ShopServices, ShopSettings
-    from shop.task import support_inbox_task
+    from lockgate_infra.stub import gullible_model
 
-    clock = clock or SystemClock()
-    with mock_aws(), StubAnthropic(gullible_model) as stub:
-        session = boto3.session.Session(region_name="us-east-1")
-        names = create_resources(LocalPlan.from_template(load_template(ROOT / "template.yaml")), session)
-        dynamodb = session.client("dynamodb")
-        seed(dynamodb, names["ShopOrdersTable"], ses=session.client("ses"))
-        settings = ShopSettings.from_env(
-            {
-                "SHOP_ORDERS_TABLE": names["ShopOrdersTable"],
-                "SHOP_PAYMENTS_TABLE": names["ShopPaymentsTable"],
-                "SHOP_MAIL_TABLE": names["ShopMailTable"],
-            }
-        )
-        assert settings is not None
-        services = ShopServices.build(settings, session.client, clock)  # type: ignore[arg-type]
-        task = support_inbox_task(services)
-        task = task if defended else undefended(task)
-        model = ModelClient(
-            lambda: anthropic.Anthropic(api_key="stub", base_url=stub.base_url), clock, _quiet_log()
-        )
-        loop = AgentLoop(
-            model=model,
-            runs=RunStore(dynamodb, names["StateTable"], clock),
-            ledger=Ledger(dynamodb, names["StateTable"], clock),
-            clock=clock,
-            log=_quiet_log(),
-            metrics=CountingMetrics(),
-        )
+    with shop_rig(gullible_model, adapt=None if defended else undefended) as rig:
         blocked: list[str] = []
-        runs = RunStore(dynamodb, names["StateTable"], clock)
         for n, email in enumerate(attack.emails):
-            event = _event(f"msg-attack-{n}", email, int(clock.now()) + n)
-            loop.run(task, event, clock.now() + 120)
-            run = runs.get(event.delivery.pk)
+            event = rig.answer(email, f"msg-attack-{n}")
+            run = rig.runs.get(event.delivery.pk)
             for step in run.steps if run else []:
                 blocked += [c["check"] for c in step.data.get("calls", []) if c["check"] != "cleared"]
         sent = list(ses_backends[DEFAULT_ACCOUNT_ID]["us-east-1"].sent_messages)
-        payments = dynamodb.scan(TableName=names["ShopPaymentsTable"])["Items"]
-        orders = dynamodb.scan(TableName=names["ShopOrdersTable"])["Items"]
-        owners = {o["order_id"]["S"]: o["customer_email"]["S"] for o in orders}
-        return judge(attack, sent, payments, owners, blocked)
-
-
-def _event(message_id: str, email: Email, received_at: int) -> InboxEvent:
-    body = json.dumps(
-        {"message_id": message_id, "from": email.sender, "subject": email.subject, "text": email.text}
-    ).encode()
-    delivery = Delivery(
-        pk=f"helpdesk#{message_id}",
-        source="helpdesk",
-        delivery_id=message_id,
-        event_type="unknown",
-        status=Status.PROCESSING,
-        received_at=received_at,
-        available_at=received_at,
-    )
-    return InboxEvent(delivery, body)
-
-
-def _quiet_log() -> Any:
-    import logging
-
-    log = logging.getLogger("lockgate.attacks")
-    log.setLevel(logging.ERROR)
-    return log
+        owners = {o["order_id"]["S"]: o["customer_email"]["S"] for o in rig.scan("ShopOrdersTable")}
+        return judge(attack, sent, rig.scan("ShopPaymentsTable"), owners, blocked)
 
 
 def suite(

@@ -1,0 +1,136 @@
+"""The example shop on moto with a scripted model: the support-inbox task and the real loop.
+
+Shared by the attack suite and the prompt-caching benchmark: both run real customer emails
+through the real task, loop and tools, and judge the effects.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lockgate.agent.ledger import Ledger
+from lockgate.agent.loop import AgentLoop
+from lockgate.agent.model import ModelClient
+from lockgate.agent.runs import RunStore
+from lockgate.agent.tasks import Task
+from lockgate.clock import Clock, SystemClock
+from lockgate.inbox.models import Delivery, Status
+from lockgate.routing import InboxEvent
+from lockgate.telemetry import CountingMetrics
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class Email:
+    """One customer email, as the helpdesk provider delivers it."""
+
+    sender: str
+    subject: str
+    text: str
+
+    def event(self, message_id: str, received_at: int) -> InboxEvent:
+        """The inbox event the worker would hand the task for this email."""
+        body = json.dumps(
+            {"message_id": message_id, "from": self.sender, "subject": self.subject, "text": self.text}
+        ).encode()
+        delivery = Delivery(
+            pk=f"helpdesk#{message_id}",
+            source="helpdesk",
+            delivery_id=message_id,
+            event_type="unknown",
+            status=Status.PROCESSING,
+            received_at=received_at,
+            available_at=received_at,
+        )
+        return InboxEvent(delivery, body)
+
+
+@dataclass(frozen=True)
+class ShopRig:
+    """A seeded shop on moto, the support-inbox task, and the loop pointed at a stub model."""
+
+    session: Any
+    names: dict[str, str]
+    task: Task
+    loop: AgentLoop
+    runs: RunStore
+    stub: Any
+    clock: Clock
+
+    def answer(self, email: Email, message_id: str) -> InboxEvent:
+        """Run the task for one email; returns the event it ran for."""
+        event = email.event(message_id, int(self.clock.now()))
+        self.loop.run(self.task, event, self.clock.now() + 120)
+        return event
+
+    def scan(self, logical_id: str) -> list[dict[str, Any]]:
+        """Every item of one of the stack's tables."""
+        items: list[dict[str, Any]] = self.session.client("dynamodb").scan(TableName=self.names[logical_id])[
+            "Items"
+        ]
+        return items
+
+
+@contextmanager
+def shop_rig(
+    model: Callable[[dict[str, Any]], Any],
+    *,
+    adapt: Callable[[Task], Task] | None = None,
+    cache_ttl: str | None = None,
+    clock: Clock | None = None,
+) -> Iterator[ShopRig]:
+    """A fresh moto account with the template's resources and the shop seeded."""
+    import anthropic
+    import boto3
+    from moto import mock_aws
+
+    from lockgate_infra.local.resources import create_resources
+    from lockgate_infra.stub import StubAnthropic
+    from lockgate_infra.template import LocalPlan, load_template
+    from shop.seed import seed
+    from shop.services import ShopServices, ShopSettings
+    from shop.task import support_inbox_task
+
+    clock = clock or SystemClock()
+    log = logging.getLogger("lockgate.shoprig")
+    log.setLevel(logging.ERROR)
+    with mock_aws(), StubAnthropic(model) as stub:
+        session = boto3.session.Session(region_name="us-east-1")
+        names = create_resources(LocalPlan.from_template(load_template(ROOT / "template.yaml")), session)
+        dynamodb = session.client("dynamodb")
+        seed(dynamodb, names["ShopOrdersTable"], ses=session.client("ses"))
+        settings = ShopSettings.from_env(
+            {
+                "SHOP_ORDERS_TABLE": names["ShopOrdersTable"],
+                "SHOP_PAYMENTS_TABLE": names["ShopPaymentsTable"],
+                "SHOP_MAIL_TABLE": names["ShopMailTable"],
+            }
+        )
+        assert settings is not None
+        services = ShopServices.build(settings, session.client, clock)  # type: ignore[arg-type]
+        task = support_inbox_task(services)
+        if cache_ttl is not None:
+            task = dataclasses.replace(task, cache_ttl=cache_ttl)
+        if adapt is not None:
+            task = adapt(task)
+        model_client = ModelClient(
+            lambda: anthropic.Anthropic(api_key="stub", base_url=stub.base_url), clock, log
+        )
+        runs = RunStore(dynamodb, names["StateTable"], clock)
+        loop = AgentLoop(
+            model=model_client,
+            runs=runs,
+            ledger=Ledger(dynamodb, names["StateTable"], clock),
+            clock=clock,
+            log=log,
+            metrics=CountingMetrics(),
+        )
+        yield ShopRig(session, names, task, loop, runs, stub, clock)
