@@ -72,6 +72,7 @@ model = wire_agent_tasks(
     log=logger,
     metrics=metrics,
     tracing=PowertoolsTracing(),
+    approvals=config.approvals,
 )
 worker = Worker(
     inbox=InboxStore(dynamodb, settings.inbox_table),

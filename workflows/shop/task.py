@@ -129,6 +129,12 @@ def start(event: InboxEvent, services: Mapping[str, Any]) -> Start:
     return Start(prompt=prompt, facts=facts)
 
 
+def restore_facts(values: Mapping[str, Any], services: Mapping[str, Any]) -> RunFacts:
+    """A run's facts again, with a live lookup: approved actions are re-checked against current data."""
+    shop = shop_services(services)
+    return RunFacts(values=dict(values), lookup=ShopFacts(shop.orders, shop.mailbox))
+
+
 def support_inbox_task(services: ShopServices) -> Task:
     """The support-inbox task, wired to the shop's services."""
     settings = services.settings
@@ -150,4 +156,5 @@ def support_inbox_task(services: ShopServices) -> Task:
         max_steps=10,
         max_output_tokens=1024,
         services={"shop": services},
+        restore_facts=restore_facts,
     )

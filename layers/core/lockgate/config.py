@@ -18,6 +18,7 @@ from lockgate.errors import ConfigError
 SCHEMES = frozenset({"github", "stripe", "standard", "slack", "shopify", "hmac"})
 SECRET_PREFIXES = ("env:", "secretsmanager:")
 SOURCE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+REVIEWER_ID = re.compile(r"^[A-Za-z0-9._@-]{1,64}$")
 DEFAULT_MAX_BODY_BYTES = 1_048_576
 
 
@@ -54,12 +55,52 @@ class InboxConfig:
 
 
 @dataclass(frozen=True)
+class Reviewer:
+    """A person who may approve actions, and how to reach them."""
+
+    id: str
+    name: str
+    roles: tuple[str, ...]
+    email: str | None = None
+
+
+@dataclass(frozen=True)
+class ToolApproval:
+    """Who decides a tool's proposals, how many must agree, and the time limits."""
+
+    roles: tuple[str, ...] = ()
+    reviewers_required: int = 1
+    decide_within_hours: int = 24
+    run_within_hours: int = 1
+
+
+@dataclass(frozen=True)
+class ApprovalsConfig:
+    """Reviewers and per-tool approval rules."""
+
+    reviewers: tuple[Reviewer, ...] = ()
+    tools: Mapping[str, ToolApproval] = field(default_factory=dict)
+    max_pending_per_task: int = 20
+    default: ToolApproval = field(default_factory=ToolApproval)
+
+    def for_tool(self, tool: str) -> ToolApproval:
+        """The rule for a tool, or the default."""
+        return self.tools.get(tool, self.default)
+
+    def reviewers_for(self, tool: str) -> tuple[Reviewer, ...]:
+        """Reviewers allowed to decide this tool's proposals (any reviewer when no roles are set)."""
+        roles = set(self.for_tool(tool).roles)
+        return tuple(r for r in self.reviewers if not roles or roles & set(r.roles))
+
+
+@dataclass(frozen=True)
 class LockgateConfig:
     """The whole file."""
 
     sources: Mapping[str, SourceConfig]
     inbox: InboxConfig = field(default_factory=InboxConfig)
     workflows_package: str | None = None
+    approvals: ApprovalsConfig = field(default_factory=ApprovalsConfig)
 
     def source(self, name: str) -> SourceConfig | None:
         """The source called ``name``, or None."""
@@ -84,7 +125,7 @@ def load_config(path: str | Path) -> LockgateConfig:
 
 def parse_config(raw: Mapping[str, Any], origin: str = "lockgate.toml") -> LockgateConfig:
     """Validate an already-parsed TOML document."""
-    unknown = set(raw) - {"sources", "inbox", "workflows"}
+    unknown = set(raw) - {"sources", "inbox", "workflows", "approvals"}
     if unknown:
         raise ConfigError(f"{origin}: unknown section(s) {sorted(unknown)}")
     sources_raw = _table(raw.get("sources", {}), f"{origin}: [sources]")
@@ -100,7 +141,36 @@ def parse_config(raw: Mapping[str, Any], origin: str = "lockgate.toml") -> Lockg
     package = workflows.get("package")
     if package is not None and not (isinstance(package, str) and package.isidentifier()):
         raise ConfigError(f"{origin}: workflows.package must be a Python package name")
-    return LockgateConfig(sources=sources, inbox=inbox, workflows_package=package)
+    approvals = _approvals(_table(raw.get("approvals", {}), f"{origin}: [approvals]"), origin)
+    return LockgateConfig(sources=sources, inbox=inbox, workflows_package=package, approvals=approvals)
+
+
+def _approvals(body: Mapping[str, Any], origin: str) -> ApprovalsConfig:
+    where = f"{origin}: [approvals]"
+    _no_unknown(body, {"reviewers", "tools", "max_pending_per_task"}, where)
+    reviewers = []
+    for n, item in enumerate(body.get("reviewers", [])):
+        entry = _table(item, f"{where} reviewers[{n}]")
+        _no_unknown(entry, {"id", "name", "roles", "email"}, f"{where} reviewers[{n}]")
+        rid = entry.get("id")
+        if not isinstance(rid, str) or not REVIEWER_ID.match(rid):
+            raise ConfigError(f"{where} reviewers[{n}]: id is letters, digits, '.', '_', '-', '@'")
+        roles = entry.get("roles", [])
+        if not isinstance(roles, list) or not all(isinstance(r, str) for r in roles):
+            raise ConfigError(f"{where} reviewers[{n}]: roles is a list of names")
+        reviewers.append(Reviewer(rid, str(entry.get("name", rid)), tuple(roles), entry.get("email")))
+    if len({r.id for r in reviewers}) != len(reviewers):
+        raise ConfigError(f"{where}: reviewer ids must be unique")
+    tools = {}
+    for name, item in _table(body.get("tools", {}), f"{where} tools").items():
+        entry = _table(item, f"{where} tools.{name}")
+        _no_unknown(entry, set(ToolApproval.__dataclass_fields__), f"{where} tools.{name}")
+        numbers = {k: _positive_int(v, f"{where} tools.{name}.{k}") for k, v in entry.items() if k != "roles"}
+        if numbers.get("reviewers_required", 1) > 2:
+            raise ConfigError(f"{where} tools.{name}: reviewers_required is 1 or 2")
+        tools[name] = ToolApproval(roles=tuple(entry.get("roles", ())), **numbers)
+    cap = _positive_int(body.get("max_pending_per_task", 20), f"{where} max_pending_per_task")
+    return ApprovalsConfig(reviewers=tuple(reviewers), tools=tools, max_pending_per_task=cap)
 
 
 def _source(name: str, body: Mapping[str, Any], origin: str) -> SourceConfig:

@@ -72,3 +72,38 @@ class WorkerSettings:
             body_bucket=_required(environ, "BODY_BUCKET"),
             timeout_seconds=_int(environ, "WORKER_TIMEOUT_SECONDS", 300),
         )
+
+
+@dataclass(frozen=True)
+class ApprovalSettings:
+    """The approval side's environment: the callback (pages, decisions) and the notifier (links)."""
+
+    config_path: str
+    approvals_table: str
+    link_secret_ref: str
+    base_url: str
+    channels: tuple[str, ...]
+    from_address: str
+    decisions_table: str | None  # only the callback may write decisions
+    inbox_table: str | None
+    inbox_queue_url: str | None
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> ApprovalSettings:
+        """Validate the environment; ConfigError names what is missing."""
+        secret = _required(environ, "APPROVAL_LINK_SECRET_ARN")
+        return cls(
+            config_path=environ.get("LOCKGATE_CONFIG", "lockgate.toml"),
+            approvals_table=_required(environ, "APPROVALS_TABLE"),
+            link_secret_ref=secret
+            if ":" in secret and secret.split(":")[0] in ("env", "secretsmanager")
+            else f"secretsmanager:{secret}",
+            base_url=environ.get("APPROVAL_BASE_URL", "").strip() or "/approvals",
+            channels=tuple(
+                c.strip() for c in environ.get("APPROVAL_CHANNELS", "email").split(",") if c.strip()
+            ),
+            from_address=environ.get("SHOP_FROM_ADDRESS", "").strip() or "support@shop.example.com",
+            decisions_table=environ.get("DECISIONS_TABLE") or None,
+            inbox_table=environ.get("INBOX_TABLE") or None,
+            inbox_queue_url=environ.get("INBOX_QUEUE_URL") or None,
+        )

@@ -12,13 +12,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lockgate.agent.guard import Decision, RunState, decide
-from lockgate.agent.ledger import Ledger, LedgerConflict, OpState
+from lockgate.agent.ledger import Ledger, LedgerConflict, OpState, operation_key
 from lockgate.agent.model import ModelClient, ModelReply, ModelRequest, Usage
 from lockgate.agent.pricing import cost_usd
 from lockgate.agent.runs import Run, RunStore
 from lockgate.agent.screen import Screener
 from lockgate.agent.tasks import Task
 from lockgate.agent.tools import OutcomeUnknown, Tool, ToolContext, ToolError, fingerprint
+from lockgate.approvals.requests import ApprovalRequests
 from lockgate.clock import Clock
 from lockgate.routing import InboxEvent
 from lockgate.telemetry import Log, Metrics, NoTracing, Tracing
@@ -76,6 +77,7 @@ class AgentLoop:
         metrics: Metrics,
         tracing: Tracing | None = None,
         screener: Screener | None = None,
+        approvals: ApprovalRequests | None = None,
     ) -> None:
         self._model = model
         self._runs = runs
@@ -85,6 +87,7 @@ class AgentLoop:
         self._metrics = metrics
         self._tracing = tracing or NoTracing()
         self._screener = screener
+        self._approvals = approvals
 
     def run(self, task: Task, event: InboxEvent, deadline: float) -> RunOutcome:
         """Run (or resume) the task for this event until the model ends its turn or a limit hits."""
@@ -112,7 +115,7 @@ class AgentLoop:
             calls = [b for b in reply.content if b.get("type") == "tool_use"]
             if reply.stop_reason != "tool_use" or not calls:
                 return self._finish(run, "completed", _text(reply) or "finished", totals, state)
-            results = self._results(task, run, n, calls, state, totals)
+            results = self._results(task, run, n, calls, state, totals, _text(reply))
             messages.append({"role": "user", "content": results})
         return self._finish(run, "step_limit", f"stopped after {task.max_steps} steps", totals, state)
 
@@ -151,7 +154,14 @@ class AgentLoop:
     # -- tool steps -----------------------------------------------------------------------
 
     def _results(
-        self, task: Task, run: Run, n: int, calls: list[dict[str, Any]], state: RunState, totals: Totals
+        self,
+        task: Task,
+        run: Run,
+        n: int,
+        calls: list[dict[str, Any]],
+        state: RunState,
+        totals: Totals,
+        reply_text: str,
     ) -> list[dict[str, Any]]:
         recorded = run.step(n, "tools")
         if recorded is not None:
@@ -162,7 +172,7 @@ class AgentLoop:
         taint_before, suspicious_before = len(state.taint_sources), len(state.suspicious)
         results, log = [], []
         for call in calls:  # answered in order, all in one user message
-            block, entry = self._answer(task, run, call, state)
+            block, entry = self._answer(task, run, call, state, reply_text)
             results.append(block)
             log.append(entry)
             if entry["check"] != "cleared":
@@ -181,7 +191,7 @@ class AgentLoop:
         return results
 
     def _answer(
-        self, task: Task, run: Run, call: dict[str, Any], state: RunState
+        self, task: Task, run: Run, call: dict[str, Any], state: RunState, reply_text: str
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         name, call_id = str(call.get("name", "")), str(call.get("id", ""))
         decision = decide(task, name, call.get("input"), state)
@@ -190,6 +200,16 @@ class AgentLoop:
             entry["summary"] = decision.tool.summary(decision.args)
         if not decision.cleared:
             self._blocked(run, name, decision)
+            if decision.needs_person and self._approvals is not None:
+                text, entry["outcome"] = self._approvals.request(
+                    task=task.name,
+                    run_id=run.run_id,
+                    call_id=call_id,
+                    decision=decision,
+                    unverified_reason=reply_text,
+                    facts=state.facts,
+                )
+                return _result(call_id, text, error=True), entry
             return _result(call_id, _refusal_text(decision), error=True), entry
         tool, args = decision.tool, decision.args
         assert tool is not None  # cleared decisions carry their tool
@@ -221,10 +241,8 @@ class AgentLoop:
             except ToolError as exc:
                 return str(exc), True, "tool error"
         canonical = args.model_dump(mode="json")
-        op_key = (
-            f"{tool.name}#{tool.identity(args)}"
-            if tool.identity
-            else f"{run.run_id}#{tool.name}#{fingerprint(canonical)}"
+        op_key = operation_key(
+            run.run_id, tool.name, tool.identity(args) if tool.identity else None, canonical
         )
         try:
             op = self._ledger.execute(

@@ -40,6 +40,15 @@ class Task:
     screen_model: str | None = None  # screen untrusted content with this small model first
     cache_ttl: str = "5m"  # prompt cache lifetime for the fixed prefix: "5m", "1h" (or "off")
     services: Mapping[str, Any] = field(default_factory=dict)
+    # Rebuild a run's facts from their stored values, so an approved action's hard policies are
+    # re-checked against current facts when it executes (default: the values, no lookup).
+    restore_facts: Callable[[Mapping[str, Any], Mapping[str, Any]], RunFacts] | None = None
+
+    def facts_from(self, values: Mapping[str, Any]) -> RunFacts:
+        """The run's facts, rebuilt from stored values."""
+        if self.restore_facts is not None:
+            return self.restore_facts(values, self.services)
+        return RunFacts(values=dict(values))
 
     def system_prompt(self) -> str:
         """The task's prompt plus the standing notice that tool content is data."""

@@ -11,7 +11,12 @@ from lockgate.agent.loop import AgentLoop
 from lockgate.agent.model import ModelClient
 from lockgate.agent.runs import RunStore
 from lockgate.agent.screen import Screener
+from lockgate.approvals.decisions import DecisionStore
+from lockgate.approvals.executor import ApprovalExecutor
+from lockgate.approvals.proposals import ProposalStore
+from lockgate.approvals.requests import ApprovalRequests
 from lockgate.clock import Clock
+from lockgate.config import ApprovalsConfig
 from lockgate.secrets import SecretResolver
 from lockgate.telemetry import Log, Metrics, Tracing
 from lockgate.workflows import Setup
@@ -40,6 +45,7 @@ def wire_agent_tasks(
     log: Log,
     metrics: Metrics,
     tracing: Tracing,
+    approvals: ApprovalsConfig | None = None,
 ) -> ModelClient | None:
     """Route every registered task through one agent loop; returns its model client (for refresh)."""
     if not setup.tasks:
@@ -51,15 +57,34 @@ def wire_agent_tasks(
         log,
         tracing,
     )
+    ledger = Ledger(dynamodb, state_table, clock)
+    approvals_table, decisions_table = environ.get("APPROVALS_TABLE"), environ.get("DECISIONS_TABLE")
+    requests = None
+    if approvals is not None and approvals_table and decisions_table:
+        proposals = ProposalStore(dynamodb, approvals_table)
+        requests = ApprovalRequests(proposals, approvals, clock, log, metrics)
+        # Decided proposals come back as inbox events; the executor re-checks, then runs once.
+        executor = ApprovalExecutor(
+            proposals=proposals,
+            decisions=DecisionStore(dynamodb, decisions_table),
+            tasks={t.name: t for t in setup.tasks},
+            ledger=ledger,
+            config=approvals,
+            clock=clock,
+            log=log,
+            metrics=metrics,
+        )
+        setup.router.add("approval", "*", executor)
     loop = AgentLoop(
         model=model,
         runs=RunStore(dynamodb, state_table, clock),
-        ledger=Ledger(dynamodb, state_table, clock),
+        ledger=ledger,
         clock=clock,
         log=log,
         metrics=metrics,
         tracing=tracing,
         screener=Screener(model, clock),
+        approvals=requests,
     )
     route_tasks(setup.router, setup.tasks, loop, clock)
     return model

@@ -1,0 +1,131 @@
+"""Executing a decided proposal, in the worker: re-check everything, then run once through the ledger.
+
+A decision arrives as an inbox event (``approval#<id>#approved|rejected``). Nothing about it is
+trusted: the worker re-reads the proposal and the decisions (which its role may read but never
+write), recomputes the argument digest, checks the run window and the tool's hard policies against
+current facts, and only then executes through the operation ledger under the same key the agent
+loop would have used, so an action runs at most once however many events arrive.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from lockgate.agent.ledger import Ledger, LedgerConflict, OpState, operation_key
+from lockgate.agent.tasks import Task
+from lockgate.agent.tools import OutcomeUnknown, ToolArgumentsInvalid, ToolContext, ToolError, fingerprint
+from lockgate.approvals.decisions import DecisionStore, State, Verdict, state_of
+from lockgate.approvals.proposals import ProposalStore
+from lockgate.clock import Clock
+from lockgate.config import ApprovalsConfig
+from lockgate.errors import BadDelivery
+from lockgate.routing import InboxEvent, TaskContext
+from lockgate.telemetry import Log, Metrics
+
+
+class ApprovalExecutor:
+    """The worker's handler for ``approval`` inbox events."""
+
+    def __init__(
+        self,
+        *,
+        proposals: ProposalStore,
+        decisions: DecisionStore,
+        tasks: Mapping[str, Task],
+        ledger: Ledger,
+        config: ApprovalsConfig,
+        clock: Clock,
+        log: Log,
+        metrics: Metrics,
+    ) -> None:
+        self._proposals = proposals
+        self._decisions = decisions
+        self._tasks = tasks
+        self._ledger = ledger
+        self._config = config
+        self._clock = clock
+        self._log = log
+        self._metrics = metrics
+
+    def __call__(self, event: InboxEvent, context: TaskContext) -> str:
+        """Run an approved action once, or record why it will not run."""
+        data = event.json()
+        approval_id = data.get("approval_id") if isinstance(data, dict) else None
+        proposal = self._proposals.get(approval_id) if isinstance(approval_id, str) else None
+        if proposal is None:
+            raise BadDelivery("approval event for an unknown proposal")
+        decisions = self._decisions.for_approval(proposal.approval_id)
+        allowed = frozenset(r.id for r in self._config.reviewers_for(proposal.tool))
+        now = self._clock.now()
+        state = state_of(proposal, decisions, now, allowed)
+        if state is State.REJECTED:
+            by = ", ".join(sorted(d.reviewer for d in decisions if d.verdict is Verdict.REJECT))
+            return self._not_run(
+                proposal.approval_id, f"rejected by {by}: {proposal.summary} will not happen"
+            )
+        if state is not State.APPROVED:
+            return self._not_run(proposal.approval_id, f"not approved ({state.value})")
+        approvers = sorted(
+            {
+                d.reviewer
+                for d in decisions
+                if d.verdict is Verdict.APPROVE and d.reviewer in allowed and d.digest == proposal.digest
+            }
+        )
+        approved_at = max(d.decided_at for d in decisions if d.reviewer in approvers)
+        if now > approved_at + proposal.run_within_seconds:
+            return self._not_run(proposal.approval_id, "approved too long ago: the run window has passed")
+        if fingerprint(proposal.args) != proposal.digest:
+            return self._not_run(proposal.approval_id, "the stored arguments no longer match their digest")
+        task = self._tasks.get(proposal.task)
+        tool = task.tool(proposal.tool) if task else None
+        if task is None or tool is None:
+            return self._not_run(
+                proposal.approval_id, f"task {proposal.task} no longer offers {proposal.tool}"
+            )
+        try:
+            args = tool.validate(proposal.args)
+        except ToolArgumentsInvalid as exc:
+            return self._not_run(proposal.approval_id, f"arguments no longer valid: {exc}")
+        facts = task.facts_from(proposal.extra.get("facts", {}))
+        for policy in tool.policies:
+            verdict = policy(args, facts)
+            if not verdict.allowed:
+                return self._not_run(proposal.approval_id, f"refused by policy now: {verdict.reason}")
+        key = operation_key(
+            proposal.run_id, tool.name, tool.identity(args) if tool.identity else None, proposal.args
+        )
+
+        def effect(idempotency_key: str | None) -> Any:
+            return tool.run(args, ToolContext(proposal.run_id, facts, idempotency_key, task.services))
+
+        try:
+            op = self._ledger.execute(
+                op_key=key,
+                fingerprint=proposal.digest,
+                tool=tool.name,
+                run_id=proposal.run_id,
+                summary=f"{proposal.summary} (approved by {', '.join(approvers)})",
+                effect=effect,
+                is_failure=lambda exc: isinstance(exc, ToolError),
+                is_unknown=lambda exc: isinstance(exc, OutcomeUnknown),
+            )
+        except LedgerConflict as exc:
+            return self._not_run(proposal.approval_id, f"conflict: {exc}")
+        self._metrics.add_metric(name=f"ApprovedAction_{op.state.value}", unit="Count", value=1)
+        self._log.info(
+            "approved action",
+            extra={"approval": proposal.approval_id, "state": op.state.value, "approvers": approvers},
+        )
+        result = json.dumps(op.result, default=str)[:300] if op.state is OpState.SUCCEEDED else op.error
+        return (
+            f"{proposal.summary}: {op.state.value} (approved by {', '.join(approvers)} at "
+            f"{int(approved_at)}) {result or ''}"
+        ).strip()
+
+    def _not_run(self, approval_id: str, why: str) -> str:
+        self._metrics.add_metric(name="ApprovedActionNotRun", unit="Count", value=1)
+        self._log.info("approval not executed", extra={"approval": approval_id, "why": why})
+        return f"not run: {why}"

@@ -1,0 +1,145 @@
+"""Notifying reviewers of a new proposal: one signed link per reviewer, on their channels.
+
+A failed notification never loses the proposal: the stream record is reported as failed and
+retried (then set aside in a DLQ), and the proposal stays listed (`lockgate approvals list`).
+Notification text is short: the code-built summary and the link, no private data beyond it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
+
+from lockgate.approvals.proposals import Proposal
+from lockgate.config import Reviewer
+from lockgate.telemetry import Log, Metrics
+
+
+class Channel(Protocol):
+    """A way to reach a reviewer."""
+
+    name: str
+
+    def send(self, reviewer: Reviewer, proposal: Proposal, link: str) -> None:
+        """Deliver one notification; raise on failure (the record is retried)."""
+
+
+def message_text(proposal: Proposal) -> str:
+    """The short text every channel sends (no arguments beyond the summary)."""
+    return (
+        f"Approval needed ({proposal.task}): {proposal.summary}. "
+        "Open your personal link to review; nothing happens unless you approve."
+    )
+
+
+class EmailChannel:
+    """Email through SES from the deployment's verified address."""
+
+    name = "email"
+
+    def __init__(self, ses: Any, from_address: str) -> None:
+        self._ses = ses
+        self._from = from_address
+
+    def send(self, reviewer: Reviewer, proposal: Proposal, link: str) -> None:
+        """One email to the reviewer's address; skipped when they have none."""
+        if not reviewer.email:
+            return
+        self._ses.send_email(
+            Source=self._from,
+            Destination={"ToAddresses": [reviewer.email]},
+            Message={
+                "Subject": {"Data": f"Approval needed: {proposal.summary}"[:200]},
+                "Body": {"Text": {"Data": f"{message_text(proposal)}\n\n{link}\n"}},
+            },
+        )
+
+
+class WebhookChannel:
+    """Slack incoming webhook or Discord webhook; Discord gets allowed_mentions empty, so no pings."""
+
+    def __init__(self, name: str, url: str, post: Callable[[str, bytes], None]) -> None:
+        self.name = name
+        self._url = url
+        self._post = post
+
+    def send(self, reviewer: Reviewer, proposal: Proposal, link: str) -> None:
+        """Post the text with the reviewer's own link."""
+        text = f"{reviewer.name}: {message_text(proposal)} {link}"
+        if self.name == "discord":
+            payload: dict[str, Any] = {"content": text, "allowed_mentions": {"parse": []}}
+        else:
+            payload = {"text": text}
+        self._post(self._url, json.dumps(payload).encode())
+
+
+class PrintChannel:
+    """The embedded stack's channel: print the link (a local credential, fine on your own machine)."""
+
+    name = "print"
+
+    def __init__(self, sink: Callable[[str], None], outbox: list[dict[str, str]] | None = None) -> None:
+        self._sink = sink
+        self.outbox = outbox if outbox is not None else []
+
+    def send(self, reviewer: Reviewer, proposal: Proposal, link: str) -> None:
+        """Print and keep the link for the local approvals page."""
+        self.outbox.append(
+            {
+                "reviewer": reviewer.id,
+                "approval_id": proposal.approval_id,
+                "summary": proposal.summary,
+                "link": link,
+            }
+        )
+        self._sink(f"[approval] {reviewer.id}: {proposal.summary} -> {link}")
+
+
+class Notifier:
+    """Sends each reviewer of a new proposal their own link on every channel."""
+
+    def __init__(
+        self,
+        links: Callable[[Proposal], Mapping[str, str]],
+        reviewers: Callable[[str], Sequence[Reviewer]],
+        channels: Sequence[Channel],
+        log: Log,
+        metrics: Metrics,
+    ) -> None:
+        self._links = links
+        self._reviewers = reviewers
+        self._channels = channels
+        self._log = log
+        self._metrics = metrics
+
+    def notify(self, proposal: Proposal) -> None:
+        """Notify everyone; raise if any channel failed, so the stream retries the record."""
+        links = self._links(proposal)
+        failures = 0
+        for reviewer in self._reviewers(proposal.tool):
+            link = links.get(reviewer.id)
+            if link is None:
+                continue
+            for channel in self._channels:
+                try:
+                    channel.send(reviewer, proposal, link)
+                except Exception as exc:  # noqa: BLE001 - count, log without the link, retry the record
+                    failures += 1
+                    self._log.warning(
+                        "notification failed",
+                        extra={
+                            "approval": proposal.approval_id,
+                            "reviewer": reviewer.id,
+                            "channel": channel.name,
+                            "error": type(exc).__name__,
+                        },
+                    )
+        self._metrics.add_metric(name="ApprovalNotified", unit="Count", value=1)
+        if failures:
+            self._metrics.add_metric(name="ApprovalNotifyFailed", unit="Count", value=failures)
+            raise NotificationFailed(f"{failures} notification(s) failed for {proposal.approval_id}")
+
+
+class NotificationFailed(Exception):  # noqa: N818 - reported to the stream as a failed record
+    """At least one channel failed; the stream redelivers the record."""

@@ -1,0 +1,144 @@
+"""Proposals: an action the agent wants that waits for a person. Written once, never changed."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from lockgate.errors import StoreUnavailable
+
+HOUR = 3_600
+RETENTION_SECONDS = 30 * 86_400
+POLICY_VERSION = "1"
+
+
+def approval_id_for(run_id: str, call_id: str) -> str:
+    """Stable per tool call, so a replayed step finds its proposal instead of making a second one."""
+    return "ap_" + hashlib.sha256(f"{run_id}\n{call_id}".encode()).hexdigest()[:24]
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """What a person is asked to approve; everything shown to them comes from here."""
+
+    approval_id: str
+    task: str
+    run_id: str
+    tool: str
+    args: dict[str, Any]  # canonical JSON-ready arguments
+    digest: str  # sha256 of the canonical arguments: a link is bound to it
+    summary: str  # built by code from the real arguments
+    unverified_reason: str  # the assistant's own words, shown as unverified
+    why: tuple[str, ...]  # why a person is asked (threshold, taint with its source, ...)
+    created_at: int
+    expires_at: int  # decide by
+    run_within_seconds: int
+    reviewers_required: int = 1
+    requester: str = ""
+    policy_version: str = POLICY_VERSION
+    call_id: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_item(self) -> dict[str, Any]:
+        """The DynamoDB item (low-level)."""
+        return {
+            "approval_id": {"S": self.approval_id},
+            "task": {"S": self.task},
+            "run_id": {"S": self.run_id},
+            "tool": {"S": self.tool},
+            "args": {"S": json.dumps(self.args, sort_keys=True)},
+            "digest": {"S": self.digest},
+            "summary": {"S": self.summary[:500]},
+            "unverified_reason": {"S": self.unverified_reason[:2000] or "-"},
+            "why": {"S": json.dumps(list(self.why))},
+            "created_at": {"N": str(self.created_at)},
+            "expires_at": {"N": str(self.expires_at)},
+            "run_within_seconds": {"N": str(self.run_within_seconds)},
+            "reviewers_required": {"N": str(self.reviewers_required)},
+            "requester": {"S": self.requester or "-"},
+            "policy_version": {"S": self.policy_version},
+            "call_id": {"S": self.call_id or "-"},
+            "extra": {"S": json.dumps(self.extra)},
+            "ttl": {"N": str(self.created_at + RETENTION_SECONDS)},
+        }
+
+    @classmethod
+    def from_item(cls, item: dict[str, Any]) -> Proposal:
+        """From a low-level DynamoDB item."""
+        s = {k: v["S"] for k, v in item.items() if "S" in v}
+        n = {k: int(v["N"]) for k, v in item.items() if "N" in v}
+        return cls(
+            approval_id=s["approval_id"],
+            task=s["task"],
+            run_id=s["run_id"],
+            tool=s["tool"],
+            args=json.loads(s["args"]),
+            digest=s["digest"],
+            summary=s["summary"],
+            unverified_reason="" if s.get("unverified_reason") == "-" else s.get("unverified_reason", ""),
+            why=tuple(json.loads(s.get("why", "[]"))),
+            created_at=n["created_at"],
+            expires_at=n["expires_at"],
+            run_within_seconds=n.get("run_within_seconds", HOUR),
+            reviewers_required=n.get("reviewers_required", 1),
+            requester=s.get("requester", ""),
+            policy_version=s.get("policy_version", POLICY_VERSION),
+            call_id=s.get("call_id", ""),
+            extra=json.loads(s.get("extra", "{}")),
+        )
+
+
+class ProposalStore:
+    """The Approvals table: conditional, write-once puts; reads for the pages and the executor."""
+
+    def __init__(self, dynamodb: Any, table_name: str) -> None:
+        self._db = dynamodb
+        self._table = table_name
+
+    def propose(self, proposal: Proposal) -> tuple[Proposal, bool]:
+        """Write the proposal once; returns (stored proposal, created now?). Never overwrites."""
+        try:
+            self._db.put_item(
+                TableName=self._table,
+                Item=proposal.to_item(),
+                ConditionExpression="attribute_not_exists(approval_id)",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                old = exc.response.get("Item")
+                return (Proposal.from_item(old) if old else proposal), False  # type: ignore[arg-type]
+            raise StoreUnavailable(type(exc).__name__) from exc
+        except BotoCoreError as exc:
+            raise StoreUnavailable(type(exc).__name__) from exc
+        return proposal, True
+
+    def get(self, approval_id: str) -> Proposal | None:
+        """A proposal by id, or None (an unknown or fabricated id)."""
+        try:
+            response = self._db.get_item(
+                TableName=self._table, Key={"approval_id": {"S": approval_id}}, ConsistentRead=True
+            )
+        except (ClientError, BotoCoreError) as exc:
+            raise StoreUnavailable(type(exc).__name__) from exc
+        item = response.get("Item")
+        return Proposal.from_item(item) if item else None
+
+    def recent(self, task: str, since: int, limit: int = 100) -> list[Proposal]:
+        """A task's proposals created since ``since``, newest first."""
+        try:
+            response = self._db.query(
+                TableName=self._table,
+                IndexName="by-created",
+                KeyConditionExpression="task = :t AND created_at >= :since",
+                ExpressionAttributeValues={":t": {"S": task}, ":since": {"N": str(since)}},
+                ScanIndexForward=False,
+                Limit=limit,
+            )
+        except (ClientError, BotoCoreError) as exc:
+            raise StoreUnavailable(type(exc).__name__) from exc
+        return [Proposal.from_item(i) for i in response.get("Items", [])]

@@ -1,0 +1,89 @@
+"""Turning a call that needs a person into a proposal, and telling the model it has NOT happened."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lockgate.agent.guard import Decision
+from lockgate.agent.tools import RunFacts, canonical_json, fingerprint
+from lockgate.approvals.proposals import HOUR, Proposal, ProposalStore, approval_id_for
+from lockgate.clock import Clock
+from lockgate.config import ApprovalsConfig
+from lockgate.telemetry import Log, Metrics
+
+
+class ApprovalRequests:
+    """Writes proposals for the loop. Links and tokens are made elsewhere and never reach the model."""
+
+    def __init__(
+        self, store: ProposalStore, config: ApprovalsConfig, clock: Clock, log: Log, metrics: Metrics
+    ) -> None:
+        self._store = store
+        self._config = config
+        self._clock = clock
+        self._log = log
+        self._metrics = metrics
+
+    def request(
+        self,
+        *,
+        task: str,
+        run_id: str,
+        call_id: str,
+        decision: Decision,
+        unverified_reason: str,
+        facts: RunFacts,
+    ) -> tuple[str, str]:
+        """Propose the call; returns (text for the model, outcome for the run record)."""
+        tool, args = decision.tool, decision.args
+        assert tool is not None and args is not None  # needs_person decisions carry both
+        rule = self._config.for_tool(tool.name)
+        now = int(self._clock.now())
+        approval_id = approval_id_for(run_id, call_id)
+        if self._store.get(approval_id) is None and self._flooded(task, now, rule.decide_within_hours):
+            self._metrics.add_metric(name="ApprovalFloodRefused", unit="Count", value=1)
+            self._log.warning("too many pending proposals; refused", extra={"task": task, "tool": tool.name})
+            return (
+                f"NOT DONE: too many actions are already waiting for a person, so {tool.name} was not "
+                "queued. Nothing has happened. Tell the customer the team will follow up."
+            ), "flood refused"
+        canonical: dict[str, Any] = args.model_dump(mode="json")
+        proposal = Proposal(
+            approval_id=approval_id,
+            task=task,
+            run_id=run_id,
+            tool=tool.name,
+            args=canonical,
+            digest=fingerprint(canonical),
+            summary=tool.summary(args),
+            unverified_reason=unverified_reason,
+            why=(decision.reason,),
+            created_at=now,
+            expires_at=now + rule.decide_within_hours * HOUR,
+            run_within_seconds=rule.run_within_hours * HOUR,
+            reviewers_required=2 if tool.high_stakes else rule.reviewers_required,
+            requester=f"agent:{task}",
+            call_id=call_id,
+            extra={"facts": dict(facts.values)},
+        )
+        stored, created = self._store.propose(proposal)
+        if created:
+            self._metrics.add_metric(name="ApprovalProposed", unit="Count", value=1)
+            self._log.info(
+                "approval proposed",
+                extra={
+                    "approval": stored.approval_id,
+                    "tool": tool.name,
+                    "args_bytes": len(canonical_json(canonical)),
+                },
+            )
+        return (
+            f"NOT DONE YET: {tool.name} is waiting for a person's approval ({decision.reason}). Nothing "
+            "has happened. Tell the customer their request was passed to the team; do not say it is done."
+        ), "proposed"
+
+    def _flooded(self, task: str, now: int, window_hours: int) -> bool:
+        return (
+            len(self._store.recent(task, now - window_hours * HOUR, self._config.max_pending_per_task))
+            >= self._config.max_pending_per_task
+        )

@@ -1,0 +1,314 @@
+"""Approvals end to end on moto: propose → signed link → page → decision → execute once."""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import replace
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+import pytest
+
+from lockgate.agent.ledger import Ledger
+from lockgate.approvals.decisions import DecisionStore
+from lockgate.approvals.desk import ApprovalDesk
+from lockgate.approvals.executor import ApprovalExecutor
+from lockgate.approvals.pages import FORM_TOKEN_FIELD
+from lockgate.approvals.proposals import ProposalStore
+from lockgate.approvals.requests import ApprovalRequests
+from lockgate.config import ApprovalsConfig, Reviewer, ToolApproval
+from lockgate.inbox.bodies import BodyStore
+from lockgate.inbox.queue import InboxQueue
+from lockgate.inbox.store import InboxStore
+from lockgate.routing import InboxEvent, TaskContext
+from lockgate_infra.stub.models import Scripted
+from lockgate_infra.stub.replies import Reply
+from tests.agent.conftest import AgentRig, event
+from tests.agent.test_loop import DEADLINE, say, tools_turn, use
+from tests.agent.toolkit import Effects, make_task
+from tests.support import LOG, serialized_moto
+
+SECRET = b"approval-link-secret-for-tests-0123456789"
+CONFIG = ApprovalsConfig(
+    reviewers=(
+        Reviewer("alice", "Alice", ("payments",)),
+        Reviewer("bob", "Bob", ("payments",)),
+        Reviewer("carol", "Carol", ("support",)),
+    ),
+    tools={"pay": ToolApproval(roles=("payments",))},
+)
+
+
+class Approvals:
+    """The approval side and the worker side, wired to the same moto account."""
+
+    def __init__(self, rig: AgentRig, effects: Effects, config: ApprovalsConfig = CONFIG) -> None:
+        self.rig, self.effects, self.config = rig, effects, config
+        db = rig.aws.client("dynamodb")
+        self.proposals = ProposalStore(db, rig.aws.names["ApprovalsTable"])
+        self.decisions = DecisionStore(db, rig.aws.names["DecisionsTable"])
+        self.task = make_task(effects)
+        self.desk = ApprovalDesk(
+            proposals=self.proposals,
+            decisions=self.decisions,
+            config=config,
+            link_secrets=lambda: [SECRET],
+            inbox=InboxStore(db, rig.aws.inbox_table),
+            queue=InboxQueue(rig.aws.client("sqs"), rig.aws.queue_url),
+            clock=rig.clock,
+            log=LOG,
+            metrics=rig.metrics,
+            base_url="https://example.test/approvals",
+        )
+        self.executor = ApprovalExecutor(
+            proposals=self.proposals,
+            decisions=self.decisions,
+            tasks={self.task.name: self.task},
+            ledger=Ledger(db, rig.aws.state_table, rig.clock),
+            config=config,
+            clock=rig.clock,
+            log=LOG,
+            metrics=rig.metrics,
+        )
+
+    def propose_payment(self, amount: float = 80, delivery: str = "d-1") -> str:
+        """The agent asks to pay; returns the approval id."""
+        self.rig.stub.set_model(
+            Scripted([tools_turn(use("t1", "pay", {"amount": amount})), Reply([say("Passed to the team.")])])
+        )
+        loop = self.rig.loop()
+        loop._approvals = ApprovalRequests(
+            self.proposals,
+            self.config,
+            self.rig.clock,
+            LOG,  # noqa: SLF001
+            self.rig.metrics,
+        )
+        loop.run(self.task, event(delivery), DEADLINE)
+        (item,) = [
+            i
+            for i in self.rig.aws.client("dynamodb").scan(TableName=self.rig.aws.names["ApprovalsTable"])[
+                "Items"
+            ]
+            if i["run_id"]["S"] == f"github#{delivery}"
+        ]
+        return str(item["approval_id"]["S"])
+
+    def link(self, approval_id: str, reviewer: str) -> dict[str, str]:
+        proposal = self.proposals.get(approval_id)
+        assert proposal is not None
+        url = self.desk.links_for(proposal)[reviewer]
+        return dict(parse_qsl(urlsplit(url).query))
+
+    def form(self, approval_id: str, query: dict[str, str], decision: str) -> dict[str, str]:
+        """What the browser posts: the hidden fields of the page the link shows."""
+        page = self.desk.show(approval_id, query)
+        assert page.status == 200, page.body
+        token = page.body.split(f'name="{FORM_TOKEN_FIELD}" value="', 1)[1].split('"', 1)[0]
+        return {**query, FORM_TOKEN_FIELD: token, "decision": decision}
+
+    def approve(self, approval_id: str, reviewer: str, decision: str = "approve") -> Any:
+        query = self.link(approval_id, reviewer)
+        return self.desk.decide(approval_id, query, self.form(approval_id, query, decision))
+
+    def queued_events(self) -> list[InboxEvent]:
+        """The decision events the desk stored, as the worker would see them."""
+        store = InboxStore(self.rig.aws.client("dynamodb"), self.rig.aws.inbox_table)
+        bodies = BodyStore(self.rig.aws.client("s3"), self.rig.aws.bucket)
+        events = []
+        for message in self.rig.aws.drain(self.rig.aws.queue_url):
+            delivery = store.get(json.loads(message["Body"])["pk"])
+            events.append(InboxEvent(delivery, delivery.body or bodies.get(delivery.body_ref or "")))
+        return events
+
+    def execute_all(self) -> list[str]:
+        context = TaskContext("x", lambda: 60.0, None, LOG, self.rig.metrics)  # type: ignore[arg-type]
+        return [self.executor(e, context) for e in self.queued_events()]
+
+
+@pytest.fixture
+def flow(rig: AgentRig) -> Approvals:
+    return Approvals(rig, Effects())
+
+
+def decisions_table(flow: Approvals) -> list[dict[str, Any]]:
+    return flow.rig.aws.client("dynamodb").scan(TableName=flow.rig.aws.names["DecisionsTable"])["Items"]
+
+
+def test_a_protected_call_pauses_as_a_proposal_with_no_side_effect(flow: Approvals) -> None:
+    approval_id = flow.propose_payment()
+    proposal = flow.proposals.get(approval_id)
+    assert proposal is not None and flow.effects.paid == []
+    assert proposal.summary == "pay $80.00" and proposal.unverified_reason == "Working on it."
+    assert proposal.why == ("payments over $50 need a person",)
+    assert proposal.expires_at - proposal.created_at == 24 * 3600
+    last = flow.rig.stub.requests[-1]["messages"][-1]["content"][0]["content"]
+    assert last.startswith("NOT DONE YET: pay is waiting for a person's approval")
+    assert "https://" not in last and "approvals" not in last  # no link or token ever reaches the model
+
+
+def test_the_right_reviewer_approves_and_it_runs_exactly_once(flow: Approvals) -> None:
+    approval_id = flow.propose_payment()
+    query = flow.link(approval_id, "alice")
+    # GET alone decides nothing (mail scanners and unfurlers open links)
+    for _ in range(3):
+        assert flow.desk.show(approval_id, query).status == 200
+    assert decisions_table(flow) == [] and flow.queued_events() == []
+    form = flow.form(approval_id, query, "approve")
+    page = flow.desk.decide(approval_id, query, form)
+    assert page.status == 200 and "Approved" in page.body
+    (outcome,) = flow.execute_all()
+    assert flow.effects.paid == [{"amount": 80.0, "key": flow.effects.paid[0]["key"]}]
+    assert "SUCCEEDED (approved by alice" in outcome
+    # a second click changes nothing and nothing runs twice
+    assert flow.desk.decide(approval_id, query, form).status == 409
+    assert flow.execute_all() == [] and len(flow.effects.paid) == 1
+
+
+def test_a_rejected_action_never_runs(flow: Approvals) -> None:
+    approval_id = flow.propose_payment()
+    assert "Rejected" in flow.approve(approval_id, "bob", "reject").body
+    (outcome,) = flow.execute_all()
+    assert outcome.startswith("not run: rejected by bob") and flow.effects.paid == []
+
+
+@pytest.mark.parametrize(
+    "tamper",
+    ["forged", "fabricated id", "tampered digest", "wrong reviewer", "reviewer not allowed", "expired link"],
+)
+def test_bad_links_get_a_clear_page_and_change_nothing(flow: Approvals, tamper: str) -> None:
+    approval_id = flow.propose_payment()
+    query = flow.link(approval_id, "alice")
+    target = approval_id
+    if tamper == "forged":
+        query["s"] = query["s"][::-1]
+    elif tamper == "fabricated id":
+        target = "ap_" + "0" * 24
+    elif tamper == "tampered digest":
+        query["d"] = "0" * 64
+    elif tamper == "wrong reviewer":
+        query["r"] = "bob"
+    elif tamper == "reviewer not allowed":
+        config = replace(CONFIG, tools={"pay": ToolApproval(roles=("payments", "support"))})
+        query = Approvals(flow.rig, flow.effects, config).link(approval_id, "carol")
+    elif tamper == "expired link":
+        flow.rig.clock.advance(25 * 3600)
+    form = {**query, FORM_TOKEN_FIELD: "x" * 43, "decision": "approve"}
+    assert flow.desk.show(target, query).status >= 400
+    assert flow.desk.decide(target, query, form).status >= 400
+    assert decisions_table(flow) == [] and flow.execute_all() == [] and flow.effects.paid == []
+
+
+def test_a_changed_proposal_cannot_be_approved(flow: Approvals) -> None:
+    approval_id = flow.propose_payment()
+    query = flow.link(approval_id, "alice")
+    form = flow.form(approval_id, query, "approve")
+    db = flow.rig.aws.client("dynamodb")
+    db.update_item(
+        TableName=flow.rig.aws.names["ApprovalsTable"],
+        Key={"approval_id": {"S": approval_id}},
+        UpdateExpression="SET args = :a",
+        ExpressionAttributeValues={":a": {"S": '{"amount": 8000}'}},
+    )
+    assert flow.desk.decide(approval_id, query, form).status == 409
+    assert decisions_table(flow) == [] and flow.effects.paid == []
+
+
+def test_a_form_token_from_another_link_is_refused(flow: Approvals) -> None:
+    approval_id = flow.propose_payment()
+    bob_form = flow.form(approval_id, flow.link(approval_id, "bob"), "approve")
+    alice_query = flow.link(approval_id, "alice")
+    assert (
+        flow.desk.decide(
+            approval_id,
+            alice_query,
+            {**alice_query, FORM_TOKEN_FIELD: bob_form[FORM_TOKEN_FIELD], "decision": "approve"},
+        ).status
+        == 403
+    )
+    assert decisions_table(flow) == []
+
+
+def test_an_expired_proposal_and_a_late_execution_do_not_run(flow: Approvals) -> None:
+    approval_id = flow.propose_payment()
+    flow.approve(approval_id, "alice")
+    flow.rig.clock.advance(3601)  # approved, but not run within the hour
+    (outcome,) = flow.execute_all()
+    assert outcome == "not run: approved too long ago: the run window has passed" and flow.effects.paid == []
+    other = flow.propose_payment(delivery="d-2")
+    query = flow.link(other, "alice")
+    flow.rig.clock.advance(24 * 3600 + 1)  # nobody decided in time
+    assert flow.desk.show(other, query).status == 410
+    assert flow.effects.paid == []
+
+
+def test_two_concurrent_posts_and_executions_give_one_decision_and_one_effect(flow: Approvals) -> None:
+    approval_id = flow.propose_payment()
+    query = flow.link(approval_id, "alice")
+    form = flow.form(approval_id, query, "approve")
+    statuses: list[int] = []
+    barrier = threading.Barrier(2)
+
+    def post() -> None:
+        barrier.wait()
+        statuses.append(flow.desk.decide(approval_id, query, form).status)
+
+    with serialized_moto():
+        threads = [threading.Thread(target=post) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert sorted(statuses) == [200, 409] and len(decisions_table(flow)) == 1
+    events = flow.queued_events()
+    assert len(events) == 1
+    context = TaskContext("x", lambda: 60.0, None, LOG, flow.rig.metrics)  # type: ignore[arg-type]
+    outcomes: list[str] = []
+    with serialized_moto():
+        runners = [
+            threading.Thread(target=lambda: outcomes.append(flow.executor(events[0], context)))
+            for _ in range(2)
+        ]
+        for t in runners:
+            t.start()
+        for t in runners:
+            t.join()
+    assert len(flow.effects.paid) == 1
+
+
+def test_a_high_stakes_tool_needs_two_different_people(rig: AgentRig) -> None:
+    effects = Effects()
+    flow = Approvals(rig, effects)
+    tools = [replace(t, high_stakes=True) if t.name == "pay" else t for t in flow.task.tools]
+    flow.task = replace(flow.task, tools=tools)
+    flow.executor._tasks = {flow.task.name: flow.task}  # noqa: SLF001
+    approval_id = flow.propose_payment()
+    query = flow.link(approval_id, "alice")
+    form = flow.form(approval_id, query, "approve")
+    assert "Another reviewer must also approve" in flow.desk.decide(approval_id, query, form).body
+    assert flow.desk.decide(approval_id, query, form).status == 409  # the same person cannot count twice
+    assert flow.execute_all() == [] and effects.paid == []
+    assert "Approved" in flow.approve(approval_id, "bob").body
+    (outcome,) = flow.execute_all()
+    assert "approved by alice, bob" in outcome and len(effects.paid) == 1
+
+
+def test_policy_is_rechecked_against_current_facts_at_execution(rig: AgentRig) -> None:
+    from lockgate.agent.tools import RunFacts, Verdict
+
+    effects = Effects()
+    flow = Approvals(rig, effects)
+    budget = {"left": 100.0}  # a fact from "our own systems", read when checked
+
+    def within_budget(args: Any, facts: RunFacts) -> Verdict:
+        return Verdict.allow() if args.amount <= budget["left"] else Verdict.deny("over the remaining budget")
+
+    tools = [replace(t, policies=(within_budget,)) if t.name == "pay" else t for t in flow.task.tools]
+    flow.task = replace(flow.task, tools=tools)
+    flow.executor._tasks = {flow.task.name: flow.task}  # noqa: SLF001
+    approval_id = flow.propose_payment()
+    flow.approve(approval_id, "alice")
+    budget["left"] = 50.0  # the facts changed between approval and execution
+    (outcome,) = flow.execute_all()
+    assert outcome == "not run: refused by policy now: over the remaining budget" and effects.paid == []
