@@ -167,7 +167,11 @@ def run_demo(
     out = out or sys.stdout
     ok = True
     # The handlers' own JSON logs and metrics would bury the demo's summary.
-    quiet = {"POWERTOOLS_LOG_LEVEL": "ERROR", "POWERTOOLS_METRICS_DISABLED": "true"}
+    quiet = {
+        "POWERTOOLS_LOG_LEVEL": "ERROR",
+        "POWERTOOLS_METRICS_DISABLED": "true",
+        "APPROVAL_CHANNELS": "print",
+    }
     with (
         local_model(model, os.environ) as chosen,
         LocalStack(config_path=config_path, environment={**quiet, **chosen.environment}) as stack,
@@ -205,6 +209,7 @@ def run_demo(
         ok &= (store.get("partner#p-099").outcome or "").startswith("stale, not applied")
         ok &= store.get("partner#p-102").status.value == "failed"
         ok &= _show_agent(stack, out)
+        ok &= _approve_refund(stack, gateway.url, config, out)
         sqs = stack.client("sqs")
         ops = InboxOps(
             store, InboxQueue(sqs, stack.resources["InboxQueue"]), sqs, stack.resources["InboxDLQ"]
@@ -260,3 +265,28 @@ def _show_agent(stack: LocalStack, out: TextIO) -> bool:
     print(f"\nRefunds recorded: {len(payments)} (the A-2001 refund waits for a person)", file=out)
     recipients = sorted(to for m in sent for to in m.destinations.get("ToAddresses", []))
     return recipients == ["ada@example.com", "grace@example.com"] and not payments
+
+
+def _approve_refund(stack: LocalStack, gateway_url: str, config: LockgateConfig, out: TextIO) -> bool:
+    """A person approves the waiting refund through their link; it runs once, a second click does nothing."""
+    from lockgate_infra.approval_walk import local_signer, page_text, pending_proposals, walk
+
+    proposals = pending_proposals(stack)
+    print(f"\nWaiting for a person: {len(proposals)} proposal(s)", file=out)
+    if len(proposals) != 1:
+        return False
+    (proposal,) = proposals
+    link = local_signer(stack, config.approvals, f"{gateway_url}/approvals").links_for(proposal)["alice"]
+    print(f"  {proposal.summary} (why: {'; '.join(proposal.why)})", file=out)
+    print(f"  alice's link: {link[:90]}…", file=out)
+    html = page_text(link)
+    shown = proposal.summary in html and "unverified" in html
+    for step in walk(link):
+        print(f"  {step.status}  {step.label:<40} {step.title}", file=out)
+    stack.drain(timeout=30)
+    payments = stack.client("dynamodb").scan(TableName=stack.resources["ShopPaymentsTable"])["Items"]
+    refunded = [
+        (p["order_id"]["S"], p.get("amount", {}).get("S") or p.get("amount", {}).get("N")) for p in payments
+    ]
+    print(f"  refunds recorded after approval: {refunded}", file=out)
+    return shown and len(payments) == 1

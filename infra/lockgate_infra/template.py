@@ -227,6 +227,11 @@ class LocalPlan:
         for stream in self.stream_sources:
             if stream.table not in self.tables:
                 raise TemplateError(f"{stream.function}.Events.{stream.event}: {stream.table} is not a table")
+            if stream.on_failure is not None and stream.on_failure not in self.queues:
+                raise TemplateError(
+                    f"{stream.function}.Events.{stream.event}.DestinationConfig: {stream.on_failure} "
+                    "is not a queue (the local stack sends failed batches to SQS only)"
+                )
         for schedule in self.schedules:
             if schedule.function not in self.functions:
                 raise TemplateError(f"schedule {schedule.name}: target {schedule.function} is not a function")

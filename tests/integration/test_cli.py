@@ -35,6 +35,10 @@ def test_demo_runs_every_case_as_expected() -> None:
     assert "to ada@example.com: Re: Where is my order A-1042?" in text
     assert "refund $80.00 on order A-2001: BLOCKED (taint" in text
     assert "Refunds recorded: 0" in text
+    # and a person approves it through the page: it runs once, a second click changes nothing
+    assert "200  click Approve (POST)                     Approved" in text
+    assert "409  click Approve again                      Already approved" in text
+    assert "refunds recorded after approval: [('A-2001', '80.00')]" in text
     assert "Demo finished: every reply and outcome was as expected." in text
 
 

@@ -532,7 +532,7 @@ def _declared(template: dict[str, Any], kind: str) -> set[str]:
 
 
 @pytest.mark.skipif(not REAL_TEMPLATE.exists(), reason="template.yaml is not written yet")
-def test_given_the_real_template_then_every_table_queue_bucket_and_route_exists_locally():
+def test_given_the_real_template_then_every_table_queue_bucket_secret_route_and_stream_exists_locally():
     template = load_template(REAL_TEMPLATE)
     invoked: list[tuple[str, str]] = []
 
@@ -569,3 +569,21 @@ def test_given_the_real_template_then_every_table_queue_bucket_and_route_exists_
         # And every SQS event source has a queue the poller can read.
         for source in stack.plan.sqs_sources:
             assert stack.resources[source.queue] in queues
+        # And every DynamoDB stream event source has a table with a stream, and its failures a queue.
+        declared_streams = {
+            (name, event["Properties"]["Stream"]["Fn::GetAtt"][0])
+            for name, resource in template["Resources"].items()
+            if resource.get("Type") == "AWS::Serverless::Function"
+            for event in (resource["Properties"].get("Events") or {}).values()
+            if event["Type"] == "DynamoDB"
+        }
+        assert {(s.function, s.table) for s in stack.plan.stream_sources} == declared_streams
+        for source in stack.plan.stream_sources:
+            table = stack.client("dynamodb").describe_table(TableName=stack.resources[source.table])["Table"]
+            assert table["StreamSpecification"]["StreamEnabled"], source.table
+            if source.on_failure is not None:
+                assert stack.resources[source.on_failure] in queues
+        # And every secret the template declares exists.
+        secrets = {s["Name"] for s in stack.client("secretsmanager").list_secrets()["SecretList"]}
+        for logical_id in _declared(template, "AWS::SecretsManager::Secret"):
+            assert stack.resources[logical_id] in secrets, logical_id

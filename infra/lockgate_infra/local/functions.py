@@ -80,7 +80,7 @@ class SqsSource:
 
 @dataclass(frozen=True)
 class StreamSource:
-    """A DynamoDB stream event source mapping (parsed for later use; not run yet)."""
+    """A DynamoDB stream event source mapping (run locally by ``StreamPoller``)."""
 
     function: str
     event: str
@@ -88,6 +88,10 @@ class StreamSource:
     starting_position: str = "LATEST"
     batch_size: int = 100
     report_batch_item_failures: bool = False
+    maximum_retry_attempts: int | None = None  # None: Lambda's default (-1, until the record expires)
+    bisect_on_error: bool = False
+    on_failure: str | None = None  # logical id of the on-failure destination (an SQS queue)
+    enabled: bool = True
 
 
 @dataclass(frozen=True)
@@ -201,6 +205,12 @@ def _add_event(built: BuiltFunction, event_name: str, event: Mapping[str, Any], 
                 starting_position=str(get("StartingPosition", "LATEST")),
                 batch_size=int(get("BatchSize", 100)),
                 report_batch_item_failures="ReportBatchItemFailures" in (get("FunctionResponseTypes") or []),
+                maximum_retry_attempts=_optional_int(get("MaximumRetryAttempts")),
+                bisect_on_error=get("BisectBatchOnFunctionError", False) in (True, "true", "True"),
+                on_failure=logical_id_of(
+                    ((raw.get("DestinationConfig") or {}).get("OnFailure") or {}).get("Destination"), ("Arn",)
+                ),
+                enabled=get("Enabled", True) in (True, "true", "True"),
             )
         )
     elif kind in ("ScheduleV2", "Schedule"):

@@ -51,6 +51,19 @@ def local_name(logical_id: str) -> str:
     return f"{LOCAL_PREFIX}{logical_id}"
 
 
+def local_api_id(logical_id: str) -> str:
+    """What ``Ref`` to an HTTP API gives locally (a deployed one gives its id, e.g. ``a1b2c3d4e5``)."""
+    return local_name(logical_id).lower()
+
+
+def local_api_url(logical_id: str) -> str:
+    """The base URL a template builds for an HTTP API, with its local id, without a trailing slash.
+
+    ``LocalStack`` replaces it in function environments by the gateway's URL.
+    """
+    return f"https://{local_api_id(logical_id)}.execute-api.{REGION}.amazonaws.com"
+
+
 def bucket_name(logical_id: str) -> str:
     """S3 bucket names must be lower-case."""
     return local_name(logical_id).lower()
@@ -138,6 +151,11 @@ def local_references(
             # Ref is the ARN when deployed; the name works everywhere an ARN does
             # (GetSecretValue accepts both) and is known before the secret exists.
             refs[logical_id] = local_name(logical_id)
+        elif kind in ("AWS::Serverless::HttpApi", "AWS::ApiGatewayV2::Api"):
+            # The id in the API's deployed URL; the local stack replaces that URL by the
+            # gateway's once it listens (see ``local_api_url``).
+            refs[logical_id] = local_api_id(logical_id)
+            attributes[(logical_id, "ApiEndpoint")] = local_api_url(logical_id)
         elif kind == "AWS::Serverless::Function":
             name = local_name(logical_id)
             refs[logical_id] = name

@@ -144,7 +144,7 @@ def run_local(
             config_path=config_path,
             parameters=parameters,
             port=moto_port,
-            environment=chosen.environment,
+            environment={**chosen.environment, "APPROVAL_CHANNELS": "print"},
         ) as stack,
     ):
         dev_secrets = seed_secrets(stack)
@@ -183,6 +183,7 @@ def _print_banner(stack: LocalStack, gateway: Gateway, dev_secrets: Mapping[str,
     ]
     lines += [f"  route:        {r.route_key} -> {r.function}" for r in plan.routes]
     lines += [f"  queue:        {p.name} -> {p.queue_url}" for p in stack.pollers]
+    lines += [f"  stream:       {p.name} <- {p.table_name}" for p in stack.stream_pollers]
     lines += [f"  table:        {t.name}" for t in plan.tables.values()]
     lines += [f"  dev secret:   {source} = {value}" for source, value in dev_secrets.items()]
     lines.append("Ctrl-C to stop.")

@@ -4,8 +4,10 @@ and the template's functions loaded as Lambda would load them."""
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import os
+import re
 import threading
 import time
 from collections.abc import Mapping
@@ -16,12 +18,14 @@ from typing import Any, Self
 import boto3
 
 from lockgate_infra.local.gateway import Gateway
+from lockgate_infra.local.intrinsics import REGION
 from lockgate_infra.local.moto_server import MotoServer
 from lockgate_infra.local.poller import SqsPoller
-from lockgate_infra.local.resources import create_resources
+from lockgate_infra.local.resources import LOCAL_PREFIX, create_resources
 from lockgate_infra.local.run import run_local
 from lockgate_infra.local.runtime import LocalFunction, import_handler_module
-from lockgate_infra.template import LocalPlan
+from lockgate_infra.local.streams import StreamPoller
+from lockgate_infra.template import LocalPlan, StreamSource
 
 __all__ = ["LocalStack", "default_template_path", "run_local"]  # run_local: the CLI imports it from here
 
@@ -31,6 +35,10 @@ DUMMY_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "t
 # Anything that could send a handler's boto3 calls somewhere other than moto.
 _ESCAPES = ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN",
             "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS")  # fmt: skip
+# An HTTP API's deployed base URL as the plan resolves it (resources.local_api_url).
+_LOCAL_API_URL = re.compile(
+    rf"https://{re.escape(LOCAL_PREFIX)}[a-z0-9-]+\.execute-api\.{re.escape(REGION)}\.amazonaws\.com"
+)
 
 
 def default_template_path() -> Path:
@@ -97,6 +105,7 @@ class LocalStack:
         self.resources: dict[str, str] = {}  # logical id → table/bucket/secret name, or queue URL
         self.gateway: Gateway | None = None
         self.pollers: list[SqsPoller] = []
+        self.stream_pollers: list[StreamPoller] = []
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -125,6 +134,9 @@ class LocalStack:
 
     def stop(self) -> None:
         """Stop pollers, gateway and moto; restore the environment."""
+        for stream_poller in self.stream_pollers:
+            stream_poller.stop()
+        self.stream_pollers = []
         for poller in self.pollers:
             poller.stop()
         self.pollers = []
@@ -178,7 +190,11 @@ class LocalStack:
                 plan = self.plan.functions[logical_id]
             except KeyError:
                 raise KeyError(f"no function {logical_id!r} in {self.template_path}") from None
-            environment = {**plan.environment, "LOCKGATE_CONFIG": str(self.config_path), **self._overrides}
+            environment = {
+                **{key: self._localise(value) for key, value in plan.environment.items()},
+                "LOCKGATE_CONFIG": str(self.config_path),
+                **self._overrides,
+            }
             for key, value in environment.items():
                 current = os.environ.get(key)
                 if key in self._env_owners and current != value:
@@ -201,18 +217,27 @@ class LocalStack:
         """Serve the template's HttpApi routes on ``127.0.0.1:port`` (0 picks a free port)."""
         if self.gateway is not None:
             raise RuntimeError(f"the gateway is already serving on {self.gateway.url}")
-        for route in self.plan.routes:
-            self.load_function(route.function)  # an import error shows now, not at the first request
-        self.gateway = Gateway(self.plan.routes, self.invoke, port=port, always_base64=always_base64)
-        self.gateway.start()
-        return self.gateway
+        # Started before the functions load, so that an API URL in their environment
+        # (``https://${WebhookApi}.execute-api...``) can be the gateway's.
+        gateway = Gateway(self.plan.routes, self.invoke, port=port, always_base64=always_base64)
+        gateway.start()
+        self.gateway = gateway
+        try:
+            self._relocalise_loaded_environment()
+            for route in self.plan.routes:
+                self.load_function(route.function)  # an import error shows now, not at the first request
+        except BaseException:
+            gateway.stop()
+            self.gateway = None
+            raise
+        return gateway
 
     def start_pollers(self, *, wait_seconds: int = 1) -> list[SqsPoller]:
         """One poller per enabled SQS event source, invoking its function as Lambda's mapping would.
 
         ``wait_seconds`` is the long-poll wait; 0 polls every 50 ms instead (quicker to stop, for tests).
         """
-        if self.pollers:
+        if self.pollers or self.stream_pollers:
             raise RuntimeError("the pollers are already running")
         for source in self.plan.sqs_sources:
             if not source.enabled:
@@ -232,7 +257,39 @@ class LocalStack:
             )
             poller.start()
             self.pollers.append(poller)
+        for stream in self.plan.stream_sources:
+            if not stream.enabled:
+                continue
+            self.stream_pollers.append(self._start_stream_poller(stream))
         return self.pollers
+
+    def _start_stream_poller(self, stream: StreamSource) -> StreamPoller:
+        """A DynamoDB stream event source: reads the table's stream, invokes the function."""
+        function = self.load_function(stream.function)
+        on_failure = None
+        if stream.on_failure is not None:
+            sqs, queue_url = self.client("sqs"), self.resources[stream.on_failure]
+
+            def on_failure(record: dict[str, Any]) -> None:
+                sqs.send_message(QueueUrl=queue_url, MessageBody=json.dumps(record))
+
+        poller = StreamPoller(
+            self.client("dynamodb"),
+            self.client("dynamodbstreams"),
+            self.resources[stream.table],
+            functools.partial(self.invoke, stream.function),
+            batch_size=stream.batch_size,
+            starting_position=stream.starting_position,
+            report_batch_item_failures=stream.report_batch_item_failures,
+            maximum_retry_attempts=stream.maximum_retry_attempts,
+            bisect_on_error=stream.bisect_on_error,
+            on_failure=on_failure,
+            function_arn=function.plan.arn,
+            region=self.region,
+            name=f"{stream.function}.{stream.event}",
+        )
+        poller.start()
+        return poller
 
     def drain(self, timeout: float = 30.0, *, include_retries: bool = False) -> bool:
         """Wait until every polled queue is empty and nothing is being processed; False on timeout.
@@ -241,16 +298,30 @@ class LocalStack:
         be processed (or dead-lettered).
         """
         deadline = time.monotonic() + timeout
+        pollers: list[SqsPoller | StreamPoller] = [*self.pollers, *self.stream_pollers]
         while True:
-            before = sum(p.processed for p in self.pollers)
-            for poller in self.pollers:
+            before = sum(p.processed for p in pollers)
+            for poller in pollers:
                 if not poller.drain(max(0.0, deadline - time.monotonic()), include_retries=include_retries):
                     return False
-            # A handler may have fed another poller's queue: done only after a quiet pass.
-            if sum(p.processed for p in self.pollers) == before:
+            # A handler may have fed another poller's queue or stream: done only after a quiet pass.
+            if sum(p.processed for p in pollers) == before:
                 return True
 
     # -- internals ------------------------------------------------------------------------
+
+    def _localise(self, value: str) -> str:
+        """An HTTP API's deployed URL in an environment value becomes the gateway's, once it runs."""
+        if self.gateway is None:
+            return value
+        return _LOCAL_API_URL.sub(self.gateway.url, value)
+
+    def _relocalise_loaded_environment(self) -> None:
+        """Functions loaded before the gateway started get its URL too (read at call time)."""
+        for logical_id in self._functions:
+            for key, value in self.plan.functions[logical_id].environment.items():
+                if key not in self._overrides and _LOCAL_API_URL.search(value):
+                    self._env.set(key, self._localise(value))
 
     def _point_environment_at_moto(self) -> None:
         for key in [*_ESCAPES, *(k for k in os.environ if k.startswith("AWS_ENDPOINT_URL_"))]:
