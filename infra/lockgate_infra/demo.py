@@ -289,4 +289,15 @@ def _approve_refund(stack: LocalStack, gateway_url: str, config: LockgateConfig,
         (p["order_id"]["S"], p.get("amount", {}).get("S") or p.get("amount", {}).get("N")) for p in payments
     ]
     print(f"  refunds recorded after approval: {refunded}", file=out)
-    return shown and len(payments) == 1
+    from moto.core.models import DEFAULT_ACCOUNT_ID
+    from moto.ses.models import ses_backends
+
+    updates = [
+        m
+        for m in ses_backends[DEFAULT_ACCOUNT_ID][stack.region].sent_messages
+        if m.subject == "An update on your request"
+    ]
+    for message in updates:
+        to = ", ".join(message.destinations.get("ToAddresses", []))
+        print(f"  then emailed {to}: {message.body.splitlines()[0]}", file=out)
+    return shown and len(payments) == 1 and len(updates) == 1

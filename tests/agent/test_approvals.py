@@ -312,3 +312,33 @@ def test_policy_is_rechecked_against_current_facts_at_execution(rig: AgentRig) -
     budget["left"] = 50.0  # the facts changed between approval and execution
     (outcome,) = flow.execute_all()
     assert outcome == "not run: refused by policy now: over the remaining budget" and effects.paid == []
+
+
+def test_the_task_hears_about_a_rejection_once(rig: AgentRig) -> None:
+    heard: list[tuple[str, str]] = []
+    effects = Effects()
+    flow = Approvals(rig, effects)
+    flow.task = replace(
+        flow.task,
+        on_decision=lambda notice, services: heard.append((notice.outcome, str(notice.facts.get("owner")))),
+    )
+    flow.executor._tasks = {flow.task.name: flow.task}  # noqa: SLF001
+    approval_id = flow.propose_payment()
+    flow.approve(approval_id, "bob", "reject")
+    events = flow.queued_events()
+    context = TaskContext("x", lambda: 60.0, None, LOG, flow.rig.metrics)  # type: ignore[arg-type]
+    for _ in range(2):  # a redelivered event does not tell the task twice
+        flow.executor(events[0], context)
+    assert heard == [("rejected", "owner@example.com")] and effects.paid == []
+
+
+def test_a_pending_proposal_survives_every_process_restarting(flow: Approvals) -> None:
+    # Given a proposal waiting for a person
+    approval_id = flow.propose_payment()
+    # When every process is replaced (new clients, new desk, new executor: nothing in memory carries over)
+    restarted = Approvals(flow.rig, flow.effects)
+    # Then the proposal is still there, decidable, and runs once
+    assert restarted.proposals.get(approval_id) is not None
+    assert "Approved" in restarted.approve(approval_id, "alice").body
+    restarted.execute_all()
+    assert len(flow.effects.paid) == 1

@@ -39,6 +39,7 @@ def test_demo_runs_every_case_as_expected() -> None:
     assert "200  click Approve (POST)                     Approved" in text
     assert "409  click Approve again                      Already approved" in text
     assert "refunds recorded after approval: [('A-2001', '80.00')]" in text
+    assert "then emailed grace@example.com: Good news: our team approved your request" in text
     assert "Demo finished: every reply and outcome was as expected." in text
 
 

@@ -20,6 +20,7 @@ from lockgate.routing import InboxEvent
 from shop.arguments import MESSAGE_ID, check_email_address
 from shop.data import Order, Orders
 from shop.mailbox import Email, Mailbox
+from shop.notices import tell_customer
 from shop.refunds import REFUND_ORDER
 from shop.replies import send_email_tool
 from shop.services import ShopServices, shop_services
@@ -157,4 +158,5 @@ def support_inbox_task(services: ShopServices) -> Task:
         max_output_tokens=1024,
         services={"shop": services},
         restore_facts=restore_facts,
+        on_decision=tell_customer,
     )

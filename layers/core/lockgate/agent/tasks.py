@@ -24,6 +24,19 @@ class Start:
 
 
 @dataclass(frozen=True)
+class DecisionNotice:
+    """What the task hears when a person decided (or nobody did): tell the customer, close the loop."""
+
+    approval_id: str
+    run_id: str
+    tool: str
+    summary: str
+    outcome: str  # "done" | "failed" | "rejected" | "not run" | "expired"
+    detail: str
+    facts: RunFacts
+
+
+@dataclass(frozen=True)
 class Task:
     """One agent task. The model is shown only ``tools``."""
 
@@ -43,6 +56,8 @@ class Task:
     # Rebuild a run's facts from their stored values, so an approved action's hard policies are
     # re-checked against current facts when it executes (default: the values, no lookup).
     restore_facts: Callable[[Mapping[str, Any], Mapping[str, Any]], RunFacts] | None = None
+    # Told about each decided proposal (run once per proposal and outcome, through the ledger).
+    on_decision: Callable[[DecisionNotice, Mapping[str, Any]], Any] | None = None
 
     def facts_from(self, values: Mapping[str, Any]) -> RunFacts:
         """The run's facts, rebuilt from stored values."""

@@ -14,10 +14,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from lockgate.agent.ledger import Ledger, LedgerConflict, OpState, operation_key
-from lockgate.agent.tasks import Task
-from lockgate.agent.tools import OutcomeUnknown, ToolArgumentsInvalid, ToolContext, ToolError, fingerprint
+from lockgate.agent.tasks import DecisionNotice, Task
+from lockgate.agent.tools import (
+    OutcomeUnknown,
+    RunFacts,
+    ToolArgumentsInvalid,
+    ToolContext,
+    ToolError,
+    fingerprint,
+)
 from lockgate.approvals.decisions import DecisionStore, State, Verdict, state_of
-from lockgate.approvals.proposals import ProposalStore
+from lockgate.approvals.proposals import Proposal, ProposalStore
 from lockgate.clock import Clock
 from lockgate.config import ApprovalsConfig
 from lockgate.errors import BadDelivery
@@ -60,12 +67,16 @@ class ApprovalExecutor:
         allowed = frozenset(r.id for r in self._config.reviewers_for(proposal.tool))
         now = self._clock.now()
         state = state_of(proposal, decisions, now, allowed)
+        task = self._tasks.get(proposal.task)
         if state is State.REJECTED:
             by = ", ".join(sorted(d.reviewer for d in decisions if d.verdict is Verdict.REJECT))
+            self._tell(task, proposal, "rejected", f"rejected by {by}")
             return self._not_run(
                 proposal.approval_id, f"rejected by {by}: {proposal.summary} will not happen"
             )
         if state is not State.APPROVED:
+            if state is State.EXPIRED:
+                self._tell(task, proposal, "expired", "nobody decided in time")
             return self._not_run(proposal.approval_id, f"not approved ({state.value})")
         approvers = sorted(
             {
@@ -79,7 +90,6 @@ class ApprovalExecutor:
             return self._not_run(proposal.approval_id, "approved too long ago: the run window has passed")
         if fingerprint(proposal.args) != proposal.digest:
             return self._not_run(proposal.approval_id, "the stored arguments no longer match their digest")
-        task = self._tasks.get(proposal.task)
         tool = task.tool(proposal.tool) if task else None
         if task is None or tool is None:
             return self._not_run(
@@ -120,10 +130,42 @@ class ApprovalExecutor:
             extra={"approval": proposal.approval_id, "state": op.state.value, "approvers": approvers},
         )
         result = json.dumps(op.result, default=str)[:300] if op.state is OpState.SUCCEEDED else op.error
+        outcome = {OpState.SUCCEEDED: "done", OpState.FAILED: "failed"}.get(op.state, "not run")
+        self._tell(task, proposal, outcome, op.error or "", facts)
         return (
             f"{proposal.summary}: {op.state.value} (approved by {', '.join(approvers)} at "
             f"{int(approved_at)}) {result or ''}"
         ).strip()
+
+    def _tell(
+        self, task: Task | None, proposal: Proposal, outcome: str, detail: str, facts: RunFacts | None = None
+    ) -> None:
+        """Let the task close the loop (e.g. email the customer) once per proposal and outcome."""
+        if task is None or task.on_decision is None:
+            return
+        notice = DecisionNotice(
+            proposal.approval_id,
+            proposal.run_id,
+            proposal.tool,
+            proposal.summary,
+            outcome,
+            detail,
+            facts or task.facts_from(proposal.extra.get("facts", {})),
+        )
+        hook = task.on_decision
+        try:
+            self._ledger.execute(
+                op_key=f"decision-notice#{proposal.approval_id}#{outcome}",
+                fingerprint=proposal.digest,
+                tool="on_decision",
+                run_id=proposal.run_id,
+                summary=f"tell the task: {outcome}",
+                effect=lambda key: hook(notice, task.services),
+                is_failure=lambda exc: isinstance(exc, ToolError),
+                is_unknown=lambda exc: isinstance(exc, OutcomeUnknown),
+            )
+        except LedgerConflict:
+            return
 
     def _not_run(self, approval_id: str, why: str) -> str:
         self._metrics.add_metric(name="ApprovedActionNotRun", unit="Count", value=1)
