@@ -73,6 +73,7 @@ model = wire_agent_tasks(
     metrics=metrics,
     tracing=PowertoolsTracing(),
     approvals=config.approvals,
+    sqs=sqs,
 )
 worker = Worker(
     inbox=InboxStore(dynamodb, settings.inbox_table),

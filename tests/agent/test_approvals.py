@@ -342,3 +342,97 @@ def test_a_pending_proposal_survives_every_process_restarting(flow: Approvals) -
     assert "Approved" in restarted.approve(approval_id, "alice").body
     restarted.execute_all()
     assert len(flow.effects.paid) == 1
+
+
+def veto_flow(rig: AgentRig, effects: Effects) -> Approvals:
+    from lockgate.approvals.events import VetoTimer
+
+    config = replace(
+        CONFIG, tools={"pay": ToolApproval(roles=("payments",), pattern="veto", veto_minutes=30)}
+    )
+    flow = Approvals(rig, effects, config)
+    tools = [replace(t, reversible=True) if t.name == "pay" else t for t in flow.task.tools]
+    flow.task = replace(flow.task, tools=tools)
+    flow.executor._tasks = {flow.task.name: flow.task}  # noqa: SLF001
+    db = rig.aws.client("dynamodb")
+    flow.veto = VetoTimer(
+        InboxStore(db, rig.aws.inbox_table),  # type: ignore[attr-defined]
+        InboxQueue(rig.aws.client("sqs"), rig.aws.queue_url),
+        LOG,
+    )
+    return flow
+
+
+def propose_with_veto(flow: Approvals) -> tuple[str, InboxEvent]:
+    flow.rig.stub.set_model(Scripted([tools_turn(use("t1", "pay", {"amount": 80})), Reply([say("ok")])]))
+    loop = flow.rig.loop()
+    loop._approvals = ApprovalRequests(
+        flow.proposals,
+        flow.config,
+        flow.rig.clock,
+        LOG,  # noqa: SLF001
+        flow.rig.metrics,
+        veto_timer=flow.veto,
+    )  # type: ignore[attr-defined]
+    loop.run(flow.task, event(), DEADLINE)
+    (item,) = flow.rig.aws.client("dynamodb").scan(TableName=flow.rig.aws.names["ApprovalsTable"])["Items"]
+    approval_id = item["approval_id"]["S"]
+    delivery = InboxStore(flow.rig.aws.client("dynamodb"), flow.rig.aws.inbox_table).get(
+        f"approval#{approval_id}#veto"
+    )
+    return approval_id, InboxEvent(delivery, delivery.body or b"")
+
+
+def test_a_veto_window_action_runs_after_its_window_only_if_nobody_vetoed(rig: AgentRig) -> None:
+    from lockgate.errors import Deferred
+
+    effects = Effects()
+    flow = veto_flow(rig, effects)
+    approval_id, veto_event = propose_with_veto(flow)
+    told = rig.stub.requests[-1]["messages"][-1]["content"][0]["content"]
+    assert "will run in 30 minutes unless a person rejects it" in told
+    assert veto_event.delivery.available_at == int(rig.clock.now()) + 1800
+    context = TaskContext("x", lambda: 60.0, None, LOG, rig.metrics)  # type: ignore[arg-type]
+    with pytest.raises(Deferred):  # too early: nothing runs inside the window
+        flow.executor(veto_event, context)
+    assert effects.paid == []
+    rig.clock.advance(1801)
+    assert "approved by veto window passed" in flow.executor(veto_event, context)
+    assert len(effects.paid) == 1
+    flow.executor(veto_event, context)  # a redelivery does not run it again
+    assert len(effects.paid) == 1
+
+
+def test_a_vetoed_action_never_runs(rig: AgentRig) -> None:
+    effects = Effects()
+    flow = veto_flow(rig, effects)
+    approval_id, veto_event = propose_with_veto(flow)
+    flow.approve(approval_id, "bob", "reject")
+    rig.clock.advance(1801)
+    context = TaskContext("x", lambda: 60.0, None, LOG, rig.metrics)  # type: ignore[arg-type]
+    assert flow.executor(veto_event, context).startswith("not run: rejected by bob")
+    assert effects.paid == []
+
+
+def test_a_draft_only_tool_is_prepared_by_the_assistant_and_sent_by_a_person(rig: AgentRig) -> None:
+    effects = Effects()
+    config = replace(CONFIG, tools={**CONFIG.tools, "send": ToolApproval(pattern="draft")})
+    flow = Approvals(rig, effects, config)
+    rig.stub.set_model(
+        Scripted(
+            [
+                tools_turn(use("t1", "send", {"to": "owner@example.com", "text": "Hi"})),
+                Reply([say("drafted")]),
+            ]
+        )
+    )
+    loop = rig.loop()
+    loop._approvals = ApprovalRequests(flow.proposals, config, rig.clock, LOG, rig.metrics)  # noqa: SLF001
+    loop.run(flow.task, event(), DEADLINE)
+    # the call passed every check, yet nothing was sent: it waits as a draft
+    assert effects.sent == []
+    (item,) = rig.aws.client("dynamodb").scan(TableName=rig.aws.names["ApprovalsTable"])["Items"]
+    assert "draft only" in item["why"]["S"]
+    assert "Approved" in flow.approve(item["approval_id"]["S"], "carol").body  # send has no role rule
+    flow.execute_all()
+    assert [m["to"] for m in effects.sent] == ["owner@example.com"]

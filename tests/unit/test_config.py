@@ -71,3 +71,23 @@ def test_missing_or_broken_file(tmp_path: Path) -> None:
     bad.write_text("[sources.github\n")
     with pytest.raises(ConfigError, match="not valid TOML"):
         load_config(bad)
+
+
+def test_approval_rules_parse_and_mistakes_are_named() -> None:
+    config = parse_config({"approvals": {
+        "reviewers": [{"id": "alice", "roles": ["refunds"]}, {"id": "bob"}],
+        "tools": {"refund_order": {"roles": ["refunds"], "pattern": "veto", "veto_minutes": 15}},
+    }})
+    rule = config.approvals.for_tool("refund_order")
+    assert (rule.pattern, rule.veto_minutes, rule.decide_within_hours) == ("veto", 15, 24)
+    assert [r.id for r in config.approvals.reviewers_for("refund_order")] == ["alice"]
+    assert [r.id for r in config.approvals.reviewers_for("send_email")] == ["alice", "bob"]
+    for bad, message in [
+        ({"tools": {"x": {"pattern": "sometimes"}}}, "pattern is one of"),
+        ({"tools": {"x": {"reviewers_required": 3}}}, "1 or 2"),
+        ({"reviewers": [{"id": "a b"}]}, "id is letters"),
+        ({"reviewers": [{"id": "a"}, {"id": "a"}]}, "unique"),
+        ({"tools": {"x": {"role": ["a"]}}}, "unknown key"),
+    ]:
+        with pytest.raises(ConfigError, match=message):
+            parse_config({"approvals": bad})

@@ -39,6 +39,7 @@ RECEIVER_ACCESS = {
 WORKER_ACCESS = {
     ("dynamodb:GetItem", "InboxTable.Arn"),
     ("dynamodb:UpdateItem", "InboxTable.Arn"),
+    ("dynamodb:PutItem", "InboxTable.Arn"),  # veto-window events
     *{
         (f"dynamodb:{action}", "StateTable.Arn")
         for action in ("GetItem", "PutItem", "UpdateItem", "Query", "DeleteItem")
@@ -46,7 +47,9 @@ WORKER_ACCESS = {
     ("s3:GetObject", "${BodyBucket.Arn}/bodies/*"),
     *{
         (f"sqs:{action}", "InboxQueue.Arn")
-        for action in ("ReceiveMessage", "DeleteMessage", "GetQueueAttributes", "ChangeMessageVisibility")
+        for action in (
+            "ReceiveMessage", "DeleteMessage", "GetQueueAttributes", "ChangeMessageVisibility", "SendMessage"
+        )
     },
     ("sqs:SendMessage", "InboxDLQ.Arn"),
     (

@@ -18,6 +18,7 @@ from lockgate.errors import ConfigError
 SCHEMES = frozenset({"github", "stripe", "standard", "slack", "shopify", "hmac"})
 SECRET_PREFIXES = ("env:", "secretsmanager:")
 SOURCE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+PATTERNS = ("queue", "veto", "draft")
 REVIEWER_ID = re.compile(r"^[A-Za-z0-9._@-]{1,64}$")
 DEFAULT_MAX_BODY_BYTES = 1_048_576
 
@@ -72,6 +73,10 @@ class ToolApproval:
     reviewers_required: int = 1
     decide_within_hours: int = 24
     run_within_hours: int = 1
+    # "queue": waits for approval (default). "veto": runs after veto_minutes unless someone
+    # rejects (only for tools marked reversible). "draft": the assistant prepares, a person sends.
+    pattern: str = "queue"
+    veto_minutes: int = 30
 
 
 @dataclass(frozen=True)
@@ -165,10 +170,17 @@ def _approvals(body: Mapping[str, Any], origin: str) -> ApprovalsConfig:
     for name, item in _table(body.get("tools", {}), f"{where} tools").items():
         entry = _table(item, f"{where} tools.{name}")
         _no_unknown(entry, set(ToolApproval.__dataclass_fields__), f"{where} tools.{name}")
-        numbers = {k: _positive_int(v, f"{where} tools.{name}.{k}") for k, v in entry.items() if k != "roles"}
+        numbers = {
+            k: _positive_int(v, f"{where} tools.{name}.{k}")
+            for k, v in entry.items()
+            if k not in ("roles", "pattern")
+        }
+        pattern = entry.get("pattern", "queue")
+        if pattern not in PATTERNS:
+            raise ConfigError(f"{where} tools.{name}: pattern is one of {', '.join(PATTERNS)}")
         if numbers.get("reviewers_required", 1) > 2:
             raise ConfigError(f"{where} tools.{name}: reviewers_required is 1 or 2")
-        tools[name] = ToolApproval(roles=tuple(entry.get("roles", ())), **numbers)
+        tools[name] = ToolApproval(roles=tuple(entry.get("roles", ())), pattern=pattern, **numbers)
     cap = _positive_int(body.get("max_pending_per_task", 20), f"{where} max_pending_per_task")
     return ApprovalsConfig(reviewers=tuple(reviewers), tools=tools, max_pending_per_task=cap)
 

@@ -195,6 +195,8 @@ class AgentLoop:
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         name, call_id = str(call.get("name", "")), str(call.get("id", ""))
         decision = decide(task, name, call.get("input"), state)
+        if decision.cleared and self._approvals is not None:
+            decision = self._approvals.draft_only(decision)
         entry: dict[str, Any] = {"tool": name, "check": decision.check.value, "reason": decision.reason}
         if decision.tool is not None and decision.args is not None:
             entry["summary"] = decision.tool.summary(decision.args)

@@ -88,6 +88,7 @@ class Tool[Args: BaseModel]:
     # The business identity of the side effect for the ledger (e.g. "refund#A-1042#25.00").
     identity: Callable[[Args], str] | None = None
     high_stakes: bool = False  # needs two distinct reviewers (approvals)
+    reversible: bool = False  # may run after a veto window instead of waiting for approval
 
     def schema(self) -> dict[str, Any]:
         """The tool definition the Messages API expects."""

@@ -12,11 +12,14 @@ from lockgate.agent.model import ModelClient
 from lockgate.agent.runs import RunStore
 from lockgate.agent.screen import Screener
 from lockgate.approvals.decisions import DecisionStore
+from lockgate.approvals.events import VetoTimer
 from lockgate.approvals.executor import ApprovalExecutor
 from lockgate.approvals.proposals import ProposalStore
 from lockgate.approvals.requests import ApprovalRequests
 from lockgate.clock import Clock
 from lockgate.config import ApprovalsConfig
+from lockgate.inbox.queue import InboxQueue
+from lockgate.inbox.store import InboxStore
 from lockgate.secrets import SecretResolver
 from lockgate.telemetry import Log, Metrics, Tracing
 from lockgate.workflows import Setup
@@ -46,6 +49,7 @@ def wire_agent_tasks(
     metrics: Metrics,
     tracing: Tracing,
     approvals: ApprovalsConfig | None = None,
+    sqs: Any = None,
 ) -> ModelClient | None:
     """Route every registered task through one agent loop; returns its model client (for refresh)."""
     if not setup.tasks:
@@ -62,7 +66,12 @@ def wire_agent_tasks(
     requests = None
     if approvals is not None and approvals_table and decisions_table:
         proposals = ProposalStore(dynamodb, approvals_table)
-        requests = ApprovalRequests(proposals, approvals, clock, log, metrics)
+        veto = None
+        if sqs is not None and environ.get("INBOX_TABLE") and environ.get("INBOX_QUEUE_URL"):
+            veto = VetoTimer(
+                InboxStore(dynamodb, environ["INBOX_TABLE"]), InboxQueue(sqs, environ["INBOX_QUEUE_URL"]), log
+            )
+        requests = ApprovalRequests(proposals, approvals, clock, log, metrics, veto_timer=veto)
         # Decided proposals come back as inbox events; the executor re-checks, then runs once.
         executor = ApprovalExecutor(
             proposals=proposals,

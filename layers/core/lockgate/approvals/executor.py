@@ -27,7 +27,7 @@ from lockgate.approvals.decisions import DecisionStore, State, Verdict, state_of
 from lockgate.approvals.proposals import Proposal, ProposalStore
 from lockgate.clock import Clock
 from lockgate.config import ApprovalsConfig
-from lockgate.errors import BadDelivery
+from lockgate.errors import BadDelivery, Deferred
 from lockgate.routing import InboxEvent, TaskContext
 from lockgate.telemetry import Log, Metrics
 
@@ -74,6 +74,12 @@ class ApprovalExecutor:
             return self._not_run(
                 proposal.approval_id, f"rejected by {by}: {proposal.summary} will not happen"
             )
+        veto_until = proposal.extra.get("veto_until")
+        if state is State.PENDING and isinstance(veto_until, int):
+            if now < veto_until:  # early (clock skew, a redelivery): come back when the window closes
+                raise Deferred("veto window still open", delay_seconds=int(veto_until - now) + 1)
+            # A reversible action whose veto window closed with nobody rejecting it.
+            return self._run(task, proposal, ["veto window passed"], veto_until)
         if state is not State.APPROVED:
             if state is State.EXPIRED:
                 self._tell(task, proposal, "expired", "nobody decided in time")
@@ -88,6 +94,10 @@ class ApprovalExecutor:
         approved_at = max(d.decided_at for d in decisions if d.reviewer in approvers)
         if now > approved_at + proposal.run_within_seconds:
             return self._not_run(proposal.approval_id, "approved too long ago: the run window has passed")
+        return self._run(task, proposal, approvers, approved_at)
+
+    def _run(self, task: Task | None, proposal: Proposal, approvers: list[str], approved_at: float) -> str:
+        """Digest, task, arguments and hard policies re-checked; then the ledger runs it once."""
         if fingerprint(proposal.args) != proposal.digest:
             return self._not_run(proposal.approval_id, "the stored arguments no longer match their digest")
         tool = task.tool(proposal.tool) if task else None

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from lockgate.agent.guard import Decision
+from lockgate.agent.guard import Check, Decision
 from lockgate.agent.tools import RunFacts, canonical_json, fingerprint
+from lockgate.approvals.events import VetoTimer
 from lockgate.approvals.proposals import HOUR, Proposal, ProposalStore, approval_id_for
 from lockgate.clock import Clock
 from lockgate.config import ApprovalsConfig
@@ -16,13 +17,20 @@ class ApprovalRequests:
     """Writes proposals for the loop. Links and tokens are made elsewhere and never reach the model."""
 
     def __init__(
-        self, store: ProposalStore, config: ApprovalsConfig, clock: Clock, log: Log, metrics: Metrics
+        self,
+        store: ProposalStore,
+        config: ApprovalsConfig,
+        clock: Clock,
+        log: Log,
+        metrics: Metrics,
+        veto_timer: VetoTimer | None = None,
     ) -> None:
         self._store = store
         self._config = config
         self._clock = clock
         self._log = log
         self._metrics = metrics
+        self._veto_timer = veto_timer
 
     def request(
         self,
@@ -64,8 +72,11 @@ class ApprovalRequests:
             reviewers_required=2 if tool.high_stakes else rule.reviewers_required,
             requester=f"agent:{task}",
             call_id=call_id,
-            extra={"facts": dict(facts.values)},
+            extra={"facts": dict(facts.values), "pattern": rule.pattern},
         )
+        veto = rule.pattern == "veto" and tool.reversible and self._veto_timer is not None
+        if veto:
+            proposal.extra["veto_until"] = now + rule.veto_minutes * 60
         stored, created = self._store.propose(proposal)
         if created:
             self._metrics.add_metric(name="ApprovalProposed", unit="Count", value=1)
@@ -77,10 +88,27 @@ class ApprovalRequests:
                     "args_bytes": len(canonical_json(canonical)),
                 },
             )
+        if veto and self._veto_timer is not None:
+            until = int(stored.extra.get("veto_until", now))
+            self._veto_timer.schedule(stored.approval_id, now, until)
+            minutes = max(1, (until - now) // 60)
+            return (
+                f"NOT DONE YET: {tool.name} will run in {minutes} minutes unless a person rejects it. "
+                "Nothing has happened yet; do not say it is done."
+            ), "veto window"
         return (
             f"NOT DONE YET: {tool.name} is waiting for a person's approval ({decision.reason}). Nothing "
             "has happened. Tell the customer their request was passed to the team; do not say it is done."
         ), "proposed"
+
+    def draft_only(self, decision: Decision) -> Decision:
+        """A cleared side effect of a "draft" tool still goes to a person: the assistant only prepares it."""
+        tool = decision.tool
+        if tool is None or not tool.has_side_effect or self._config.for_tool(tool.name).pattern != "draft":
+            return decision
+        return Decision(
+            Check.APPROVAL, "draft only: the assistant prepares it, a person sends it", tool, decision.args
+        )
 
     def _flooded(self, task: str, now: int, window_hours: int) -> bool:
         return (
