@@ -9,6 +9,7 @@ Only the approval side can read the link-signing secret.
 from __future__ import annotations
 
 import base64
+import functools
 import os
 import sys
 from pathlib import Path
@@ -19,7 +20,8 @@ from aws_lambda_powertools import Logger, Metrics
 
 from lockgate.approvals.decisions import DecisionStore
 from lockgate.approvals.desk import ApprovalDesk, LinkSigner
-from lockgate.approvals.notify import Channel, EmailChannel, Notifier, PrintChannel
+from lockgate.approvals.digest import ReviewDigest
+from lockgate.approvals.notify import Channel, EmailChannel, Notifier, PrintChannel, WebhookChannel, post_json
 from lockgate.approvals.pages import outcome_page, parse_form
 from lockgate.approvals.proposals import Proposal, ProposalStore
 from lockgate.clock import SystemClock
@@ -65,20 +67,39 @@ def build_desk() -> ApprovalDesk | None:
 
 
 def build_channels() -> list[Channel]:
-    """The configured channels (APPROVAL_CHANNELS): email (SES) deployed, print locally."""
+    """The configured channels (APPROVAL_CHANNELS): email (SES), slack, discord deployed; print locally."""
     channels: list[Channel] = []
     for name in settings.channels:
         if name == "email":
             channels.append(EmailChannel(session.client("ses"), settings.from_address))
         elif name == "print":
             channels.append(PrintChannel(lambda line: print(line, file=sys.stderr, flush=True)))
+        elif name in ("slack", "discord"):
+            # e.g. APPROVAL_SLACK_WEBHOOK_REF=secretsmanager:lockgate/notify/slack; resolved per send.
+            ref = os.environ.get(f"APPROVAL_{name.upper()}_WEBHOOK_REF", "").strip()
+            if not ref:
+                raise ConfigError(f"the {name} channel needs APPROVAL_{name.upper()}_WEBHOOK_REF")
+            channels.append(WebhookChannel(name, functools.partial(secrets.resolve, ref), post_json))
         else:
-            raise ConfigError(f"unknown approval channel {name!r} (email, print)")
+            raise ConfigError(f"unknown approval channel {name!r} (email, slack, discord, print)")
     return channels
 
 
 desk = build_desk()
 signer = LinkSigner(config.approvals, link_secrets, clock, settings.base_url)
+digest = (
+    ReviewDigest(
+        proposals=proposals,
+        decisions=DecisionStore(dynamodb, settings.decisions_table),
+        config=config.approvals,
+        signer=signer,
+        link_secrets=link_secrets,
+        clock=clock,
+        base_url=settings.base_url,
+    )
+    if settings.decisions_table
+    else None
+)
 notifier = Notifier(signer.links_for, config.approvals.reviewers_for, build_channels(), logger, metrics)
 
 
@@ -112,10 +133,10 @@ def http(event: dict[str, Any]) -> dict[str, Any]:
     method = event.get("requestContext", {}).get("http", {}).get("method", "GET")
     approval_id = (event.get("pathParameters") or {}).get("id", "")
     query = {str(k): str(v) for k, v in (event.get("queryStringParameters") or {}).items()}
-    if not approval_id:
-        return outcome_page(
-            "Open the link from your notification", "Nothing was decided.", status=404
-        ).to_apigw()
+    if not approval_id:  # GET /approvals?…: a reviewer's batch-review digest
+        if method != "GET" or digest is None:
+            return outcome_page("Not found", "Nothing was decided.", status=404).to_apigw()
+        return digest.page(query).to_apigw()
     if method == "GET":
         return desk.show(approval_id, query).to_apigw()
     if method == "POST":

@@ -436,3 +436,34 @@ def test_a_draft_only_tool_is_prepared_by_the_assistant_and_sent_by_a_person(rig
     assert "Approved" in flow.approve(item["approval_id"]["S"], "carol").body  # send has no role rule
     flow.execute_all()
     assert [m["to"] for m in effects.sent] == ["owner@example.com"]
+
+
+def test_batch_review_lists_what_waits_for_one_reviewer(flow: Approvals) -> None:
+    from lockgate.approvals.desk import LinkSigner
+    from lockgate.approvals.digest import ReviewDigest
+
+    first = flow.propose_payment(delivery="d-1")
+    second = flow.propose_payment(amount=70, delivery="d-2")
+    digest = ReviewDigest(
+        proposals=flow.proposals,
+        decisions=flow.decisions,
+        config=CONFIG,
+        signer=LinkSigner(CONFIG, lambda: [SECRET], flow.rig.clock, "https://example.test/approvals"),
+        link_secrets=lambda: [SECRET],
+        clock=flow.rig.clock,
+        base_url="https://example.test/approvals",
+    )
+    query = dict(parse_qsl(urlsplit(digest.link_for("alice")).query))
+    page = digest.page(query)
+    assert page.status == 200 and "2 waiting for Alice" in page.body
+    assert "pay $80.00" in page.body and "pay $70.00" in page.body
+    # listing decides nothing; each item is still decided on its own page
+    assert decisions_table(flow) == []
+    flow.approve(first, "alice")
+    assert "1 waiting for Alice" in digest.page(query).body
+    # carol may not decide payments: her digest lists nothing
+    carol = dict(parse_qsl(urlsplit(digest.link_for("carol")).query))
+    assert "Nothing is waiting for you" in digest.page(carol).body
+    # a proposal link is not a digest link, and a forged one shows nothing
+    assert digest.page(flow.link(second, "alice")).status == 403
+    assert digest.page({**query, "r": "bob"}).status == 403

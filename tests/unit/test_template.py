@@ -77,6 +77,7 @@ WORKER_ACCESS = {
 # The approval pages and decisions (HTTP).
 CALLBACK_ACCESS = {
     ("dynamodb:GetItem", "ApprovalsTable.Arn"),
+    ("dynamodb:Scan", "ApprovalsTable.Arn"),  # the batch-review digest lists proposals
     ("dynamodb:Query", "ApprovalsTable.Arn"),
     ("dynamodb:Query", "${ApprovalsTable.Arn}/index/by-created"),
     ("dynamodb:GetItem", "DecisionsTable.Arn"),

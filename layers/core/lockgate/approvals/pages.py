@@ -116,6 +116,34 @@ def outcome_page(title: str, message: str, *, status: int) -> Page:
     return Page(status, _document(title, f"<h1>{_e(title)}</h1>\n<p>{_e(message)}</p>\n"))
 
 
+@dataclass(frozen=True)
+class DigestItem:
+    """One waiting proposal in a reviewer's digest, with that reviewer's own link to it."""
+
+    summary: str
+    why: str
+    expires_at: int
+    link: str
+
+
+def digest_page(reviewer: str, items: list[DigestItem], now: int) -> Page:
+    """Batch review: what waits for this reviewer. Each item is still decided on its own page."""
+    if not items:
+        body = "<h1>Nothing is waiting for you</h1>\n<p>No proposals need your decision right now.</p>\n"
+        return Page(200, _document("Nothing waiting", body))
+    rows = "".join(
+        f'<li><a href="{_e(item.link)}">{_e(item.summary)}</a><br>'
+        f"<span class=meta>{_e(item.why)} · expires {_e(_relative(item.expires_at, now))}</span></li>\n"
+        for item in items
+    )
+    body = (
+        f"<h1>{len(items)} waiting for {_e(reviewer)}</h1>\n"
+        "<p class=note>Opening a link changes nothing; each one asks you to confirm on its own page.</p>\n"
+        f"<ul>\n{rows}</ul>\n"
+    )
+    return Page(200, _document("Waiting for your decision", body))
+
+
 def parse_form(body: bytes, content_type: str) -> dict[str, str]:
     """Fields of a small url-encoded form (last value wins); anything else is an empty dict. Never raises."""
     if not isinstance(content_type, str) or not isinstance(body, bytes | bytearray | memoryview):

@@ -128,6 +128,24 @@ class ProposalStore:
         item = response.get("Item")
         return Proposal.from_item(item) if item else None
 
+    def created_since(self, since: int) -> list[Proposal]:
+        """Every proposal created since ``since`` (a filtered scan: the table holds weeks, not years)."""
+        found: list[Proposal] = []
+        kwargs: dict[str, Any] = {
+            "TableName": self._table,
+            "FilterExpression": "created_at >= :since",
+            "ExpressionAttributeValues": {":since": {"N": str(since)}},
+        }
+        try:
+            while True:
+                response = self._db.scan(**kwargs)
+                found.extend(Proposal.from_item(i) for i in response.get("Items", []))
+                if "LastEvaluatedKey" not in response:
+                    return found
+                kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+        except (ClientError, BotoCoreError) as exc:
+            raise StoreUnavailable(type(exc).__name__) from exc
+
     def recent(self, task: str, since: int, limit: int = 100) -> list[Proposal]:
         """A task's proposals created since ``since``, newest first."""
         try:
