@@ -12,6 +12,7 @@ from pathlib import Path
 from lockgate.errors import LockgateError
 from lockgate.inbox.queue import InboxQueue
 from lockgate.inbox.store import InboxStore
+from lockgate_infra.approvals_cli import add_approvals_parser, run_approvals
 from lockgate_infra.ops import InboxOps
 from lockgate_infra.targets import Target, TargetError, deployed_target, local_target
 
@@ -73,7 +74,8 @@ def _parser() -> argparse.ArgumentParser:
     run_show.add_argument("id", help="the run id: the delivery id it ran for, e.g. helpdesk#msg_123")
     run_show.add_argument("--json", action="store_true", help="the raw run record")
     run_show.set_defaults(run=_runs_show)
-    for sub in (status, show, retry, run_show):
+    approvals = add_approvals_parser(commands, default_config=ROOT / "lockgate.toml", run=_approvals)
+    for sub in (status, show, retry, run_show, *approvals):
         where = sub.add_mutually_exclusive_group()
         where.add_argument("--local", action="store_true", help="the running `lockgate local` (default)")
         where.add_argument("--stack", metavar="NAME", help="a deployed CloudFormation stack")
@@ -151,6 +153,10 @@ def _runs_show(args: argparse.Namespace) -> int:
         return 0
     print(render(run))
     return 0
+
+
+def _approvals(args: argparse.Namespace) -> int:
+    return run_approvals(args, _target(args))
 
 
 def _run_local(args: argparse.Namespace) -> int:

@@ -3,17 +3,18 @@
 Every check is server-side: the link's signature and expiry, the reviewer is allowed for this
 tool, the proposal exists and is still pending and unexpired, the argument digest is unchanged,
 and (POST) the form token belongs to this link. One decision per reviewer by conditional write.
+The decision itself goes through ``DecisionRecorder``, which `lockgate approvals approve` uses too.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from lockgate.agent.tools import fingerprint
-from lockgate.approvals.decisions import DecisionRecord, DecisionStore, State, Verdict, state_of
+from lockgate.approvals.deciding import SETTLED, DecisionOutcome, DecisionRecorder
+from lockgate.approvals.decisions import DecisionRecord, DecisionStore, State, Verdict
 from lockgate.approvals.links import (
     LinkClaims,
     LinkInvalid,
@@ -35,19 +36,11 @@ from lockgate.approvals.pages import (
 from lockgate.approvals.proposals import Proposal, ProposalStore
 from lockgate.clock import Clock
 from lockgate.config import ApprovalsConfig, Reviewer
-from lockgate.errors import QueueUnavailable
-from lockgate.inbox.models import Delivery, Status, delivery_key
 from lockgate.inbox.queue import InboxQueue
 from lockgate.inbox.store import InboxStore
 from lockgate.telemetry import Log, Metrics
 
 LINK_TTL_SECONDS = 24 * 3_600
-DAY = 86_400
-
-
-def decision_key(approval_id: str, state: State) -> str:
-    """The inbox event id for a decided proposal: a second POST that completes it is a duplicate."""
-    return f"{approval_id}#{state.value}"
 
 
 class LinkSigner:
@@ -96,15 +89,21 @@ class ApprovalDesk:
     ) -> None:
         self._proposals = proposals
         self._decisions = decisions
-        self._config = config
         self._secrets = link_secrets
-        self._inbox = inbox
-        self._queue = queue
         self._clock = clock
         self._log = log
         self._metrics = metrics
         self._base_url = base_url.rstrip("/")
         self.signer = LinkSigner(config, link_secrets, clock, base_url)
+        self.recorder = DecisionRecorder(
+            decisions=decisions,
+            config=config,
+            inbox=inbox,
+            queue=queue,
+            clock=clock,
+            log=log,
+            metrics=metrics,
+        )
 
     def links_for(self, proposal: Proposal) -> dict[str, str]:
         """Reviewer id → signed link."""
@@ -119,7 +118,7 @@ class ApprovalDesk:
             return checked
         proposal, claims, reviewer = checked
         decisions = self._decisions.for_approval(approval_id)
-        state = self._state(proposal, decisions)
+        state = self.recorder.state(proposal, decisions)
         if state is not State.PENDING:
             return _settled_page(state)
         if any(d.reviewer == reviewer.id for d in decisions):
@@ -155,30 +154,7 @@ class ApprovalDesk:
         choice = form.get(DECISION_FIELD, "")
         if choice not in (Verdict.APPROVE.value, Verdict.REJECT.value):
             return outcome_page("Choose Approve or Reject", "Nothing was decided.", status=400)
-        decisions = self._decisions.for_approval(approval_id)
-        state = self._state(proposal, decisions)
-        if state is not State.PENDING:
-            return _settled_page(state)
-        now = int(self._clock.now())
-        record = DecisionRecord(approval_id, reviewer.id, Verdict(choice), now, proposal.digest)
-        if not self._decisions.record(record):
-            return outcome_page("You have already decided", "Your first decision stands.", status=409)
-        self._metrics.add_metric(name=f"Approval_{choice}", unit="Count", value=1)
-        self._log.info(
-            "approval decided", extra={"approval": approval_id, "reviewer": reviewer.id, "decision": choice}
-        )
-        state = self._state(proposal, self._decisions.for_approval(approval_id))
-        if state in (State.APPROVED, State.REJECTED):
-            self._enqueue(proposal, state, now)
-        if state is State.APPROVED:
-            return outcome_page(
-                "Approved", f"{proposal.summary} — it will run once, within the hour.", status=200
-            )
-        if state is State.REJECTED:
-            return outcome_page("Rejected", f"{proposal.summary} — it will not happen.", status=200)
-        return outcome_page(
-            "Approval recorded", "Another reviewer must also approve before it runs.", status=200
-        )
+        return _outcome_page(self.recorder.record(proposal, reviewer.id, Verdict(choice), "link"), proposal)
 
     # -- checks ------------------------------------------------------------------------------
 
@@ -201,46 +177,17 @@ class ApprovalDesk:
             return outcome_page(
                 "This request has changed", "Nothing was decided; ask for a new link.", status=409
             )
-        reviewer = next(
-            (r for r in self._config.reviewers_for(proposal.tool) if r.id == claims.reviewer), None
-        )
+        reviewer = self.recorder.reviewer(proposal.tool, claims.reviewer)
         if reviewer is None:
             self._refused("reviewer", "not allowed for this tool", approval_id)
             return outcome_page("You are not a reviewer for this action", "Nothing was decided.", status=403)
         return proposal, claims, reviewer
-
-    def _state(self, proposal: Proposal, decisions: list[DecisionRecord]) -> State:
-        allowed = frozenset(r.id for r in self._config.reviewers_for(proposal.tool))
-        return state_of(proposal, decisions, self._clock.now(), allowed)
 
     def _refused(self, check: str, reason: str, approval_id: str) -> None:
         self._metrics.add_metric(name="ApprovalLinkRefused", unit="Count", value=1)
         self._log.warning(
             "approval request refused", extra={"check": check, "reason": reason, "approval": approval_id[:40]}
         )
-
-    def _enqueue(self, proposal: Proposal, state: State, now: int) -> None:
-        """The decision becomes an inbox event; the worker re-checks everything before acting."""
-        delivery_id = decision_key(proposal.approval_id, state)
-        body = json.dumps({"approval_id": proposal.approval_id, "state": state.value}).encode()
-        delivery = Delivery(
-            pk=delivery_key("approval", delivery_id),
-            source="approval",
-            delivery_id=delivery_id,
-            event_type=f"approval.{state.value}",
-            status=Status.RECEIVED,
-            received_at=now,
-            available_at=now,
-            body=body,
-            body_sha256=hashlib.sha256(body).hexdigest(),
-            body_bytes=len(body),
-            ttl=now + 14 * DAY,
-        )
-        if self._inbox.put_new(delivery).created:
-            try:
-                self._queue.send(delivery.pk)
-            except QueueUnavailable as exc:  # stored: the inbox sweep re-queues it
-                self._log.error("queue send failed after a decision", extra={"error": str(exc)})
 
 
 def _settled_page(state: State) -> Page:
@@ -272,3 +219,30 @@ def _view(proposal: Proposal, decisions: list[DecisionRecord]) -> ProposalView:
 
 def _value(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
+
+
+_OUTCOME_PAGES = {
+    DecisionOutcome.AWAITING: (
+        "Approval recorded",
+        "Another reviewer must also approve before it runs.",
+        200,
+    ),
+    DecisionOutcome.ALREADY_DECIDED: ("You have already decided", "Your first decision stands.", 409),
+    DecisionOutcome.CHANGED: ("This request has changed", "Nothing was decided; ask for a new link.", 409),
+    DecisionOutcome.NOT_ALLOWED: ("You are not a reviewer for this action", "Nothing was decided.", 403),
+}
+
+
+def _outcome_page(outcome: DecisionOutcome, proposal: Proposal) -> Page:
+    """The page for what a POST's decision did (the CLI words the same outcomes for a terminal)."""
+    if outcome is DecisionOutcome.APPROVED:
+        return outcome_page(
+            "Approved", f"{proposal.summary} — it will run once, within the hour.", status=200
+        )
+    if outcome is DecisionOutcome.REJECTED:
+        return outcome_page("Rejected", f"{proposal.summary} — it will not happen.", status=200)
+    settled = {o: s for s, o in SETTLED.items()}
+    if outcome in settled:
+        return _settled_page(settled[outcome])
+    title, message, status = _OUTCOME_PAGES[outcome]
+    return outcome_page(title, message, status=status)

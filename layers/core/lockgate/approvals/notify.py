@@ -8,12 +8,20 @@ Notification text is short: the code-built summary and the link, no private data
 from __future__ import annotations
 
 import json
+import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from lockgate.approvals.proposals import Proposal
 from lockgate.config import Reviewer
+from lockgate.errors import ConfigError
 from lockgate.telemetry import Log, Metrics
+
+WEBHOOK_TIMEOUT_SECONDS = 5.0
+# Slack reads <!channel>, <!everyone> and <url|label> in text: escape the three characters it parses.
+_SLACK_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
+# Discord renders markdown, including masked links: a backslash makes each character literal.
+_DISCORD_ESCAPES = str.maketrans({c: f"\\{c}" for c in "\\*_~`|[]()<>#-:"})
 
 
 class Channel(Protocol):
@@ -59,19 +67,48 @@ class EmailChannel:
 class WebhookChannel:
     """Slack incoming webhook or Discord webhook; Discord gets allowed_mentions empty, so no pings."""
 
-    def __init__(self, name: str, url: str, post: Callable[[str, bytes], None]) -> None:
+    def __init__(self, name: str, url: Callable[[], str], post: Callable[[str, bytes], None]) -> None:
+        if name not in ("slack", "discord"):
+            raise ConfigError(f"unknown webhook channel {name!r} (slack, discord)")
         self.name = name
-        self._url = url
+        self._url = url  # resolved per send: a secret, rotated without a redeploy
         self._post = post
 
     def send(self, reviewer: Reviewer, proposal: Proposal, link: str) -> None:
-        """Post the text with the reviewer's own link."""
-        text = f"{reviewer.name}: {message_text(proposal)} {link}"
+        """Post the text with the reviewer's own link; the text is escaped so it can ping no one."""
+        text = f"{reviewer.name}: {message_text(proposal)}"
         if self.name == "discord":
-            payload: dict[str, Any] = {"content": text, "allowed_mentions": {"parse": []}}
+            payload: dict[str, Any] = {
+                "content": f"{text.translate(_DISCORD_ESCAPES)} {link}",
+                "allowed_mentions": {"parse": []},
+            }
         else:
-            payload = {"text": text}
-        self._post(self._url, json.dumps(payload).encode())
+            payload = {"text": f"{text.translate(_SLACK_ESCAPES)} {link}"}
+        url = self._url()
+        require_https(url)
+        self._post(url, json.dumps(payload).encode())
+
+
+def require_https(url: str) -> None:
+    """Refuse a webhook URL that is not https (the link in the message is a credential)."""
+    if not url.lower().startswith("https://"):
+        raise ConfigError("webhook URLs must be https://")
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None  # a 3xx becomes an HTTPError: never follow a webhook somewhere else
+
+
+def post_json(url: str, body: bytes) -> None:
+    """POST a JSON body to an https webhook, with a short timeout; raise on any non-2xx answer."""
+    require_https(url)
+    request = urllib.request.Request(  # noqa: S310 - https only, checked above
+        url, data=body, headers={"Content-Type": "application/json"}, method="POST"
+    )
+    with urllib.request.build_opener(_NoRedirects).open(request, timeout=WEBHOOK_TIMEOUT_SECONDS) as response:
+        if not 200 <= response.status < 300:
+            raise OSError(f"webhook answered {response.status}")
 
 
 class PrintChannel:

@@ -1,0 +1,150 @@
+"""Recording a reviewer's decision: the rules a link's POST and `lockgate approvals approve` share.
+
+Only a pending, unexpired, unchanged proposal takes a decision; only a reviewer allowed for its
+tool may give one; each reviewer decides once (a conditional write). A decision that settles the
+proposal becomes an inbox event, and the worker re-checks everything before acting on it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from enum import StrEnum
+
+from lockgate.agent.tools import fingerprint
+from lockgate.approvals.decisions import DecisionRecord, DecisionStore, State, Verdict, state_of
+from lockgate.approvals.proposals import Proposal
+from lockgate.clock import Clock
+from lockgate.config import ApprovalsConfig, Reviewer
+from lockgate.errors import QueueUnavailable
+from lockgate.inbox.models import Delivery, Status, delivery_key
+from lockgate.inbox.queue import InboxQueue
+from lockgate.inbox.store import InboxStore
+from lockgate.telemetry import Log, Metrics
+
+DAY = 86_400
+
+
+def decision_key(approval_id: str, state: State) -> str:
+    """The inbox event id for a decided proposal: a second POST that completes it is a duplicate."""
+    return f"{approval_id}#{state.value}"
+
+
+def current_state(
+    config: ApprovalsConfig, proposal: Proposal, decisions: list[DecisionRecord], now: float
+) -> State:
+    """The proposal's state at ``now``, counting only reviewers the config allows for its tool."""
+    allowed = frozenset(r.id for r in config.reviewers_for(proposal.tool))
+    return state_of(proposal, decisions, now, allowed)
+
+
+class DecisionOutcome(StrEnum):
+    """What recording one reviewer's decision did; the page and the CLI each word it their way."""
+
+    APPROVED = "approved"  # this decision settled it: it will run once
+    REJECTED = "rejected"  # this decision settled it: it will not happen
+    AWAITING = "awaiting another reviewer"  # recorded; another reviewer must also approve
+    ALREADY_DECIDED = "already decided"  # this reviewer decided before; the first decision stands
+    ALREADY_APPROVED = "already approved"
+    ALREADY_REJECTED = "already rejected"
+    EXPIRED = "expired"
+    CHANGED = "changed"  # the stored arguments no longer match their digest
+    NOT_ALLOWED = "not allowed"  # not a reviewer for this tool
+
+    @property
+    def recorded(self) -> bool:
+        """Whether a decision row was written."""
+        return self in (DecisionOutcome.APPROVED, DecisionOutcome.REJECTED, DecisionOutcome.AWAITING)
+
+
+SETTLED = {
+    State.APPROVED: DecisionOutcome.ALREADY_APPROVED,
+    State.REJECTED: DecisionOutcome.ALREADY_REJECTED,
+    State.EXPIRED: DecisionOutcome.EXPIRED,
+}
+
+
+class DecisionRecorder:
+    """The rules every decision follows, whether it comes from a link's POST or from the CLI."""
+
+    def __init__(
+        self,
+        *,
+        decisions: DecisionStore,
+        config: ApprovalsConfig,
+        inbox: InboxStore,
+        queue: InboxQueue,
+        clock: Clock,
+        log: Log,
+        metrics: Metrics,
+    ) -> None:
+        self._decisions = decisions
+        self._config = config
+        self._inbox = inbox
+        self._queue = queue
+        self._clock = clock
+        self._log = log
+        self._metrics = metrics
+
+    def reviewer(self, tool: str, reviewer_id: str) -> Reviewer | None:
+        """The configured reviewer with this id if they may decide this tool's proposals, else None."""
+        return next((r for r in self._config.reviewers_for(tool) if r.id == reviewer_id), None)
+
+    def state(self, proposal: Proposal, decisions: list[DecisionRecord]) -> State:
+        """The proposal's state now, counting only reviewers allowed for its tool."""
+        return current_state(self._config, proposal, decisions, self._clock.now())
+
+    def record(self, proposal: Proposal, reviewer_id: str, verdict: Verdict, via: str) -> DecisionOutcome:
+        """One decision on a pending, unexpired, unchanged proposal; a settling one enqueues the event."""
+        if self.reviewer(proposal.tool, reviewer_id) is None:
+            return DecisionOutcome.NOT_ALLOWED
+        if fingerprint(proposal.args) != proposal.digest:
+            return DecisionOutcome.CHANGED
+        state = self.state(proposal, self._decisions.for_approval(proposal.approval_id))
+        if state is not State.PENDING:
+            return SETTLED[state]
+        now = int(self._clock.now())
+        record = DecisionRecord(proposal.approval_id, reviewer_id, verdict, now, proposal.digest, via)
+        if not self._decisions.record(record):
+            return DecisionOutcome.ALREADY_DECIDED
+        self._metrics.add_metric(name=f"Approval_{verdict.value}", unit="Count", value=1)
+        self._log.info(
+            "approval decided",
+            extra={
+                "approval": proposal.approval_id,
+                "reviewer": reviewer_id,
+                "decision": verdict.value,
+                "via": via,
+            },
+        )
+        state = self.state(proposal, self._decisions.for_approval(proposal.approval_id))
+        if state is State.APPROVED:
+            self._enqueue(proposal, state, now)
+            return DecisionOutcome.APPROVED
+        if state is State.REJECTED:
+            self._enqueue(proposal, state, now)
+            return DecisionOutcome.REJECTED
+        return DecisionOutcome.AWAITING
+
+    def _enqueue(self, proposal: Proposal, state: State, now: int) -> None:
+        """The decision becomes an inbox event; the worker re-checks everything before acting."""
+        delivery_id = decision_key(proposal.approval_id, state)
+        body = json.dumps({"approval_id": proposal.approval_id, "state": state.value}).encode()
+        delivery = Delivery(
+            pk=delivery_key("approval", delivery_id),
+            source="approval",
+            delivery_id=delivery_id,
+            event_type=f"approval.{state.value}",
+            status=Status.RECEIVED,
+            received_at=now,
+            available_at=now,
+            body=body,
+            body_sha256=hashlib.sha256(body).hexdigest(),
+            body_bytes=len(body),
+            ttl=now + 14 * DAY,
+        )
+        if self._inbox.put_new(delivery).created:
+            try:
+                self._queue.send(delivery.pk)
+            except QueueUnavailable as exc:  # stored: the inbox sweep re-queues it
+                self._log.error("queue send failed after a decision", extra={"error": str(exc)})

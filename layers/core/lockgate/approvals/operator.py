@@ -1,0 +1,53 @@
+"""What an operator sees of the approval queue: each proposal with its decisions and its state."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lockgate.approvals.deciding import current_state
+from lockgate.approvals.decisions import DecisionRecord, DecisionStore, State
+from lockgate.approvals.proposals import Proposal, ProposalStore
+from lockgate.clock import Clock
+from lockgate.config import ApprovalsConfig
+
+
+@dataclass(frozen=True)
+class ProposalStatus:
+    """A stored proposal, the decisions on it so far, and where it stands now."""
+
+    proposal: Proposal
+    decisions: tuple[DecisionRecord, ...]
+    state: State
+
+
+class ReviewQueue:
+    """Reads proposals for `lockgate approvals list|show`; it decides nothing."""
+
+    def __init__(
+        self, proposals: ProposalStore, decisions: DecisionStore, config: ApprovalsConfig, clock: Clock
+    ) -> None:
+        self._proposals = proposals
+        self._decisions = decisions
+        self._config = config
+        self._clock = clock
+
+    def status(self, approval_id: str) -> ProposalStatus | None:
+        """One proposal's status, or None for an unknown id."""
+        proposal = self._proposals.get(approval_id)
+        return None if proposal is None else self._status(proposal)
+
+    def listing(self, *, include_settled: bool = False) -> list[ProposalStatus]:
+        """Pending proposals (or every stored one), newest first."""
+        now = int(self._clock.now())
+        proposals = self._proposals.created_since(0)
+        if not include_settled:  # an expired proposal cannot be pending: skip its decisions query
+            proposals = [p for p in proposals if p.expires_at >= now]
+        statuses = [self._status(p) for p in proposals]
+        if not include_settled:
+            statuses = [s for s in statuses if s.state is State.PENDING]
+        return sorted(statuses, key=lambda s: (s.proposal.created_at, s.proposal.approval_id), reverse=True)
+
+    def _status(self, proposal: Proposal) -> ProposalStatus:
+        decisions = self._decisions.for_approval(proposal.approval_id)
+        state = current_state(self._config, proposal, decisions, self._clock.now())
+        return ProposalStatus(proposal, tuple(sorted(decisions, key=lambda d: d.decided_at)), state)

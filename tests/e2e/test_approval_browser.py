@@ -1,0 +1,216 @@
+"""The approval page in a real browser: headless Chromium opens alice's link and approves a refund.
+
+The embedded stack runs with the offline demo model; grace's signed helpdesk email asks for a refund
+of A-2001, the agent proposes it, and a person decides on the server-rendered page. Chromium and its
+WebDriver come from Debian (``.ci/install-browser``); without them the test skips, except under
+CI=true, where it fails.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, NoReturn
+
+import pytest
+
+from lockgate.config import LockgateConfig, load_config
+from lockgate_infra.approval_walk import local_signer, pending_proposals
+from lockgate_infra.demo import _send, samples
+from lockgate_infra.local.model import local_model
+from lockgate_infra.local.run import seed_secrets
+from lockgate_infra.local.stack import LocalStack
+from lockgate_infra.local.workflows import seed_workflows
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[2]
+SCREENSHOT = ROOT / "docs" / "approval-page.png"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+PHONE = (430, 932)  # CSS pixels
+SUMMARY = "refund $80.00 on order A-2001"
+REFUND_EMAIL = "msg-demo-2"  # grace: "My order A-2001 arrived broken. Please refund it."
+CHROMIUM_FLAGS = (
+    "--headless=new",
+    "--no-sandbox",  # root, in a container
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+    "--no-proxy-server",
+    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",  # only the loopback gateway
+)
+
+
+def _unavailable(reason: str) -> NoReturn:
+    """No browser here: skip, but under CI a missing browser is a broken CI, not a skipped test."""
+    message = f"{reason}; run .ci/install-browser (Debian's chromium + chromium-driver)"
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"CI=true and {message}", pytrace=False)
+    pytest.skip(message)
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    """Headless Chromium through Debian's chromedriver (never Selenium Manager: it would download)."""
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        _unavailable("selenium is not installed (pip install -e '.[dev]')")
+    for binary in (CHROMIUM, CHROMEDRIVER):
+        if not os.access(binary, os.X_OK):
+            _unavailable(f"{binary} is not installed")
+    profile = tempfile.mkdtemp(prefix="lockgate-chromium-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in (*CHROMIUM_FLAGS, f"--user-data-dir={profile}"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(options=options, service=Service(executable_path=str(CHROMEDRIVER)))
+    try:
+        driver.set_page_load_timeout(15)
+        # A phone's viewport: headless windows are never narrower than 500 px, so emulate it.
+        driver.execute_cdp_cmd(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": PHONE[0], "height": PHONE[1], "deviceScaleFactor": 1, "mobile": True},
+        )
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+@pytest.fixture
+def demo_stack() -> Iterator[tuple[LocalStack, str, LockgateConfig]]:
+    """The embedded stack as `lockgate demo` starts it: demo model, print-only approval channel."""
+    quiet = {
+        "POWERTOOLS_LOG_LEVEL": "ERROR",
+        "POWERTOOLS_METRICS_DISABLED": "true",
+        "APPROVAL_CHANNELS": "print",
+    }
+    with (
+        local_model("demo", os.environ) as model,
+        LocalStack(environment={**quiet, **model.environment}) as stack,
+    ):
+        secrets = seed_secrets(stack)
+        seed_workflows(stack)
+        gateway = stack.start_gateway(0)
+        stack.start_pollers(wait_seconds=0)
+        config = load_config(stack.config_path)
+        (refund,) = [s for r in samples(int(time.time())) for s in r if s.delivery_id == REFUND_EMAIL]
+        status, reply = _send(refund, gateway.url, config, secrets, int(time.time()))
+        assert status == 200, reply
+        assert stack.drain(timeout=30)
+        yield stack, gateway.url, config
+
+
+def _refunds(stack: LocalStack) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = stack.client("dynamodb").scan(
+        TableName=stack.resources["ShopPaymentsTable"]
+    )["Items"]
+    return items
+
+
+def _heading(driver: Any) -> str:
+    from selenium.webdriver.common.by import By
+
+    return str(driver.find_element(By.TAG_NAME, "h1").text)
+
+
+def _heading_after_submit(driver: Any, old: str, timeout: float = 15) -> str:
+    """The next page's heading: a click on a submit button returns before that page has loaded."""
+    from selenium.common.exceptions import WebDriverException
+
+    deadline = time.monotonic() + timeout
+    heading = old
+    while time.monotonic() < deadline:
+        try:  # mid-navigation, the old document's elements vanish with assorted errors
+            if driver.execute_script("return document.readyState") == "complete":
+                heading = _heading(driver)
+                if heading != old:
+                    return heading
+        except WebDriverException:
+            pass
+        time.sleep(0.05)
+    return heading
+
+
+def _save_screenshot(driver: Any, path: Path) -> bytes:
+    """The whole confirmation page at phone width, buttons included (a viewport shot would cut them)."""
+    import base64
+
+    height = int(driver.execute_script("return document.documentElement.scrollHeight"))
+    width = int(driver.execute_script("return document.documentElement.clientWidth"))
+    shot = driver.execute_cdp_cmd(
+        "Page.captureScreenshot",
+        {
+            "format": "png",
+            "captureBeyondViewport": True,
+            "clip": {"x": 0, "y": 0, "width": width, "height": height, "scale": 1},
+        },
+    )
+    png = base64.b64decode(shot["data"])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(png)
+    return png
+
+
+@pytest.mark.slow
+def test_a_person_approves_a_refund_in_the_browser_and_it_runs_once(
+    browser: Any, demo_stack: tuple[LocalStack, str, LockgateConfig], tmp_path: Path
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    stack, gateway_url, config = demo_stack
+    # Given grace's refund waiting for a person, and alice's signed link to it
+    (proposal,) = pending_proposals(stack)
+    assert proposal.summary == SUMMARY
+    link = local_signer(stack, config.approvals, f"{gateway_url}/approvals").links_for(proposal)["alice"]
+    assert _refunds(stack) == []
+
+    # When alice opens her link
+    browser.get(link)
+    # Then the page says what would happen and that the assistant's reason is unverified
+    assert _heading(browser) == SUMMARY
+    page = browser.find_element(By.TAG_NAME, "main").text
+    assert "Nothing has happened yet." in page
+    assert "unverified" in page
+    approve = browser.find_element(By.CSS_SELECTOR, "button[name=decision][value=approve]")
+    reject = browser.find_element(By.CSS_SELECTOR, "button[name=decision][value=reject]")
+    assert (approve.text, reject.text) == ("Approve", "Reject")
+    assert approve.is_displayed() and reject.is_displayed()
+    # (docs/approval-page.png is refreshed only on request: every run would otherwise rewrite it)
+    refresh = os.environ.get("LOCKGATE_UPDATE_SCREENSHOTS") == "1" or not SCREENSHOT.exists()
+    png = _save_screenshot(browser, SCREENSHOT if refresh else tmp_path / SCREENSHOT.name)
+    assert png.startswith(b"\x89PNG\r\n\x1a\n")
+    # ...and opening it changed nothing
+    assert stack.drain(timeout=30)
+    assert _refunds(stack) == []
+
+    # When she clicks Approve
+    approve.click()
+    # Then she sees the outcome, and the refund runs exactly once
+    assert _heading_after_submit(browser, SUMMARY) == "Approved"
+    assert SUMMARY in browser.find_element(By.TAG_NAME, "main").text
+    assert stack.drain(timeout=30)
+    (refund,) = _refunds(stack)
+    assert refund["order_id"]["S"] == "A-2001"
+
+    # When she goes back to the page and submits the same form again
+    browser.back()
+    assert _heading(browser) == SUMMARY, "going back no longer shows the form: nothing to submit again"
+    again = browser.find_element(By.CSS_SELECTOR, "button[name=decision][value=approve]")
+    again.click()
+    # Then nothing more happens: the refund is still recorded once
+    assert _heading_after_submit(browser, SUMMARY) == "Already approved"
+    assert stack.drain(timeout=30)
+    assert len(_refunds(stack)) == 1

@@ -1,0 +1,280 @@
+"""`lockgate approvals list|show|approve|reject` on moto: an operator decides under the POST's rules."""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lockgate.agent.tools import fingerprint
+from lockgate.approvals.proposals import HOUR, Proposal, ProposalStore
+from lockgate.inbox.store import InboxStore
+from lockgate_infra import cli
+from lockgate_infra.targets import Target
+from tests.support import Aws
+
+CONFIG = """
+[approvals]
+[[approvals.reviewers]]
+id = "alice"
+roles = ["refunds"]
+[[approvals.reviewers]]
+id = "bob"
+roles = ["refunds"]
+[[approvals.reviewers]]
+id = "carol"
+roles = ["support"]
+
+[approvals.tools.refund_order]
+roles = ["refunds"]
+
+[approvals.tools.wire_transfer]
+roles = ["refunds"]
+reviewers_required = 2
+"""
+
+
+class Stack:
+    """The moto stack the CLI is pointed at, with helpers to seed and read it."""
+
+    def __init__(self, aws: Aws, config: Path) -> None:
+        self.aws, self.config = aws, config
+        self.proposals = ProposalStore(aws.client("dynamodb"), aws.names["ApprovalsTable"])
+
+    def propose(self, n: int = 1, *, tool: str = "refund_order", age: int = 60, **changes: Any) -> Proposal:
+        """A stored proposal, created ``age`` seconds ago, deciding within a day of that."""
+        args = {"order_id": f"A-{2000 + n}", "amount": "80.00"}
+        created = int(time.time()) - age
+        proposal = Proposal(
+            approval_id=f"ap_{n:024x}",
+            task="helpdesk",
+            run_id=f"helpdesk#msg_{n}",
+            tool=tool,
+            args=args,
+            digest=fingerprint(args),
+            summary=f"refund $80.00 on order A-{2000 + n}",
+            unverified_reason="The parcel never arrived.",
+            why=("this run read an email from customer@example.com",),
+            created_at=created,
+            expires_at=created + 24 * HOUR,
+            run_within_seconds=HOUR,
+            requester="agent:helpdesk",
+            call_id=f"toolu_{n}",
+        )
+        proposal = Proposal(**{**proposal.__dict__, **changes})
+        self.proposals.propose(proposal)
+        return proposal
+
+    def decisions(self) -> list[dict[str, Any]]:
+        table = self.aws.names["DecisionsTable"]
+        return list(self.aws.client("dynamodb").scan(TableName=table, ConsistentRead=True)["Items"])
+
+    def inbox_ids(self) -> list[str]:
+        return sorted(i["pk"]["S"] for i in self.aws.inbox_items())
+
+    def queued(self) -> list[str]:
+        return [json.loads(m["Body"])["pk"] for m in self.aws.drain(self.aws.queue_url)]
+
+
+@pytest.fixture
+def stack(aws: Aws, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Stack:
+    """`--local` resolves to the moto stack; the reviewers come from a test lockgate.toml."""
+    config = tmp_path / "lockgate.toml"
+    config.write_text(CONFIG)
+    monkeypatch.setattr(
+        cli, "local_target", lambda root: Target(aws.session, None, aws.names, "the test stack")
+    )
+    monkeypatch.delenv("LOCKGATE_REVIEWER", raising=False)
+    return Stack(aws, config)
+
+
+def lockgate(stack: Stack, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = cli.main([*args, "--config", str(stack.config)])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+class Terminal(io.StringIO):
+    """A person at a terminal who will type ``typed``."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_list_shows_the_pending_proposals_and_all_shows_the_expired_too(
+    stack: Stack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given one pending and one expired proposal
+    pending = stack.propose(1)
+    expired = stack.propose(2, age=25 * HOUR)
+    # When the operator lists them
+    code, out, _ = lockgate(stack, capsys, "approvals", "list")
+    # Then only the pending one is shown, with its task, summary, why and decisions so far
+    assert code == 0
+    assert pending.approval_id in out and expired.approval_id not in out
+    assert "helpdesk" in out and "refund $80.00 on order A-2001" in out
+    assert "this run read an email from customer@example.com" in out
+    assert "none (1 needed)" in out
+    # And --all --json lists both, with their states
+    code, out, _ = lockgate(stack, capsys, "approvals", "list", "--all", "--json")
+    states = {p["approval_id"]: p["state"] for p in json.loads(out)}
+    assert states == {pending.approval_id: "pending", expired.approval_id: "expired"}
+
+
+def test_show_prints_the_real_arguments_the_unverified_reason_labelled_and_why(
+    stack: Stack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    proposal = stack.propose(1, summary="refund \x1b[2J$80.00 on order A-2001")
+    code, out, _ = lockgate(stack, capsys, "approvals", "show", proposal.approval_id)
+    assert code == 0
+    assert '"order_id": "A-2001"' in out and '"amount": "80.00"' in out
+    assert "unverified — the assistant's own words, not checked:\n  The parcel never arrived." in out
+    assert "why a person is asked:\n  - this run read an email from customer@example.com" in out
+    assert "PENDING" in out and "decisions: none yet" in out
+    # Text from the stored proposal cannot drive the terminal: control characters are shown, not sent
+    assert "\x1b" not in out and "\\u001b[2J" in out
+    code, out, _ = lockgate(stack, capsys, "approvals", "show", proposal.approval_id, "--json")
+    assert json.loads(out)["args"] == proposal.args
+
+
+def test_approve_as_a_reviewer_records_a_cli_decision_settles_it_and_enqueues_the_event(
+    stack: Stack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    proposal = stack.propose(1)
+    # When alice approves from the CLI without the typed confirmation
+    code, out, _ = lockgate(
+        stack, capsys, "approvals", "approve", proposal.approval_id, "--as", "alice", "--yes"
+    )
+    # Then her decision is recorded via the CLI, bound to the proposal's digest
+    assert code == 0 and "approved" in out and "it will run once" in out
+    ((row,),) = [stack.decisions()]
+    assert row["approval_id"]["S"] == proposal.approval_id and row["reviewer"]["S"] == "alice"
+    assert (row["verdict"]["S"], row["via"]["S"], row["digest"]["S"]) == ("approve", "cli", proposal.digest)
+    # And the worker is told: the inbox event is stored and queued
+    key = f"approval#{proposal.approval_id}#approved"
+    assert stack.inbox_ids() == [key]
+    assert stack.queued() == [key]
+    # And show reports it approved, with who and how
+    code, out, _ = lockgate(stack, capsys, "approvals", "show", proposal.approval_id)
+    assert "APPROVED" in out and "alice  approve" in out and "via cli" in out
+    # And a second reviewer cannot decide a settled proposal
+    code, _, err = lockgate(
+        stack, capsys, "approvals", "approve", proposal.approval_id, "--as", "bob", "--yes"
+    )
+    assert code == 2 and "approved; nothing was decided" in err
+    assert len(stack.decisions()) == 1
+
+
+@pytest.mark.parametrize(
+    ("who", "message"),
+    [
+        ("mallory", "not a reviewer in the config"),
+        ("carol", "may not decide refund_order (allowed: alice, bob)"),
+    ],
+)
+def test_a_reviewer_who_is_unknown_or_not_allowed_for_the_tool_is_refused(
+    stack: Stack, capsys: pytest.CaptureFixture[str], who: str, message: str
+) -> None:
+    proposal = stack.propose(1)
+    code, _, err = lockgate(stack, capsys, "approvals", "approve", proposal.approval_id, "--as", who, "--yes")
+    assert code == 2 and message in err
+    assert stack.decisions() == [] and stack.inbox_ids() == []
+
+
+def test_approve_without_saying_who_you_are_is_refused(
+    stack: Stack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    proposal = stack.propose(1)
+    code, _, err = lockgate(stack, capsys, "approvals", "approve", proposal.approval_id, "--yes")
+    assert code == 2 and "--as REVIEWER_ID or LOCKGATE_REVIEWER" in err
+    assert stack.decisions() == []
+
+
+def test_without_yes_and_without_a_terminal_nothing_is_decided(
+    stack: Stack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    proposal = stack.propose(1)
+    # pytest's stdin is not a terminal: there is no person to confirm
+    code, _, err = lockgate(stack, capsys, "approvals", "approve", proposal.approval_id, "--as", "alice")
+    assert code == 2 and "--yes" in err
+    assert stack.decisions() == [] and stack.inbox_ids() == []
+
+
+def test_the_typed_confirmation_must_match_the_end_of_the_approval_id(
+    stack: Stack, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    proposal = stack.propose(1)
+    # Given a person who mistypes
+    monkeypatch.setattr("sys.stdin", Terminal("nope\n"))
+    code, out, err = lockgate(stack, capsys, "approvals", "approve", proposal.approval_id, "--as", "alice")
+    assert code == 2 and "did not match" in err
+    assert f"type {proposal.approval_id[-6:]}" in out and "refund $80.00 on order A-2001" in out
+    assert stack.decisions() == []
+    # When they type it right, it is approved
+    monkeypatch.setattr("sys.stdin", Terminal(proposal.approval_id[-6:] + "\n"))
+    code, _, _ = lockgate(stack, capsys, "approvals", "approve", proposal.approval_id, "--as", "alice")
+    assert code == 0 and [r["via"]["S"] for r in stack.decisions()] == ["cli"]
+
+
+def test_reject_records_the_rejection_and_tells_the_worker(
+    stack: Stack, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    proposal = stack.propose(1)
+    monkeypatch.setenv("LOCKGATE_REVIEWER", "bob")  # the caller's identity from the environment
+    code, out, _ = lockgate(stack, capsys, "approvals", "reject", proposal.approval_id, "--yes")
+    assert code == 0 and "it will not happen" in out
+    ((row,),) = [stack.decisions()]
+    assert (row["reviewer"]["S"], row["verdict"]["S"], row["via"]["S"]) == ("bob", "reject", "cli")
+    assert stack.inbox_ids() == [f"approval#{proposal.approval_id}#rejected"]
+    delivery = InboxStore(stack.aws.client("dynamodb"), stack.aws.inbox_table).get(stack.inbox_ids()[0])
+    assert json.loads(delivery.body or b"") == {"approval_id": proposal.approval_id, "state": "rejected"}
+
+
+def test_approve_after_expiry_is_refused_and_records_nothing(
+    stack: Stack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    proposal = stack.propose(1, age=25 * HOUR)
+    code, _, err = lockgate(
+        stack, capsys, "approvals", "approve", proposal.approval_id, "--as", "alice", "--yes"
+    )
+    assert code == 2 and "expired" in err
+    assert stack.decisions() == [] and stack.inbox_ids() == []
+
+
+def test_a_two_reviewer_tool_settles_only_on_the_second_distinct_approval(
+    stack: Stack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    proposal = stack.propose(1, tool="wire_transfer", reviewers_required=2)
+    code, out, _ = lockgate(
+        stack, capsys, "approvals", "approve", proposal.approval_id, "--as", "alice", "--yes"
+    )
+    assert code == 0 and "another reviewer must also approve" in out
+    assert stack.inbox_ids() == []
+    # The same person cannot count twice
+    code, _, err = lockgate(
+        stack, capsys, "approvals", "approve", proposal.approval_id, "--as", "alice", "--yes"
+    )
+    assert code == 2 and "already decided" in err
+    code, out, _ = lockgate(
+        stack, capsys, "approvals", "approve", proposal.approval_id, "--as", "bob", "--yes"
+    )
+    assert code == 0 and "it will run once" in out
+    assert stack.inbox_ids() == [f"approval#{proposal.approval_id}#approved"]
+    assert len(stack.decisions()) == 2
+
+
+def test_a_changed_proposal_or_an_unknown_id_is_refused(
+    stack: Stack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tampered = stack.propose(1, args={"order_id": "A-9999", "amount": "8000.00"})  # digest no longer matches
+    code, _, err = lockgate(
+        stack, capsys, "approvals", "approve", tampered.approval_id, "--as", "alice", "--yes"
+    )
+    assert code == 2 and "no longer match" in err
+    code, _, err = lockgate(stack, capsys, "approvals", "approve", "ap_nosuch", "--as", "alice", "--yes")
+    assert code == 2 and "no proposal 'ap_nosuch'" in err
+    assert stack.decisions() == [] and stack.inbox_ids() == []
