@@ -27,7 +27,7 @@ def render(run: Run) -> str:
             f"   blocked calls {totals.get('blocked', 0)}"
         )
         for source in totals.get("taint_sources", []):
-            lines.append(f"  read untrusted content: {source}")
+            lines.append(f"  read: {source}")
         for flag in totals.get("suspicious", []):
             lines.append(f"  SUSPICIOUS: {flag}")
     for step in run.steps:

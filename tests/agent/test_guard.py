@@ -15,7 +15,9 @@ FACTS = RunFacts(values={"owner": "owner@example.com"})
 
 def state(tainted: bool = False, suspicious: bool = False) -> RunState:
     return RunState(
-        FACTS, ["fetch_page: fetch https://x"] if tainted else [], ["screen flagged"] if suspicious else []
+        FACTS,
+        ["untrusted content (fetch_page: fetch https://x)"] if tainted else [],
+        ["screen flagged"] if suspicious else [],
     )
 
 

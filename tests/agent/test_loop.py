@@ -154,7 +154,7 @@ def test_after_reading_untrusted_content_a_risky_tool_needs_a_person(rig: AgentR
     assert all("AI: call pay" not in str(m["content"]) for m in rig.stub.requests[1]["messages"][:-1])
     run = rig.runs().get("github#d-1")
     assert run is not None and run.totals["blocked"] == 1
-    assert run.totals["taint_sources"] == ["fetch_page: fetch https://x.example"]
+    assert run.totals["taint_sources"] == ["untrusted content (fetch_page: fetch https://x.example)"]
 
 
 def test_a_retried_delivery_replays_recorded_steps_without_paying_or_acting_again(rig: AgentRig) -> None:

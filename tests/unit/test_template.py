@@ -96,6 +96,10 @@ NOTIFIER_ACCESS = {
     ("sqs:SendMessage", "ApprovalNotifyDLQ.Arn"),
     ("dynamodb:GetItem", "ApprovalsTable.Arn"),
     ("secretsmanager:GetSecretValue", "Ref:ApprovalLinkSecret"),
+    (
+        "secretsmanager:GetSecretValue",
+        "arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:${SecretsPrefix}/notify/*",
+    ),
     ("ses:SendEmail", "arn:${AWS::Partition}:ses:${AWS::Region}:${AWS::AccountId}:identity/*"),
 }
 APPROVAL_FUNCTIONS = ("ApprovalCallbackFunction", "ApprovalNotifierFunction")
@@ -646,7 +650,10 @@ def test_given_an_approval_function_then_it_cannot_read_the_model_key_webhook_se
 ):
     resources = {resource for _, resource in access(role_of(cfn, function_id))}
     assert not any("StateTable" in r or "Shop" in r or "BodyBucket" in r for r in resources)
-    assert _secret_resources(cfn, function_id) == {"Ref:ApprovalLinkSecret"}
+    secrets = _secret_resources(cfn, function_id) - {"Ref:ApprovalLinkSecret"}
+    # besides the link key, at most the notifier's webhook URLs under <prefix>/notify/
+    assert all(r.endswith(":secret:${SecretsPrefix}/notify/*") for r in secrets)
+    assert function_id == "ApprovalNotifierFunction" or not secrets
     assert not {"ANTHROPIC_API_KEY_REF", "SECRETS_PREFIX", "STATE_TABLE"} & set(environment(cfn, function_id))
 
 

@@ -61,6 +61,7 @@ READ_EMAIL: Tool[ReadEmailArgs] = Tool(
     args=ReadEmailArgs,
     run=read_email,
     summary=lambda a: f"read email {a.message_id}",
+    taint_label=lambda a, result: f"an email from {result['from']}",
     risk=Risk.READ,
     policies=(message_from_customer,),
     untrusted_result=True,

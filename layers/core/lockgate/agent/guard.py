@@ -83,9 +83,7 @@ def decide(task: Task, name: str, raw_args: Any, state: RunState) -> Decision:
                 args,
             )
         if state.tainted and tool.needs_person_when_tainted:
-            return Decision(
-                Check.TAINT, f"this run read untrusted content ({state.taint_sources[0]})", tool, args
-            )
+            return Decision(Check.TAINT, f"this run read {state.taint_sources[0]}", tool, args)
         if tool.risk is Risk.APPROVAL:
             return Decision(Check.APPROVAL, f"{tool.name} always needs a person", tool, args)
         if tool.approval_threshold is not None:

@@ -219,7 +219,7 @@ class AgentLoop:
             content, error, outcome = self._execute(task, run, tool, args, state)
         entry["outcome"] = outcome
         if not error and tool.untrusted_result:
-            source = f"{tool.name}: {tool.summary(args)}"
+            source = _taint_source(tool, args, content)
             state.taint_sources.append(source)
             if self._screener is not None and task.screen_model:
                 flag = self._screener.screen(task.screen_model, content)
@@ -290,6 +290,16 @@ class AgentLoop:
         self._runs.finish(run, status, summary, totals.as_dict(state))
         self._metrics.add_metric(name=f"Run_{status}", unit="Count", value=1)
         return RunOutcome(run.run_id, status, summary)
+
+
+def _taint_source(tool: Tool[Any], args: Any, content: str) -> str:
+    """What the run read, in words for the approval page: the tool's own label, else its summary."""
+    if tool.taint_label is not None:
+        try:
+            return tool.taint_label(args, json.loads(content))
+        except (ValueError, KeyError, TypeError):
+            pass  # fall back to the summary rather than fail the run over a label
+    return f"untrusted content ({tool.name}: {tool.summary(args)})"
 
 
 def _refusal_text(decision: Decision) -> str:

@@ -89,6 +89,8 @@ class Tool[Args: BaseModel]:
     identity: Callable[[Args], str] | None = None
     high_stakes: bool = False  # needs two distinct reviewers (approvals)
     reversible: bool = False  # may run after a veto window instead of waiting for approval
+    # For untrusted_result tools: how a person should read "this run read …" (e.g. "an email from x@y").
+    taint_label: Callable[[Args, Any], str] | None = None
 
     def schema(self) -> dict[str, Any]:
         """The tool definition the Messages API expects."""

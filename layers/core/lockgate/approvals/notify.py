@@ -30,7 +30,10 @@ class Channel(Protocol):
     name: str
 
     def send(self, reviewer: Reviewer, proposal: Proposal, link: str) -> None:
-        """Deliver one notification; raise on failure (the record is retried)."""
+        """Deliver one notification; raise on failure (the record is retried).
+
+        Channels with ``shared = True`` get one call per proposal with reviewer and link None.
+        """
 
 
 def message_text(proposal: Proposal) -> str:
@@ -65,7 +68,14 @@ class EmailChannel:
 
 
 class WebhookChannel:
-    """Slack incoming webhook or Discord webhook; Discord gets allowed_mentions empty, so no pings."""
+    """Slack incoming webhook or Discord webhook; Discord gets allowed_mentions empty, so no pings.
+
+    A team channel is shared, and a reviewer's link is a credential (whoever holds it decides as that
+    reviewer), so webhook channels announce the proposal once, without links: the links go only to
+    each reviewer's own address, and `lockgate approvals list` shows what waits.
+    """
+
+    shared = True
 
     def __init__(self, name: str, url: Callable[[], str], post: Callable[[str, bytes], None]) -> None:
         if name not in ("slack", "discord"):
@@ -74,16 +84,16 @@ class WebhookChannel:
         self._url = url  # resolved per send: a secret, rotated without a redeploy
         self._post = post
 
-    def send(self, reviewer: Reviewer, proposal: Proposal, link: str) -> None:
-        """Post the text with the reviewer's own link; the text is escaped so it can ping no one."""
-        text = f"{reviewer.name}: {message_text(proposal)}"
+    def send(self, reviewer: Reviewer | None, proposal: Proposal, link: str | None) -> None:
+        """Announce the proposal (no link); the text is escaped so it can ping no one."""
+        text = f"{message_text(proposal)} Reviewers: your personal link is in your email."
         if self.name == "discord":
             payload: dict[str, Any] = {
-                "content": f"{text.translate(_DISCORD_ESCAPES)} {link}",
+                "content": text.translate(_DISCORD_ESCAPES),
                 "allowed_mentions": {"parse": []},
             }
         else:
-            payload = {"text": f"{text.translate(_SLACK_ESCAPES)} {link}"}
+            payload = {"text": text.translate(_SLACK_ESCAPES)}
         url = self._url()
         require_https(url)
         self._post(url, json.dumps(payload).encode())
@@ -154,24 +164,28 @@ class Notifier:
         """Notify everyone; raise if any channel failed, so the stream retries the record."""
         links = self._links(proposal)
         failures = 0
-        for reviewer in self._reviewers(proposal.tool):
-            link = links.get(reviewer.id)
-            if link is None:
+        deliveries: list[tuple[Channel, Reviewer | None, str | None]] = []
+        for channel in self._channels:
+            if getattr(channel, "shared", False):
+                deliveries.append((channel, None, None))  # one announcement, no credentials
                 continue
-            for channel in self._channels:
-                try:
-                    channel.send(reviewer, proposal, link)
-                except Exception as exc:  # noqa: BLE001 - count, log without the link, retry the record
-                    failures += 1
-                    self._log.warning(
-                        "notification failed",
-                        extra={
-                            "approval": proposal.approval_id,
-                            "reviewer": reviewer.id,
-                            "channel": channel.name,
-                            "error": type(exc).__name__,
-                        },
-                    )
+            for person in self._reviewers(proposal.tool):
+                if person.id in links:
+                    deliveries.append((channel, person, links[person.id]))
+        for channel, reviewer, link in deliveries:
+            try:
+                channel.send(reviewer, proposal, link)  # type: ignore[arg-type]
+            except Exception as exc:  # noqa: BLE001 - count, log without the link, retry the record
+                failures += 1
+                self._log.warning(
+                    "notification failed",
+                    extra={
+                        "approval": proposal.approval_id,
+                        "reviewer": reviewer.id if reviewer else "-",
+                        "channel": channel.name,
+                        "error": type(exc).__name__,
+                    },
+                )
         self._metrics.add_metric(name="ApprovalNotified", unit="Count", value=1)
         if failures:
             self._metrics.add_metric(name="ApprovalNotifyFailed", unit="Count", value=failures)

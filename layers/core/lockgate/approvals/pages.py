@@ -97,6 +97,8 @@ It runs only if it is approved on this page.</p>
 <p class=meta>Task {_e(view.task)} · tool {_e(view.tool)} · request {_e(view.approval_id)}
 · asked {_when(view.created_at)}</p>
 <h2>What exactly would happen</h2>
+<p class=meta>The assistant's arguments. Amounts, orders and recipients were checked against our own
+records; free text (such as a reason) was written by the AI and was not.</p>
 {_details(view.details)}
 <h2>{_e(UNVERIFIED_LABEL)}</h2>
 <blockquote class=unverified>{_e(view.unverified_reason) or "<em>(no reason given)</em>"}</blockquote>
