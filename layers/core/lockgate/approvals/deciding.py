@@ -7,27 +7,17 @@ proposal becomes an inbox event, and the worker re-checks everything before acti
 
 from __future__ import annotations
 
-import hashlib
-import json
 from enum import StrEnum
 
 from lockgate.agent.tools import fingerprint
 from lockgate.approvals.decisions import DecisionRecord, DecisionStore, State, Verdict, state_of
+from lockgate.approvals.events import approval_event, enqueue
 from lockgate.approvals.proposals import Proposal
 from lockgate.clock import Clock
 from lockgate.config import ApprovalsConfig, Reviewer
-from lockgate.errors import QueueUnavailable
-from lockgate.inbox.models import Delivery, Status, delivery_key
 from lockgate.inbox.queue import InboxQueue
 from lockgate.inbox.store import InboxStore
 from lockgate.telemetry import Log, Metrics
-
-DAY = 86_400
-
-
-def decision_key(approval_id: str, state: State) -> str:
-    """The inbox event id for a decided proposal: a second POST that completes it is a duplicate."""
-    return f"{approval_id}#{state.value}"
 
 
 def current_state(
@@ -128,23 +118,4 @@ class DecisionRecorder:
 
     def _enqueue(self, proposal: Proposal, state: State, now: int) -> None:
         """The decision becomes an inbox event; the worker re-checks everything before acting."""
-        delivery_id = decision_key(proposal.approval_id, state)
-        body = json.dumps({"approval_id": proposal.approval_id, "state": state.value}).encode()
-        delivery = Delivery(
-            pk=delivery_key("approval", delivery_id),
-            source="approval",
-            delivery_id=delivery_id,
-            event_type=f"approval.{state.value}",
-            status=Status.RECEIVED,
-            received_at=now,
-            available_at=now,
-            body=body,
-            body_sha256=hashlib.sha256(body).hexdigest(),
-            body_bytes=len(body),
-            ttl=now + 14 * DAY,
-        )
-        if self._inbox.put_new(delivery).created:
-            try:
-                self._queue.send(delivery.pk)
-            except QueueUnavailable as exc:  # stored: the inbox sweep re-queues it
-                self._log.error("queue send failed after a decision", extra={"error": str(exc)})
+        enqueue(self._inbox, self._queue, approval_event(proposal.approval_id, state.value, now), self._log)

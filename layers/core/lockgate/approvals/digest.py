@@ -9,7 +9,8 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
 
-from lockgate.approvals.decisions import DecisionStore, State, state_of
+from lockgate.approvals.deciding import current_state
+from lockgate.approvals.decisions import DecisionStore, State
 from lockgate.approvals.desk import LinkSigner
 from lockgate.approvals.links import LinkInvalid, new_claims, sign_link, verify_link
 from lockgate.approvals.pages import DigestItem, Page, digest_page, outcome_page
@@ -70,11 +71,10 @@ class ReviewDigest:
             return outcome_page("This link is not valid", "Nothing is shown.", status=403)
         items = []
         for proposal in self._proposals.created_since(int(now) - LOOKBACK_SECONDS):
-            allowed = {r.id for r in self._config.reviewers_for(proposal.tool)}
-            if reviewer.id not in allowed:
+            if reviewer.id not in {r.id for r in self._config.reviewers_for(proposal.tool)}:
                 continue
             decisions = self._decisions.for_approval(proposal.approval_id)
-            if state_of(proposal, decisions, now, frozenset(allowed)) is not State.PENDING:
+            if current_state(self._config, proposal, decisions, now) is not State.PENDING:
                 continue
             if any(d.reviewer == reviewer.id for d in decisions):
                 continue

@@ -85,9 +85,9 @@ class Proposal:
             expires_at=n["expires_at"],
             run_within_seconds=n.get("run_within_seconds", HOUR),
             reviewers_required=n.get("reviewers_required", 1),
-            requester=s.get("requester", ""),
+            requester="" if s.get("requester") == "-" else s.get("requester", ""),
             policy_version=s.get("policy_version", POLICY_VERSION),
-            call_id=s.get("call_id", ""),
+            call_id="" if s.get("call_id") == "-" else s.get("call_id", ""),
             extra=json.loads(s.get("extra", "{}")),
         )
 
