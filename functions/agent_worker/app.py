@@ -74,6 +74,7 @@ model = wire_agent_tasks(
     tracing=PowertoolsTracing(),
     approvals=config.approvals,
     sqs=sqs,
+    budget=config.budget,
 )
 worker = Worker(
     inbox=InboxStore(dynamodb, settings.inbox_table),

@@ -91,3 +91,12 @@ def test_approval_rules_parse_and_mistakes_are_named() -> None:
     ]:
         with pytest.raises(ConfigError, match=message):
             parse_config({"approvals": bad})
+
+
+def test_budget_caps_parse_and_must_be_positive_dollars() -> None:
+    config = parse_config({"budget": {"daily_usd": 20, "tasks": {"support-inbox": 7.5}}})
+    assert (config.budget.daily_usd, dict(config.budget.tasks)) == (20.0, {"support-inbox": 7.5})
+    assert parse_config({}).budget.daily_usd is None
+    for bad in ({"daily_usd": 0}, {"daily_usd": "20"}, {"tasks": {"x": -1}}, {"monthly_usd": 5}):
+        with pytest.raises(ConfigError):
+            parse_config({"budget": bad})

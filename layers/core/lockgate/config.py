@@ -99,6 +99,14 @@ class ApprovalsConfig:
 
 
 @dataclass(frozen=True)
+class BudgetConfig:
+    """Daily (UTC) dollar caps on model calls, shared by every Lambda; None: no cap."""
+
+    daily_usd: float | None = None
+    tasks: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class LockgateConfig:
     """The whole file."""
 
@@ -106,6 +114,7 @@ class LockgateConfig:
     inbox: InboxConfig = field(default_factory=InboxConfig)
     workflows_package: str | None = None
     approvals: ApprovalsConfig = field(default_factory=ApprovalsConfig)
+    budget: BudgetConfig = field(default_factory=BudgetConfig)
 
     def source(self, name: str) -> SourceConfig | None:
         """The source called ``name``, or None."""
@@ -130,7 +139,7 @@ def load_config(path: str | Path) -> LockgateConfig:
 
 def parse_config(raw: Mapping[str, Any], origin: str = "lockgate.toml") -> LockgateConfig:
     """Validate an already-parsed TOML document."""
-    unknown = set(raw) - {"sources", "inbox", "workflows", "approvals"}
+    unknown = set(raw) - {"sources", "inbox", "workflows", "approvals", "budget"}
     if unknown:
         raise ConfigError(f"{origin}: unknown section(s) {sorted(unknown)}")
     sources_raw = _table(raw.get("sources", {}), f"{origin}: [sources]")
@@ -147,7 +156,28 @@ def parse_config(raw: Mapping[str, Any], origin: str = "lockgate.toml") -> Lockg
     if package is not None and not (isinstance(package, str) and package.isidentifier()):
         raise ConfigError(f"{origin}: workflows.package must be a Python package name")
     approvals = _approvals(_table(raw.get("approvals", {}), f"{origin}: [approvals]"), origin)
-    return LockgateConfig(sources=sources, inbox=inbox, workflows_package=package, approvals=approvals)
+    budget = _budget(_table(raw.get("budget", {}), f"{origin}: [budget]"), origin)
+    return LockgateConfig(
+        sources=sources, inbox=inbox, workflows_package=package, approvals=approvals, budget=budget
+    )
+
+
+def _budget(body: Mapping[str, Any], origin: str) -> BudgetConfig:
+    where = f"{origin}: [budget]"
+    _no_unknown(body, {"daily_usd", "tasks"}, where)
+    daily = body.get("daily_usd")
+    tasks = {
+        name: _dollars(v, f"{where} tasks.{name}") for name, v in _table(body.get("tasks", {}), where).items()
+    }
+    return BudgetConfig(
+        daily_usd=None if daily is None else _dollars(daily, f"{where} daily_usd"), tasks=tasks
+    )
+
+
+def _dollars(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        raise ConfigError(f"{where} must be a positive number of dollars, got {value!r}")
+    return float(value)
 
 
 def _approvals(body: Mapping[str, Any], origin: str) -> ApprovalsConfig:

@@ -13,10 +13,11 @@ from typing import Any
 
 from lockgate.agent.guard import Decision, RunState, decide
 from lockgate.agent.ledger import Ledger, LedgerConflict, OpState, operation_key
-from lockgate.agent.model import ModelClient, ModelReply, ModelRequest, Usage
+from lockgate.agent.model import ModelClient, ModelError, ModelReply, ModelRequest, Usage
 from lockgate.agent.pricing import cost_usd
 from lockgate.agent.runs import Run, RunStore
 from lockgate.agent.screen import Screener
+from lockgate.agent.spend import SpendCaps, estimate_usd, input_tokens_upper_bound
 from lockgate.agent.tasks import Task
 from lockgate.agent.tools import OutcomeUnknown, Tool, ToolContext, ToolError, fingerprint
 from lockgate.approvals.requests import ApprovalRequests
@@ -78,6 +79,7 @@ class AgentLoop:
         tracing: Tracing | None = None,
         screener: Screener | None = None,
         approvals: ApprovalRequests | None = None,
+        spend: SpendCaps | None = None,
     ) -> None:
         self._model = model
         self._runs = runs
@@ -88,6 +90,7 @@ class AgentLoop:
         self._tracing = tracing or NoTracing()
         self._screener = screener
         self._approvals = approvals
+        self._spend = spend
 
     def run(self, task: Task, event: InboxEvent, deadline: float) -> RunOutcome:
         """Run (or resume) the task for this event until the model ends its turn or a limit hits."""
@@ -144,12 +147,30 @@ class AgentLoop:
                 max_tokens=task.max_output_tokens,
                 cache_ttl=task.cache_ttl,
             )
-            fresh = self._model.create(request, deadline)
+            fresh = self._call_model(task, request, deadline)
             totals.model_calls += 1
             # If another attempt recorded this step first, its reply is the one that counts.
             reply = ModelReply.from_dict(self._runs.record(run, n, "model", fresh.as_dict()).data)
         totals.add(reply, task.cache_ttl)
         return reply
+
+    def _call_model(self, task: Task, request: ModelRequest, deadline: float) -> ModelReply:
+        """One paid call, inside the daily spend caps: reserve an upper bound first, settle after."""
+        if self._spend is None:
+            return self._model.create(request, deadline)
+        prompt = input_tokens_upper_bound(request.system, request.tools, request.messages)
+        # Raises SpendCapReached / SpendUnavailable (both Deferred): no call is sent, the event waits.
+        reservation = self._spend.reserve(
+            task.name, estimate_usd(task.model, prompt, task.max_output_tokens, cache_ttl=task.cache_ttl)
+        )
+        try:
+            fresh = self._model.create(request, deadline)
+        except ModelError as exc:
+            if exc.status is not None:  # the API answered with an error: nothing was billed
+                self._spend.settle(reservation, 0.0)
+            raise  # a timeout or lost connection keeps the hold: it may have been billed
+        self._spend.settle(reservation, cost_usd(fresh.model, fresh.usage, task.cache_ttl))
+        return fresh
 
     # -- tool steps -----------------------------------------------------------------------
 

@@ -9,19 +9,35 @@ from lockgate.agent.model import Usage
 PRICES_AS_OF = "2026-11-01"
 CACHE_WRITE_5M = 1.25  # × the input price
 CACHE_WRITE_1H = 2.0
+BATCH_DISCOUNT = 0.5  # Message Batches: half of every line, caching multipliers included
 
 
 @dataclass(frozen=True)
 class Price:
-    """Per-million-token prices for one model."""
+    """Per-million-token prices for one model.
+
+    ``long_prompt`` is a second set of rates for requests whose prompt (input + cache reads +
+    cache writes) is over ``long_prompt_over`` tokens; it then applies to every token of the
+    request, output included.
+    """
 
     input: float
     output: float
     cache_read: float
+    long_prompt_over: int | None = None
+    long_prompt: Price | None = None
+
+    def rates_for(self, prompt_tokens: int) -> Price:
+        """The rates that apply to a request with this many prompt tokens."""
+        over = self.long_prompt_over
+        if self.long_prompt is not None and over is not None and prompt_tokens > over:
+            return self.long_prompt
+        return self
 
 
 # Published list prices (platform.claude.com/docs/en/about-claude/pricing), as of PRICES_AS_OF.
-# Haiku 5.5's prompts over 100k tokens cost more; Lockgate's tasks stay far below that.
+# Haiku 5.5 is priced in two bands by prompt length: ≤100k tokens $0.10/$0.50, over 100k
+# $0.50/$2.50 with cache reads $0.05 (cache writes follow the input price × the multipliers).
 PRICES: dict[str, Price] = {
     "claude-opus-5-5": Price(4.00, 20.00, 0.20),
     "claude-opus-5": Price(5.00, 25.00, 0.50),
@@ -34,10 +50,19 @@ PRICES: dict[str, Price] = {
     "claude-sonnet-5": Price(2.00, 10.00, 0.20),
     "claude-sonnet-4-6": Price(3.00, 15.00, 0.30),
     "claude-sonnet-4-5": Price(3.00, 15.00, 0.30),
-    "claude-haiku-5-5": Price(0.10, 0.50, 0.01),
+    "claude-haiku-5-5": Price(
+        0.10, 0.50, 0.01, long_prompt_over=100_000, long_prompt=Price(0.50, 2.50, 0.05)
+    ),
     "claude-haiku-4-5": Price(1.00, 5.00, 0.10),
 }
-UNKNOWN_MODEL = PRICES["claude-opus-4-1"]  # price an unknown model as the dearest: never under-count
+
+
+def _dearest(prices: dict[str, Price]) -> Price:
+    rates = [p.long_prompt or p for p in prices.values()] + list(prices.values())
+    return max(rates, key=lambda p: (p.output, p.input, p.cache_read))
+
+
+UNKNOWN_MODEL = _dearest(PRICES)  # price an unknown model as the dearest: never under-count
 
 
 def price_for(model: str) -> Price:
@@ -49,14 +74,45 @@ def price_for(model: str) -> Price:
     return UNKNOWN_MODEL
 
 
-def cost_usd(model: str, usage: Usage, cache_ttl: str = "5m") -> float:
-    """Dollars for one call's usage."""
-    price = price_for(model)
-    write = CACHE_WRITE_1H if cache_ttl == "1h" else CACHE_WRITE_5M
+def cache_write_multiplier(cache_ttl: str) -> float:
+    """× the input price for writing the prompt cache with this TTL ("1h", else the 5-minute rate)."""
+    return CACHE_WRITE_1H if cache_ttl == "1h" else CACHE_WRITE_5M
+
+
+def cost_usd(model: str | Price, usage: Usage, cache_ttl: str = "5m", batch: bool = False) -> float:
+    """Dollars for one call's usage (a model id, or an explicit Price)."""
+    base = model if isinstance(model, Price) else price_for(model)
+    prompt = usage.input_tokens + usage.cache_creation_input_tokens + usage.cache_read_input_tokens
+    price = base.rates_for(prompt)
     total = (
         usage.input_tokens * price.input
         + usage.output_tokens * price.output
-        + usage.cache_creation_input_tokens * price.input * write
+        + usage.cache_creation_input_tokens * price.input * cache_write_multiplier(cache_ttl)
         + usage.cache_read_input_tokens * price.cache_read
     )
+    if batch:
+        total *= BATCH_DISCOUNT
     return round(total / 1_000_000, 6)
+
+
+def estimate_usd(
+    model: str | Price,
+    input_tokens_estimate: int,
+    max_output_tokens: int,
+    *,
+    cache_ttl: str | None = None,
+    batch: bool = False,
+) -> float:
+    """A cautious upper bound for one call: every input token uncached, the full output cap.
+
+    Pass the request's ``cache_ttl`` ("5m"/"1h") when it carries cache markers: a cache write
+    costs more than plain input, so the bound then prices the whole prompt as a cache write.
+    """
+    if input_tokens_estimate < 0 or max_output_tokens < 0:
+        raise ValueError("token counts cannot be negative")
+    base = model if isinstance(model, Price) else price_for(model)
+    if cache_ttl in (None, "off"):
+        usage = Usage(input_tokens=input_tokens_estimate, output_tokens=max_output_tokens)
+        return cost_usd(base, usage, batch=batch)
+    usage = Usage(cache_creation_input_tokens=input_tokens_estimate, output_tokens=max_output_tokens)
+    return cost_usd(base, usage, str(cache_ttl), batch=batch)

@@ -11,13 +11,14 @@ from lockgate.agent.loop import AgentLoop
 from lockgate.agent.model import ModelClient
 from lockgate.agent.runs import RunStore
 from lockgate.agent.screen import Screener
+from lockgate.agent.spend import SpendCaps
 from lockgate.approvals.decisions import DecisionStore
 from lockgate.approvals.events import VetoTimer
 from lockgate.approvals.executor import ApprovalExecutor
 from lockgate.approvals.proposals import ProposalStore
 from lockgate.approvals.requests import ApprovalRequests
 from lockgate.clock import Clock
-from lockgate.config import ApprovalsConfig
+from lockgate.config import ApprovalsConfig, BudgetConfig
 from lockgate.inbox.queue import InboxQueue
 from lockgate.inbox.store import InboxStore
 from lockgate.secrets import SecretResolver
@@ -50,6 +51,7 @@ def wire_agent_tasks(
     tracing: Tracing,
     approvals: ApprovalsConfig | None = None,
     sqs: Any = None,
+    budget: BudgetConfig | None = None,
 ) -> ModelClient | None:
     """Route every registered task through one agent loop; returns its model client (for refresh)."""
     if not setup.tasks:
@@ -84,6 +86,17 @@ def wire_agent_tasks(
             metrics=metrics,
         )
         setup.router.add("approval", "*", executor)
+    spend = None
+    if budget is not None and budget.daily_usd is not None:
+        spend = SpendCaps(
+            dynamodb,
+            state_table,
+            clock,
+            global_cap_usd=budget.daily_usd,
+            task_caps=budget.tasks,
+            metrics=metrics,
+            log=log,
+        )
     loop = AgentLoop(
         model=model,
         runs=RunStore(dynamodb, state_table, clock),
@@ -94,6 +107,7 @@ def wire_agent_tasks(
         tracing=tracing,
         screener=Screener(model, clock),
         approvals=requests,
+        spend=spend,
     )
     route_tasks(setup.router, setup.tasks, loop, clock)
     return model

@@ -1,0 +1,270 @@
+"""Daily (UTC) dollar caps shared by every Lambda, enforced before a model call is sent.
+
+Each counter is one State item, ``spend#YYYY-MM-DD`` / ``global`` or ``task#NAME``, holding the
+REMAINING budget. DynamoDB conditions cannot do arithmetic (``spent + :est <= :cap`` is not
+expressible), but ``remaining >= :est`` is: one conditional UpdateItem
+``SET remaining = remaining - :est`` admits a call atomically across all Lambdas.
+
+Failing closed: a condition that fails returns the old item (ALL_OLD), so one call tells apart
+"spent" (a number below the estimate), "no item yet" (a new day: created once with a
+conditional put, remaining = cap) and "damaged" (not a number, or no ``remaining``). Nothing
+is ever reset; only a day's first item is created. Amounts go to DynamoDB as exact decimals.
+
+The cap in force for a day is the one the day's first reserve wrote; a changed cap applies
+from the next UTC day. A reservation lost to a crash before ``settle`` stays charged (the
+safe direction).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from typing import Any, NoReturn
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from lockgate.agent.pricing import estimate_usd
+from lockgate.clock import Clock
+from lockgate.errors import Deferred
+from lockgate.telemetry import Log, Metrics
+
+__all__ = [
+    "Reservation",
+    "SpendCapReached",
+    "SpendCaps",
+    "SpendUnavailable",
+    "estimate_usd",
+    "input_tokens_upper_bound",
+]
+
+TTL_SECONDS = 40 * 86_400
+NEAR_CAP = Decimal("0.8")  # share of the cap spent that counts as "near"
+MIDNIGHT_MARGIN_SECONDS = 60
+UNAVAILABLE_DELAY_SECONDS = 60
+GLOBAL = "global"
+
+
+class SpendCapReached(Deferred):
+    """A daily dollar cap is spent: defer the work until the next UTC day."""
+
+    def __init__(self, reason: str, delay_seconds: int, scope: str) -> None:
+        super().__init__(reason, delay_seconds)
+        self.scope = scope
+
+
+class SpendUnavailable(Deferred):
+    """The spend counter could not be read or is damaged: no call (fail closed); retry shortly."""
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """Dollars held on the day's counters for one model call, until settled."""
+
+    day: str
+    task: str
+    estimate_usd: Decimal
+    counters: tuple[str, ...]
+
+
+def input_tokens_upper_bound(*parts: Any) -> int:
+    """A cautious prompt size: half a token per UTF-8 byte of the JSON (text runs ~3-4 chars a token)."""
+    return math.ceil(len(json.dumps(parts, ensure_ascii=False).encode("utf-8")) / 2)
+
+
+class SpendCaps:
+    """Reserve before a model call, settle after it; global and per-task caps per UTC day."""
+
+    def __init__(
+        self,
+        dynamodb: Any,
+        table: str,
+        clock: Clock,
+        *,
+        global_cap_usd: float,
+        task_caps: Mapping[str, float],
+        metrics: Metrics,
+        log: Log,
+    ) -> None:
+        self._db = dynamodb
+        self._table = table
+        self._clock = clock
+        self._global_cap = _usd(global_cap_usd)
+        self._task_caps = {name: _usd(cap) for name, cap in task_caps.items()}
+        self._metrics = metrics
+        self._log = log
+
+    def reserve(self, task: str, estimate_usd: float) -> Reservation:
+        """Hold ``estimate_usd`` on the global and the task's counter, or raise before any model call.
+
+        Tasks without a cap of their own are bounded by the global cap only.
+        """
+        estimate = _usd(estimate_usd)
+        if estimate < 0:
+            raise ValueError("a spend estimate cannot be negative")
+        now = self._clock.now()
+        day = time.strftime("%Y-%m-%d", time.gmtime(now))
+        counters = [(GLOBAL, self._global_cap)]
+        if task in self._task_caps:
+            counters.append((f"task#{task}", self._task_caps[task]))
+        taken: list[str] = []
+        try:
+            for sk, cap in counters:
+                self._take(day, sk, cap, estimate, now)
+                taken.append(sk)
+        except (SpendCapReached, SpendUnavailable):
+            for sk in taken:  # give back what the earlier counter held
+                self._adjust(day, sk, estimate)
+            raise
+        return Reservation(day=day, task=task, estimate_usd=estimate, counters=tuple(taken))
+
+    def settle(self, reservation: Reservation, actual_usd: float) -> None:
+        """Replace the held estimate by the actual cost (may leave a counter below zero)."""
+        refund = reservation.estimate_usd - _usd(actual_usd)
+        if refund == 0:
+            return
+        for sk in reservation.counters:
+            self._adjust(reservation.day, sk, refund)
+
+    # -- counters -------------------------------------------------------------------------
+
+    def _take(self, day: str, sk: str, cap: Decimal, estimate: Decimal, now: float) -> None:
+        for attempt in range(2):
+            old, new = self._decrement(day, sk, estimate)
+            if new is not None:
+                self._near_cap(day, sk, new + estimate, new)
+                return
+            if old is None and attempt == 0:
+                self._open_day(day, sk, cap, now)  # no item: the day's first reserve on this counter
+                continue
+            if old is None:
+                self._damaged(day, sk, "the counter vanished after it was created")
+            remaining = _remaining(old)
+            if remaining is None:
+                self._damaged(day, sk, f"unreadable counter {old.get('remaining')!r}")
+            self._metrics.add_metric(name="SpendCapReached", unit="Count", value=1)
+            self._log.warning(
+                "spend cap reached",
+                extra={"day": day, "counter": sk, "remaining": str(remaining), "estimate": str(estimate)},
+            )
+            raise SpendCapReached(
+                f"daily spend cap reached ({sk}, {day})", _seconds_to_next_day(now), scope=sk
+            )
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _decrement(
+        self, day: str, sk: str, estimate: Decimal
+    ) -> tuple[dict[str, Any] | None, Decimal | None]:
+        """(None, new remaining) when held; (old item or None, None) when the condition failed."""
+        try:
+            out = self._db.update_item(
+                TableName=self._table,
+                Key=_key(day, sk),
+                UpdateExpression="SET remaining = remaining - :est ADD spent :est",
+                # The type test first: a string counter must fail the condition, not compare.
+                ConditionExpression="attribute_type(remaining, :n) AND remaining >= :est",
+                ExpressionAttributeValues={":est": {"N": str(estimate)}, ":n": {"S": "N"}},
+                ReturnValues="ALL_NEW",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as exc:
+            if _code(exc) != "ConditionalCheckFailedException":
+                raise self._unavailable(day, sk, _code(exc)) from exc
+            old: dict[str, Any] | None = exc.response.get("Item")  # type: ignore[assignment]
+            return old or None, None
+        except BotoCoreError as exc:
+            raise self._unavailable(day, sk, type(exc).__name__) from exc
+        new = _remaining(out.get("Attributes", {}))
+        if new is None:  # cannot happen after a successful numeric SET; fail closed anyway
+            self._damaged(day, sk, "no remaining budget returned")
+        return None, new
+
+    def _open_day(self, day: str, sk: str, cap: Decimal, now: float) -> None:
+        try:
+            self._db.put_item(
+                TableName=self._table,
+                Item={
+                    **_key(day, sk),
+                    "remaining": {"N": str(cap)},
+                    "spent": {"N": "0"},
+                    "cap": {"N": str(cap)},
+                    "opened_at": {"N": str(int(now))},
+                    "ttl": {"N": str(int(now) + TTL_SECONDS)},
+                },
+                ConditionExpression="attribute_not_exists(pk)",
+            )
+        except ClientError as exc:
+            if _code(exc) != "ConditionalCheckFailedException":
+                raise self._unavailable(day, sk, _code(exc)) from exc
+            # Another Lambda opened the day first: its item stands, never overwritten.
+        except BotoCoreError as exc:
+            raise self._unavailable(day, sk, type(exc).__name__) from exc
+
+    def _adjust(self, day: str, sk: str, refund: Decimal) -> None:
+        """Give back (or, negative, charge) dollars; never creates or repairs an item."""
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key=_key(day, sk),
+                UpdateExpression="SET remaining = remaining + :refund ADD spent :charge",
+                ConditionExpression="attribute_type(remaining, :n)",
+                ExpressionAttributeValues={
+                    ":refund": {"N": str(refund)},
+                    ":charge": {"N": str(-refund)},
+                    ":n": {"S": "N"},
+                },
+            )
+        except (ClientError, BotoCoreError) as exc:
+            # The call already happened; the counter keeps the estimate (an over-count when the
+            # estimate was an upper bound). Say so loudly rather than fail the run.
+            self._metrics.add_metric(name="SpendSettleFailed", unit="Count", value=1)
+            self._log.error(
+                "spend settle failed",
+                extra={"day": day, "counter": sk, "refund": str(refund), "error": type(exc).__name__},
+            )
+
+    def _near_cap(self, day: str, sk: str, before: Decimal, after: Decimal) -> None:
+        cap = self._global_cap if sk == GLOBAL else self._task_caps[sk.removeprefix("task#")]
+        threshold = cap * (1 - NEAR_CAP)
+        if before > threshold >= after:
+            self._metrics.add_metric(name="SpendNearCap", unit="Count", value=1)
+            self._log.warning("spend near cap", extra={"day": day, "counter": sk, "remaining": str(after)})
+
+    def _damaged(self, day: str, sk: str, why: str) -> NoReturn:
+        self._metrics.add_metric(name="SpendCounterDamaged", unit="Count", value=1)
+        self._log.error("spend counter damaged", extra={"day": day, "counter": sk, "why": why})
+        raise SpendUnavailable(f"spend counter {sk} for {day} is damaged: {why}", UNAVAILABLE_DELAY_SECONDS)
+
+    def _unavailable(self, day: str, sk: str, why: str) -> SpendUnavailable:
+        self._metrics.add_metric(name="SpendUnavailable", unit="Count", value=1)
+        self._log.error("spend counter unavailable", extra={"day": day, "counter": sk, "error": why})
+        return SpendUnavailable(f"spend counter unavailable: {why}", UNAVAILABLE_DELAY_SECONDS)
+
+
+def _key(day: str, sk: str) -> dict[str, Any]:
+    return {"pk": {"S": f"spend#{day}"}, "sk": {"S": sk}}
+
+
+def _usd(value: float) -> Decimal:
+    return Decimal(f"{value:.6f}")
+
+
+def _remaining(item: Mapping[str, Any]) -> Decimal | None:
+    value = item.get("remaining")
+    if not isinstance(value, dict) or "N" not in value:
+        return None
+    try:
+        return Decimal(value["N"])
+    except InvalidOperation:
+        return None
+
+
+def _code(exc: ClientError) -> str:
+    return str(exc.response.get("Error", {}).get("Code", ""))
+
+
+def _seconds_to_next_day(now: float) -> int:
+    return int(86_400 - (now % 86_400)) + MIDNIGHT_MARGIN_SECONDS

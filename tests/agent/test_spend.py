@@ -1,0 +1,327 @@
+"""Daily dollar caps on moto: atomic conditional counters in the State table, failing closed."""
+
+from __future__ import annotations
+
+import threading
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from lockgate.agent.spend import SpendCapReached, SpendCaps, SpendUnavailable
+from lockgate.clock import FixedClock
+from lockgate.errors import Deferred
+from lockgate.telemetry import CountingMetrics
+from tests.support import LOG, Aws, fail_calls, serialized_moto
+
+DAY = "2026-01-01"  # FixedClock's default start is 2026-01-01T00:00:00Z
+
+
+@pytest.fixture
+def metrics() -> CountingMetrics:
+    return CountingMetrics()
+
+
+def caps(aws: Aws, clock: FixedClock, metrics: CountingMetrics, db: Any = None, **kw: Any) -> SpendCaps:
+    return SpendCaps(
+        db or aws.client("dynamodb"),
+        aws.state_table,
+        clock,
+        global_cap_usd=kw.get("global_cap", 10.0),
+        task_caps=kw.get("task_caps", {"triage": 2.0}),
+        metrics=metrics,
+        log=LOG,
+    )
+
+
+def row(aws: Aws, sk: str, day: str = DAY) -> dict[str, Any] | None:
+    got = aws.client("dynamodb").get_item(
+        TableName=aws.state_table, Key={"pk": {"S": f"spend#{day}"}, "sk": {"S": sk}}, ConsistentRead=True
+    )
+    return got.get("Item")
+
+
+def remaining(aws: Aws, sk: str, day: str = DAY) -> Decimal:
+    item = row(aws, sk, day)
+    assert item is not None
+    return Decimal(item["remaining"]["N"])
+
+
+def put_counter(aws: Aws, sk: str, **attrs: dict[str, str]) -> None:
+    aws.client("dynamodb").put_item(
+        TableName=aws.state_table, Item={"pk": {"S": f"spend#{DAY}"}, "sk": {"S": sk}, **attrs}
+    )
+
+
+def test_reserve_within_cap_decrements_both_counters(
+    aws: Aws, clock: FixedClock, metrics: CountingMetrics
+) -> None:
+    # Given a fresh day
+    spend = caps(aws, clock, metrics)
+    # When a task reserves $0.75
+    res = spend.reserve("triage", 0.75)
+    # Then the global and the task counter are opened at their caps and hold the estimate
+    assert res.counters == ("global", "task#triage")
+    assert remaining(aws, "global") == Decimal("9.25")
+    assert remaining(aws, "task#triage") == Decimal("1.25")
+    item = row(aws, "global")
+    assert item is not None
+    assert item["cap"]["N"] == "10.000000" and Decimal(item["spent"]["N"]) == Decimal("0.75")
+    assert int(item["ttl"]["N"]) == int(clock.now()) + 40 * 86_400
+
+
+def test_at_the_cap_the_call_is_deferred_to_the_next_utc_midnight(
+    aws: Aws, clock: FixedClock, metrics: CountingMetrics
+) -> None:
+    # Given $9.50 of the $10 global cap spent by an uncapped task, 6 hours into the day
+    spend = caps(aws, clock, metrics)
+    spend.reserve("digest", 9.5)
+    clock.advance(6 * 3600)
+    # When the next call needs $0.60
+    with pytest.raises(SpendCapReached) as caught:
+        spend.reserve("digest", 0.6)
+    # Then it is deferred (not dropped) until just after midnight, and the counter is untouched
+    assert isinstance(caught.value, Deferred)
+    assert caught.value.delay_seconds == 18 * 3600 + 60
+    assert caught.value.scope == "global"
+    assert remaining(aws, "global") == Decimal("0.5")
+    assert metrics.totals["SpendCapReached"] == 1
+    # And a call that fits the rest still goes
+    spend.reserve("digest", 0.5)
+    assert remaining(aws, "global") == 0
+
+
+@pytest.mark.parametrize(
+    ("damage", "expected"),
+    [
+        ({"remaining": {"S": "lots"}}, SpendUnavailable),  # wrong type
+        ({"spent": {"N": "3"}}, SpendUnavailable),  # the attribute is gone
+        ({"remaining": {"N": "-4"}}, SpendCapReached),  # below zero: already over the cap
+    ],
+)
+def test_a_damaged_counter_fails_closed_and_is_not_reset(
+    aws: Aws, clock: FixedClock, metrics: CountingMetrics, damage: dict[str, Any], expected: type[Exception]
+) -> None:
+    # Given today's global counter exists but is damaged
+    put_counter(aws, "global", **damage)
+    before = row(aws, "global")
+    spend = caps(aws, clock, metrics)
+    # When a call is reserved
+    with pytest.raises(expected):
+        spend.reserve("triage", 0.01)
+    # Then nothing was admitted and the counter is exactly as it was
+    assert row(aws, "global") == before
+    assert row(aws, "task#triage") is None
+    # And it stays closed on a second try (no self-repair)
+    with pytest.raises(expected):
+        spend.reserve("triage", 0.01)
+    assert row(aws, "global") == before
+
+
+def test_a_new_utc_day_starts_a_fresh_counter(aws: Aws, clock: FixedClock, metrics: CountingMetrics) -> None:
+    # Given today's global cap is spent
+    spend = caps(aws, clock, metrics)
+    spend.reserve("digest", 10.0)
+    with pytest.raises(SpendCapReached):
+        spend.reserve("digest", 0.01)
+    # When the clock passes midnight UTC
+    clock.advance(86_400)
+    spend.reserve("digest", 1.0)
+    # Then a new day's item has the full cap less the call; yesterday's is untouched
+    assert remaining(aws, "global", "2026-01-02") == Decimal("9")
+    assert remaining(aws, "global") == 0
+
+
+def test_settle_refunds_the_over_estimate_and_charges_an_under_estimate(
+    aws: Aws, clock: FixedClock, metrics: CountingMetrics
+) -> None:
+    spend = caps(aws, clock, metrics)
+    # Given $1.50 reserved
+    res = spend.reserve("triage", 1.5)
+    # When the call actually cost $0.20
+    spend.settle(res, 0.2)
+    # Then $1.30 comes back on both counters and "spent" shows the actual
+    assert remaining(aws, "global") == Decimal("9.8")
+    assert remaining(aws, "task#triage") == Decimal("1.8")
+    item = row(aws, "task#triage")
+    assert item is not None and Decimal(item["spent"]["N"]) == Decimal("0.2")
+    # When a later call cost more than its estimate, the counter may go below zero
+    res = spend.reserve("triage", 1.8)
+    spend.settle(res, 2.0)
+    assert remaining(aws, "task#triage") == Decimal("-0.2")
+    # Then the next reserve fails closed
+    with pytest.raises(SpendCapReached):
+        spend.reserve("triage", 0)
+
+
+def test_settle_never_creates_a_counter(aws: Aws, clock: FixedClock, metrics: CountingMetrics) -> None:
+    spend = caps(aws, clock, metrics)
+    res = spend.reserve("triage", 1.0)
+    aws.client("dynamodb").delete_item(
+        TableName=aws.state_table, Key={"pk": {"S": f"spend#{DAY}"}, "sk": {"S": "task#triage"}}
+    )
+    spend.settle(res, 0.1)
+    assert row(aws, "task#triage") is None
+    assert metrics.totals["SpendSettleFailed"] == 1
+    assert remaining(aws, "global") == Decimal("9.9")
+
+
+def test_near_cap_metric_fires_once_when_crossing_80_percent(
+    aws: Aws, clock: FixedClock, metrics: CountingMetrics
+) -> None:
+    spend = caps(aws, clock, metrics, task_caps={})
+    spend.reserve("digest", 7.9)
+    assert "SpendNearCap" not in metrics.totals
+    spend.reserve("digest", 0.1)  # exactly 80 %
+    spend.reserve("digest", 0.5)
+    spend.reserve("digest", 0.5)
+    assert metrics.totals["SpendNearCap"] == 1
+
+
+def test_a_task_cap_is_independent_of_the_global_cap(
+    aws: Aws, clock: FixedClock, metrics: CountingMetrics
+) -> None:
+    spend = caps(aws, clock, metrics)
+    # Given triage has spent its $2 cap while the global cap has room
+    spend.reserve("triage", 2.0)
+    # When triage asks again
+    with pytest.raises(SpendCapReached) as caught:
+        spend.reserve("triage", 0.5)
+    # Then it is refused for its own cap, and the global hold taken first was given back
+    assert caught.value.scope == "task#triage"
+    assert remaining(aws, "global") == Decimal("8")
+    # And another task still runs on the global cap
+    spend.reserve("digest", 3.0)
+    assert remaining(aws, "global") == Decimal("5")
+    assert remaining(aws, "task#triage") == 0
+
+
+def test_ten_threads_against_a_cap_that_fits_four(
+    aws: Aws, clock: FixedClock, metrics: CountingMetrics
+) -> None:
+    # Given a $1 cap for triage, and the day already opened
+    spend = caps(aws, clock, metrics, task_caps={"triage": 1.0})
+    spend.reserve("triage", 0)
+    results: list[str] = []
+    barrier = threading.Barrier(10)
+
+    def call() -> None:
+        one = caps(aws, clock, metrics, db=aws.client("dynamodb"), task_caps={"triage": 1.0})
+        barrier.wait()
+        try:
+            one.reserve("triage", 0.25)
+            results.append("ok")
+        except SpendCapReached:
+            results.append("capped")
+
+    # When 10 Lambdas reserve $0.25 at once (moto serialised: see DESIGN.md)
+    with serialized_moto():
+        threads = [threading.Thread(target=call) for _ in range(10)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    # Then exactly 4 get through and the counters are exact
+    assert results.count("ok") == 4 and results.count("capped") == 6
+    assert remaining(aws, "task#triage") == 0
+    assert remaining(aws, "global") == Decimal("9")
+
+
+def test_dynamodb_errors_fail_closed(aws: Aws, clock: FixedClock, metrics: CountingMetrics) -> None:
+    # Given DynamoDB refuses every UpdateItem
+    db = aws.client("dynamodb")
+    fail_calls(db, "UpdateItem", "ProvisionedThroughputExceededException")
+    spend = caps(aws, clock, metrics, db=db)
+    # When a call is reserved
+    with pytest.raises(SpendUnavailable) as caught:
+        spend.reserve("triage", 0.1)
+    # Then it is deferred briefly (no model call), and no counter exists
+    assert isinstance(caught.value, Deferred) and caught.value.delay_seconds == 60
+    assert row(aws, "global") is None
+    assert metrics.totals["SpendUnavailable"] == 1
+
+
+def test_an_error_on_the_second_counter_gives_back_the_first(
+    aws: Aws, clock: FixedClock, metrics: CountingMetrics
+) -> None:
+    spend = caps(aws, clock, metrics)
+    spend.reserve("triage", 0.5)  # both counters open
+    db = aws.client("dynamodb")
+    fail_calls(db, "UpdateItem", when=lambda p: b"task#triage" in p["body"])
+    with pytest.raises(SpendUnavailable):
+        caps(aws, clock, metrics, db=db).reserve("triage", 0.5)
+    assert remaining(aws, "global") == Decimal("9.5")
+
+
+def test_calls_per_reserve(aws: Aws, clock: FixedClock, metrics: CountingMetrics) -> None:
+    db = aws.client("dynamodb")
+    sent: list[str] = []
+    db.meta.events.register(
+        "before-send.dynamodb.*",
+        lambda request, **_: sent.append(request.headers["X-Amz-Target"].decode().split(".")[-1]),
+    )
+    spend = caps(aws, clock, metrics, db=db)
+    # The day's first reserve opens each counter: update (fails), put, update
+    spend.reserve("triage", 0.1)
+    assert sent == ["UpdateItem", "PutItem", "UpdateItem"] * 2
+    # An existing day: one conditional update per counter
+    sent.clear()
+    res = spend.reserve("triage", 0.1)
+    assert sent == ["UpdateItem", "UpdateItem"]
+    # An uncapped task: one
+    sent.clear()
+    spend.reserve("digest", 0.1)
+    assert sent == ["UpdateItem"]
+    # Settling: one per counter, none when the estimate was exact
+    sent.clear()
+    spend.settle(res, 0.05)
+    assert sent == ["UpdateItem", "UpdateItem"]
+    sent.clear()
+    spend.settle(res, 0.1)
+    assert sent == []
+
+
+def test_a_negative_estimate_is_refused(aws: Aws, clock: FixedClock, metrics: CountingMetrics) -> None:
+    with pytest.raises(ValueError):
+        caps(aws, clock, metrics).reserve("triage", -1)
+    assert row(aws, "global") is None
+
+
+def test_the_loop_defers_before_sending_when_the_daily_cap_is_reached(aws: Aws, clock: FixedClock) -> None:
+    # Given an agent whose task has spent its daily cap
+    from lockgate_infra.stub.models import Scripted
+    from lockgate_infra.stub.replies import Reply
+    from lockgate_infra.stub.server import StubAnthropic
+    from tests.agent.conftest import AgentRig, event
+    from tests.agent.toolkit import Effects, make_task
+
+    with StubAnthropic(
+        Scripted([Reply([{"type": "text", "text": "hello"}])] * 3), min_cacheable_tokens=0
+    ) as stub:
+        rig = AgentRig(aws, stub, clock)
+        caps = SpendCaps(
+            aws.client("dynamodb"),
+            aws.state_table,
+            clock,
+            global_cap_usd=5.0,
+            task_caps={"test-task": 0.02},
+            metrics=rig.metrics,
+            log=LOG,
+        )
+        loop = rig.loop()
+        loop._spend = caps  # noqa: SLF001
+        # a first run fits (the reservation is settled to the real, smaller cost)
+        assert loop.run(make_task(Effects()), event("a"), 10_000_000_000.0).status == "completed"
+        calls = stub.calls
+        caps._db.update_item(  # noqa: SLF001 - spend the rest of the day's task budget
+            TableName=aws.state_table,
+            Key={"pk": {"S": f"spend#{DAY}"}, "sk": {"S": "task#test-task"}},
+            UpdateExpression="SET remaining = :z",
+            ExpressionAttributeValues={":z": {"N": "0"}},
+        )
+        # When the next event needs a model call
+        with pytest.raises(SpendCapReached) as caught:
+            loop.run(make_task(Effects()), event("b"), 10_000_000_000.0)
+        # Then nothing was sent, and the event is deferred (not dropped) until the next UTC day
+        assert stub.calls == calls
+        assert caught.value.delay_seconds > 0

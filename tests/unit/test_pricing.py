@@ -1,0 +1,115 @@
+"""The price table and per-call cost: the issue's worked example, cache TTLs, batch, long prompts."""
+
+from __future__ import annotations
+
+import pytest
+
+from lockgate.agent.model import Usage
+from lockgate.agent.pricing import (
+    PRICES,
+    PRICES_AS_OF,
+    UNKNOWN_MODEL,
+    Price,
+    cost_usd,
+    estimate_usd,
+    price_for,
+)
+
+OPUS_CLASS = Price(input=4.00, output=20.00, cache_read=0.20)
+
+
+def test_worked_example_without_cache_costs_half_a_dollar() -> None:
+    # Given an Opus-class model at $4/$20 per MTok
+    # When a call bills 50,000 input and 15,000 output tokens
+    cost = cost_usd(OPUS_CLASS, Usage(input_tokens=50_000, output_tokens=15_000))
+    # Then it costs exactly $0.500
+    assert cost == 0.500
+
+
+def test_worked_example_with_cache_reads_costs_0_348() -> None:
+    # Given the same call with 40,000 of the 50,000 input tokens read from cache at $0.20/MTok
+    usage = Usage(input_tokens=10_000, cache_read_input_tokens=40_000, output_tokens=15_000)
+    # Then it costs exactly $0.348
+    assert cost_usd(OPUS_CLASS, usage) == 0.348
+
+
+def test_the_table_prices_opus_5_5_like_the_worked_example() -> None:
+    assert price_for("claude-opus-5-5") == OPUS_CLASS
+    assert cost_usd("claude-opus-5-5", Usage(input_tokens=50_000, output_tokens=15_000)) == 0.5
+    assert PRICES_AS_OF
+
+
+def test_a_one_hour_cache_write_costs_2x_input_and_five_minutes_1_25x() -> None:
+    # Given 1M tokens written to the cache on a $4 input model
+    usage = Usage(cache_creation_input_tokens=1_000_000)
+    # Then the 5-minute write is $5 and the 1-hour write $8; the default is 5 minutes
+    assert cost_usd(OPUS_CLASS, usage, "5m") == 5.0
+    assert cost_usd(OPUS_CLASS, usage, "1h") == 8.0
+    assert cost_usd(OPUS_CLASS, usage) == 5.0
+
+
+def test_batch_halves_every_line() -> None:
+    usage = Usage(
+        input_tokens=10_000,
+        cache_creation_input_tokens=5_000,
+        cache_read_input_tokens=40_000,
+        output_tokens=15_000,
+    )
+    for ttl in ("5m", "1h"):
+        assert cost_usd(OPUS_CLASS, usage, ttl, batch=True) == pytest.approx(
+            cost_usd(OPUS_CLASS, usage, ttl) / 2
+        )
+    assert cost_usd(OPUS_CLASS, Usage(input_tokens=50_000, output_tokens=15_000), batch=True) == 0.25
+
+
+@pytest.mark.parametrize(
+    ("usage", "expected"),
+    [
+        # 100,000 prompt tokens is still the low band: $0.10 in, $0.50 out
+        (Usage(input_tokens=100_000, output_tokens=10_000), 0.015),
+        # one more prompt token: every token of the call at $0.50 / $2.50
+        (Usage(input_tokens=100_001, output_tokens=10_000), 0.0750005),
+        # cache reads count toward the prompt size and switch their own rate to $0.05
+        (Usage(input_tokens=1_000, cache_read_input_tokens=100_000, output_tokens=0), 0.0055),
+        # cache writes too, at 1.25 x the long-prompt input price
+        (Usage(input_tokens=0, cache_creation_input_tokens=200_000, output_tokens=0), 0.125),
+    ],
+)
+def test_haiku_5_5_switches_to_long_prompt_rates_over_100k_tokens(usage: Usage, expected: float) -> None:
+    assert cost_usd("claude-haiku-5-5", usage) == pytest.approx(expected, abs=1e-6)
+
+
+def test_dated_ids_get_their_family_price_and_the_long_prompt_tier() -> None:
+    assert price_for("claude-haiku-5-5-20261007") is PRICES["claude-haiku-5-5"]
+    assert price_for("claude-opus-5-5-20260601") is PRICES["claude-opus-5-5"]  # not claude-opus-5
+
+
+def test_an_unknown_model_is_priced_as_the_dearest() -> None:
+    usage = Usage(
+        input_tokens=150_000,
+        cache_creation_input_tokens=10_000,
+        cache_read_input_tokens=20_000,
+        output_tokens=8_000,
+    )
+    unknown = cost_usd("some-future-model", usage, "1h")
+    assert price_for("some-future-model") is UNKNOWN_MODEL
+    assert all(unknown >= cost_usd(name, usage, "1h") for name in PRICES)
+
+
+def test_estimate_is_an_upper_bound_of_any_usage_within_the_limits() -> None:
+    # Given a call sending at most 20,000 prompt tokens and capped at 2,000 output tokens
+    bound_plain = estimate_usd("claude-sonnet-4-6", 20_000, 2_000)
+    bound_cached = estimate_usd("claude-sonnet-4-6", 20_000, 2_000, cache_ttl="1h")
+    # Then every split of that prompt between cache write/read/plain costs no more
+    assert bound_plain == 0.09
+    assert bound_cached == 0.15  # the whole prompt written to a 1-hour cache
+    for written in (0, 5_000, 20_000):
+        usage = Usage(input_tokens=20_000 - written, cache_creation_input_tokens=written, output_tokens=2_000)
+        assert cost_usd("claude-sonnet-4-6", usage, "1h") <= bound_cached
+    # And the long-prompt tier applies to the estimate too
+    assert estimate_usd("claude-haiku-5-5", 200_000, 0) == 0.1
+
+
+def test_estimate_refuses_negative_tokens() -> None:
+    with pytest.raises(ValueError):
+        estimate_usd("claude-haiku-4-5", -1, 10)
