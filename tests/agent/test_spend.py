@@ -309,7 +309,7 @@ def test_the_loop_defers_before_sending_when_the_daily_cap_is_reached(aws: Aws, 
             log=LOG,
         )
         loop = rig.loop()
-        loop._spend = caps  # noqa: SLF001
+        loop._calls.spend = caps  # noqa: SLF001
         # a first run fits (the reservation is settled to the real, smaller cost)
         assert loop.run(make_task(Effects()), event("a"), 10_000_000_000.0).status == "completed"
         calls = stub.calls

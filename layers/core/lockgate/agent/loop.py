@@ -11,13 +11,15 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from lockgate.agent.admission import AdmittedCalls
+from lockgate.agent.capacity import CircuitBreaker
 from lockgate.agent.guard import Decision, RunState, decide
 from lockgate.agent.ledger import Ledger, LedgerConflict, OpState, operation_key
-from lockgate.agent.model import ModelClient, ModelError, ModelReply, ModelRequest, Usage
+from lockgate.agent.model import ModelClient, ModelReply, ModelRequest, Usage
 from lockgate.agent.pricing import cost_usd
 from lockgate.agent.runs import Run, RunStore
 from lockgate.agent.screen import Screener
-from lockgate.agent.spend import SpendCaps, estimate_usd, input_tokens_upper_bound
+from lockgate.agent.spend import SpendCaps
 from lockgate.agent.tasks import Task
 from lockgate.agent.tools import OutcomeUnknown, Tool, ToolContext, ToolError, fingerprint
 from lockgate.approvals.requests import ApprovalRequests
@@ -80,6 +82,7 @@ class AgentLoop:
         screener: Screener | None = None,
         approvals: ApprovalRequests | None = None,
         spend: SpendCaps | None = None,
+        breaker: CircuitBreaker | None = None,
     ) -> None:
         self._model = model
         self._runs = runs
@@ -90,7 +93,7 @@ class AgentLoop:
         self._tracing = tracing or NoTracing()
         self._screener = screener
         self._approvals = approvals
-        self._spend = spend
+        self._calls = AdmittedCalls(model, spend=spend, breaker=breaker)
 
     def run(self, task: Task, event: InboxEvent, deadline: float) -> RunOutcome:
         """Run (or resume) the task for this event until the model ends its turn or a limit hits."""
@@ -147,30 +150,12 @@ class AgentLoop:
                 max_tokens=task.max_output_tokens,
                 cache_ttl=task.cache_ttl,
             )
-            fresh = self._call_model(task, request, deadline)
+            fresh = self._calls.create(task.name, request, deadline, task.cache_ttl)
             totals.model_calls += 1
             # If another attempt recorded this step first, its reply is the one that counts.
             reply = ModelReply.from_dict(self._runs.record(run, n, "model", fresh.as_dict()).data)
         totals.add(reply, task.cache_ttl)
         return reply
-
-    def _call_model(self, task: Task, request: ModelRequest, deadline: float) -> ModelReply:
-        """One paid call, inside the daily spend caps: reserve an upper bound first, settle after."""
-        if self._spend is None:
-            return self._model.create(request, deadline)
-        prompt = input_tokens_upper_bound(request.system, request.tools, request.messages)
-        # Raises SpendCapReached / SpendUnavailable (both Deferred): no call is sent, the event waits.
-        reservation = self._spend.reserve(
-            task.name, estimate_usd(task.model, prompt, task.max_output_tokens, cache_ttl=task.cache_ttl)
-        )
-        try:
-            fresh = self._model.create(request, deadline)
-        except ModelError as exc:
-            if exc.status is not None:  # the API answered with an error: nothing was billed
-                self._spend.settle(reservation, 0.0)
-            raise  # a timeout or lost connection keeps the hold: it may have been billed
-        self._spend.settle(reservation, cost_usd(fresh.model, fresh.usage, task.cache_ttl))
-        return fresh
 
     # -- tool steps -----------------------------------------------------------------------
 

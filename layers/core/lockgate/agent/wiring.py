@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from lockgate.agent.capacity import CircuitBreaker
 from lockgate.agent.handler import route_tasks
 from lockgate.agent.ledger import Ledger
 from lockgate.agent.loop import AgentLoop
@@ -108,6 +109,8 @@ def wire_agent_tasks(
         screener=Screener(model, clock),
         approvals=requests,
         spend=spend,
+        # An outage is not hammered: after repeated endpoint failures calls wait, then one probes.
+        breaker=CircuitBreaker(dynamodb, state_table, clock, metrics=metrics, log=log),
     )
     route_tasks(setup.router, setup.tasks, loop, clock)
     return model
