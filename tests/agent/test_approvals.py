@@ -265,16 +265,22 @@ def test_two_concurrent_posts_and_executions_give_one_decision_and_one_effect(fl
     assert len(events) == 1
     context = TaskContext("x", lambda: 60.0, None, LOG, flow.rig.metrics)  # type: ignore[arg-type]
     outcomes: list[str] = []
+
+    def execute() -> None:
+        from lockgate.errors import Deferred
+
+        try:
+            outcomes.append(flow.executor(events[0], context))
+        except Deferred:  # the other execution holds the ledger entry: this one waits, as the worker would
+            outcomes.append("deferred")
+
     with serialized_moto():
-        runners = [
-            threading.Thread(target=lambda: outcomes.append(flow.executor(events[0], context)))
-            for _ in range(2)
-        ]
+        runners = [threading.Thread(target=execute) for _ in range(2)]
         for t in runners:
             t.start()
         for t in runners:
             t.join()
-    assert len(flow.effects.paid) == 1
+    assert len(flow.effects.paid) == 1 and len(outcomes) == 2
 
 
 def test_a_high_stakes_tool_needs_two_different_people(rig: AgentRig) -> None:
