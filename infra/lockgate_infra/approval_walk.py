@@ -7,9 +7,7 @@ nothing), read the hidden form fields, POST Approve, then POST the same form aga
 from __future__ import annotations
 
 import re
-import urllib.error
 import urllib.parse
-import urllib.request
 from dataclasses import dataclass
 from html import unescape
 
@@ -18,6 +16,7 @@ from lockgate.approvals.proposals import Proposal, ProposalStore
 from lockgate.clock import SystemClock
 from lockgate.config import ApprovalsConfig
 from lockgate_infra.local.stack import LocalStack
+from lockgate_infra.loopback import request
 
 HIDDEN = re.compile(r'<input type="?hidden"? name="([^"]+)" value="([^"]*)"')
 
@@ -67,12 +66,7 @@ def page_text(link: str) -> str:
 
 def _request(url: str, form: bytes | None = None) -> tuple[int, str]:
     headers = {"content-type": "application/x-www-form-urlencoded"} if form is not None else {}
-    request = urllib.request.Request(url, data=form, headers=headers, method="POST" if form else "GET")  # noqa: S310
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310 - loopback only
-            return response.status, response.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode()
+    return request(url, form, headers)
 
 
 def _title(page: str) -> str:

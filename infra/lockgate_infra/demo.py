@@ -6,8 +6,6 @@ import json
 import os
 import sys
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
@@ -20,6 +18,7 @@ from lockgate_infra.local.model import local_model
 from lockgate_infra.local.run import seed_secrets
 from lockgate_infra.local.stack import LocalStack
 from lockgate_infra.local.workflows import seed_workflows
+from lockgate_infra.loopback import request
 from lockgate_infra.ops import InboxOps
 
 
@@ -135,12 +134,7 @@ def samples(now: int) -> list[list[Sample]]:
 
 
 def _post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, str]:
-    request = urllib.request.Request(url, data=body, headers=headers, method="POST")  # noqa: S310 - loopback
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310 - loopback only
-            return response.status, response.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode()
+    return request(url, body, headers)
 
 
 def _send(

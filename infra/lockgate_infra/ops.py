@@ -42,8 +42,9 @@ class InboxOps:
     def status(self, now: int, failed_limit: int = 20) -> InboxStatus:
         """A summary an operator can act on."""
         counts = {status.value: n for status, n in self._store.count_by_status().items()}
-        waiting = self._store.list_by_status(Status.RECEIVED, limit=1000)
-        oldest = min((d.received_at for d in waiting), default=None)
+        # One item from the index, oldest first: no need to read every waiting delivery.
+        waiting = self._store.list_by_status(Status.RECEIVED, limit=1, oldest_first=True)
+        oldest = waiting[0].received_at if waiting else None
         attrs = self._sqs.get_queue_attributes(
             QueueUrl=self._dlq_url, AttributeNames=["ApproximateNumberOfMessages"]
         )["Attributes"]

@@ -7,7 +7,6 @@ from typing import Any
 import pytest
 
 from lockgate.agent.model import ModelError
-from lockgate.agent.tools import Risk
 from lockgate_infra.stub.models import Scripted, max_tokens_model, pause_turn_model, refusal_model
 from lockgate_infra.stub.replies import Reply, StubError, overloaded, rate_limited, server_error
 from tests.agent.conftest import AgentRig, event
@@ -297,4 +296,3 @@ def test_a_positive_screen_makes_every_side_effect_need_a_person(rig: AgentRig) 
     assert effects.sent == []
     run = rig.runs().get("github#d-1")
     assert run is not None and run.totals["suspicious"]
-    assert Risk.ACT  # send is an ACT tool that taint alone would have allowed

@@ -268,3 +268,32 @@ def test_large_body_is_read_back_from_s3(harness: Harness) -> None:
     assert harness.post("partner", body, headers).status == 200
     harness.worker().process("partner#big", "rh", never_called)
     assert seen == [len(body)]
+
+
+def test_inbox_status_reports_the_oldest_waiting_delivery(harness: Harness) -> None:
+    from lockgate.inbox.queue import InboxQueue
+    from lockgate_infra.ops import InboxOps
+
+    # Given three deliveries stored a minute apart, the first one already processed
+    (first,) = store(harness, 1)
+    for i in (1, 2):
+        harness.clock.advance(60)
+        body = json.dumps({"n": i}).encode()
+        headers = sign(
+            harness.config.sources["github"],
+            SECRETS["GITHUB_SECRET"],
+            body,
+            int(harness.clock.now()),
+            delivery_id=f"late-{i}",
+            event_type="push",
+        )
+        assert harness.post("github", body, headers).status == 200
+    harness.worker().process(first, "rh", never_called)
+    harness.clock.advance(60)
+    sqs = harness.aws.client("sqs")
+    ops = InboxOps(harness.store(), InboxQueue(sqs, harness.aws.queue_url), sqs, harness.aws.dlq_url)
+    # When the operator asks for the status
+    status = ops.status(int(harness.clock.now()))
+    # Then the oldest still waiting is the second delivery, stored two minutes ago
+    assert status.counts["received"] == 2 and status.counts["done"] == 1
+    assert status.oldest_waiting_seconds == 120

@@ -7,7 +7,7 @@ carry no ``sender``, so the index never lists them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -56,6 +56,10 @@ class SentMail:
     def as_result(self) -> dict[str, Any]:
         """What send_email returns."""
         return {"sent": True, "message_id": self.ses_message_id, "to": self.to}
+
+    def settled(self, status: str, *, ses_message_id: str = "", error: str = "") -> SentMail:
+        """The same mail with its final status."""
+        return replace(self, status=status, ses_message_id=ses_message_id, error=error)
 
 
 class Mailbox:
@@ -152,17 +156,7 @@ class Mailbox:
         self, mail: SentMail, status: str, *, ses_message_id: str = "", error: str = ""
     ) -> SentMail:
         """Move a ``sending`` record to ``sent`` or ``failed``."""
-        done = SentMail(
-            mail.idempotency_key,
-            mail.to,
-            mail.subject,
-            mail.body,
-            status,
-            mail.run_id,
-            mail.created_at,
-            ses_message_id,
-            error,
-        )
+        done = mail.settled(status, ses_message_id=ses_message_id, error=error)
         item = to_item(
             {
                 "message_id": f"sent#{mail.idempotency_key}",

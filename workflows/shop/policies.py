@@ -61,8 +61,8 @@ def money(value: Decimal) -> str:
 # ------------------------------------------------------------------ orders
 
 
-def order_belongs_to_customer(args: Any, facts: RunFacts) -> Verdict:
-    """The order (``args.order_id``) must be the run's customer's; reading another's is a data leak."""
+def _owned_order(args: Any, facts: RunFacts, *, unknown: Verdict) -> Verdict:
+    """The order (``args.order_id``) must be the run's customer's; ``unknown`` decides a missing one."""
     customer = customer_of(facts)
     if customer is None:
         return Verdict.deny("this run has no verified customer")
@@ -71,10 +71,15 @@ def order_belongs_to_customer(args: Any, facts: RunFacts) -> Verdict:
     except LookupError:
         return Verdict.deny("order ownership cannot be checked right now")
     if order is None:
-        return Verdict.allow()  # the tool itself says there is no such order
+        return unknown
     if order.customer_email.lower() != customer:
         return Verdict.deny("that order belongs to another customer")
     return Verdict.allow()
+
+
+def order_belongs_to_customer(args: Any, facts: RunFacts) -> Verdict:
+    """Reading another customer's order is a data leak; an unknown one the tool itself reports."""
+    return _owned_order(args, facts, unknown=Verdict.allow())
 
 
 def orders_of_customer_only(args: Any, facts: RunFacts) -> Verdict:
@@ -105,18 +110,7 @@ def message_from_customer(args: Any, facts: RunFacts) -> Verdict:
 
 def refund_order_is_customers(args: Any, facts: RunFacts) -> Verdict:
     """Only the customer's own orders can be refunded; an unknown order cannot."""
-    customer = customer_of(facts)
-    if customer is None:
-        return Verdict.deny("this run has no verified customer")
-    try:
-        order = _order(facts, args.order_id)
-    except LookupError:
-        return Verdict.deny("order ownership cannot be checked right now")
-    if order is None:
-        return Verdict.deny(f"No order called {args.order_id!r}.")
-    if order.customer_email.lower() != customer:
-        return Verdict.deny("that order belongs to another customer")
-    return Verdict.allow()
+    return _owned_order(args, facts, unknown=Verdict.deny(f"No order called {args.order_id!r}."))
 
 
 def refund_within_refundable(args: Any, facts: RunFacts) -> Verdict:

@@ -84,17 +84,7 @@ def _finish(
         return shop.mailbox.finish_send(mail, status, ses_message_id=ses_message_id, error=error)
     except ShopUnavailable:
         # The send's outcome stands; the record stays "sending" and reconciliation reports it.
-        return SentMail(
-            mail.idempotency_key,
-            mail.to,
-            mail.subject,
-            mail.body,
-            status,
-            mail.run_id,
-            mail.created_at,
-            ses_message_id,
-            error,
-        )
+        return mail.settled(status, ses_message_id=ses_message_id, error=error)
 
 
 def _tag(key: str) -> str:

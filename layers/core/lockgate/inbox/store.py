@@ -157,8 +157,10 @@ class InboxStore:
             raise StoreUnavailable(_code(exc)) from exc
         return Delivery.from_item(response["Attributes"])
 
-    def list_by_status(self, status: Status, limit: int = 50) -> list[Delivery]:
-        """The newest deliveries in one status."""
+    def list_by_status(
+        self, status: Status, limit: int = 50, *, oldest_first: bool = False
+    ) -> list[Delivery]:
+        """The newest (or oldest) deliveries in one status."""
         try:
             response = self._db.query(
                 TableName=self._table,
@@ -166,7 +168,7 @@ class InboxStore:
                 KeyConditionExpression="#s = :s",
                 ExpressionAttributeNames={"#s": "status"},
                 ExpressionAttributeValues={":s": {"S": status.value}},
-                ScanIndexForward=False,
+                ScanIndexForward=oldest_first,
                 Limit=limit,
             )
         except (ClientError, BotoCoreError) as exc:
