@@ -157,7 +157,7 @@ def send_all(
 
     def post(request: Request) -> None:
         if not hasattr(local, "conn"):
-            local.conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
+            local.conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=60)
         local.conn.request("POST", "/webhooks/github", body=request.body, headers=sign(request))
         response = local.conn.getresponse()
         response.read()
@@ -229,7 +229,7 @@ def run(deliveries: int, senders: int, out: Any = sys.stdout) -> int:
 
         # The same traffic three times: the ids repeat, so phases 2 and 3 see only duplicates of
         # phase 1 unless each phase gets its own ids.
-        contenders = [
+        contenders: list[tuple[str, Callable[[str, Any], Any]]] = [
             ("lockgate handler", stack.invoke),
             ("lockgate core", core),
             ("baseline core", lambda _, event: baseline.handle(event)),
@@ -250,7 +250,7 @@ def run(deliveries: int, senders: int, out: Any = sys.stdout) -> int:
 
 
 def _inbox_rows(stack: Any) -> list[dict[str, Any]]:
-    db, items, start = stack.client("dynamodb"), [], None
+    db, items, start = stack.client("dynamodb"), list[dict[str, Any]](), None
     while True:
         page = db.scan(
             TableName=stack.resources["InboxTable"], **({"ExclusiveStartKey": start} if start else {})
