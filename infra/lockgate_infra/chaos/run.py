@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,7 +13,7 @@ from lockgate_infra.chaos.drive import Job, Tally, drive, seeded
 from lockgate_infra.chaos.faults import FaultPlan, Rates, inject_aws
 from lockgate_infra.chaos.invariants import Verdict, judge
 from lockgate_infra.chaos.traffic import traffic
-from lockgate_infra.chaos.world import build_world, sqs_on
+from lockgate_infra.chaos.world import World, build_world, sqs_on
 from lockgate_infra.shoprig import ROOT
 
 START = 1_767_225_600.0  # 2026-01-01T00:00:00Z
@@ -30,8 +31,9 @@ class Row:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def run_seed(seed: int, events: int = 20, rates: Rates | None = None, jobs: Sequence[Job] = ()) -> Row:
-    """One seeded run on a fresh moto account."""
+@contextmanager
+def account(plan: FaultPlan, clock: FixedClock) -> Iterator[World]:
+    """A fresh moto account from template.yaml, the shop seeded, the functions composed on it."""
     import boto3
     from moto import mock_aws
 
@@ -41,7 +43,6 @@ def run_seed(seed: int, events: int = 20, rates: Rates | None = None, jobs: Sequ
     from lockgate_infra.template import LocalPlan, load_template
     from shop.seed import seed as seed_shop
 
-    plan = FaultPlan(seed, rates or Rates())
     shop_model = ShopModel()
 
     def model(request: dict[str, Any]) -> Any:
@@ -52,13 +53,21 @@ def run_seed(seed: int, events: int = 20, rates: Rates | None = None, jobs: Sequ
         headers = {"retry-after": str(retry_after)} if retry_after else {}
         return StubError(status, kind, "injected fault", headers)
 
-    clock = FixedClock(START)
-    sends = traffic(seeded(seed), events)
     with mock_aws(), sqs_on(clock), StubAnthropic(model) as stub:
         session = boto3.session.Session(region_name="us-east-1")
         names = create_resources(LocalPlan.from_template(load_template(ROOT / "template.yaml")), session)
         seed_shop(session.client("dynamodb"), names["ShopOrdersTable"], ses=session.client("ses"))
         world = build_world(session, names, plan, stub.base_url, clock)
+        world.stub = stub
+        yield world
+
+
+def run_seed(seed: int, events: int = 20, rates: Rates | None = None, jobs: Sequence[Job] = ()) -> Row:
+    """One seeded run on a fresh moto account."""
+    plan = FaultPlan(seed, rates or Rates())
+    clock = FixedClock(START)
+    sends = traffic(seeded(seed), events)
+    with account(plan, clock) as world:
         with inject_aws(plan):
             tally = drive(world, plan, sends, jobs)
         verdict = judge(world, sends, tally)

@@ -65,6 +65,7 @@ class World:
     desk: ApprovalDesk
     review: ReviewQueue
     metrics: CountingMetrics = field(default_factory=CountingMetrics)
+    stub: Any = None  # the model stand-in, once the account has one
 
     def client(self, service: str) -> Any:
         """A fresh client on the account (the harness's own reads)."""
