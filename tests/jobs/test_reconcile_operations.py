@@ -101,6 +101,7 @@ def test_an_unknown_refund_whose_payment_exists_succeeds_and_is_not_run_again(ri
     op = rig.ledger.get(rig.op_key)
     assert op is not None and op.state is OpState.SUCCEEDED
     assert op.result["refund_id"] == op.idempotency_key and op.result["refunded"] == "80.00"
+    assert op.error is None
     assert result.counts["succeeded"] == 1 and rig.open_entries() == []
     # And the refund happened once: one payment row, the order counts $80 once, no proposal
     assert len(payment_rows(rig.aws)) == 1
@@ -151,3 +152,30 @@ def test_a_stuck_in_progress_operation_becomes_unknown_but_a_live_one_is_left(ri
     assert live is not None and (live.state, live.owner) == (OpState.IN_PROGRESS, "alive")
     assert rig.proposals.get(escalation_id(rig.op_key)) is not None
     assert sorted(rig.open_entries()) == sorted(["live-op", rig.op_key])
+
+
+def test_a_tool_without_a_hook_is_asked_about_and_an_approval_means_it_happened(rig: Rig) -> None:
+    # Given an UNKNOWN entry of a tool no task offers a reconcile hook for
+    op = rig.ledger.execute(
+        op_key="run-9#wire#abc",
+        fingerprint="fp",
+        tool="wire",
+        run_id="run-9",
+        summary="wire $500.00 to ACME",
+        effect=lambda key: (_ for _ in ()).throw(OutcomeUnknown("bank timed out")),
+        is_failure=lambda exc: False,
+        is_unknown=lambda exc: True,
+    )
+    assert op.state is OpState.UNKNOWN
+    # When the job runs, and the reviewer answers "it happened" (approve), and the job runs again
+    assert rig.run().counts["escalated"] == 1
+    proposal = rig.proposals.get(escalation_id(op.key))
+    assert proposal is not None and "has no reconcile hook" in proposal.why[0]
+    rig.decisions.record(
+        DecisionRecord(proposal.approval_id, "alice", Verdict.APPROVE, int(rig.clock.now()), proposal.digest)
+    )
+    assert rig.run().counts["succeeded"] == 1
+    # Then the entry is SUCCEEDED, recording who confirmed it
+    settled = rig.ledger.get(op.key)
+    assert settled is not None and settled.state is OpState.SUCCEEDED
+    assert settled.result == {"confirmed_by": ["alice"]} and rig.open_entries() == []

@@ -160,3 +160,24 @@ def test_a_sweep_stopped_by_its_deadline_resumes_from_its_cursor(
     # Then it re-queues only the third: each delivery was queued exactly once
     assert (second.done, second.counts["requeued"]) == (True, 1)
     assert sorted(pointers(harness)) == sorted(keys)
+
+
+def test_the_sweeps_writes_are_refused_once_the_worker_moved_the_delivery_on(harness: Harness) -> None:
+    from lockgate.processing import set_aside
+
+    # Given the sweep read a stranded delivery, and one whose lease had expired on its last attempt
+    pk = receive(harness, "raced-1")
+    seen = harness.store().get(pk)
+    harness.clock.advance(121)
+    # When a worker claims it before the sweep writes
+    harness.store().claim(pk, "worker-b", int(harness.clock.now()), lease_seconds=300)
+    now = int(harness.clock.now())
+    # Then the sweep's re-queue mark, conditional on what it saw, is refused
+    assert harness.store().mark_requeued(seen, now) is False
+    # And setting aside under the old owner is refused too: the new lease stands (the worker's own
+    # set-aside path dead-letters first, so this rare race leaves a DLQ pointer the row contradicts)
+    sqs = harness.aws.client("sqs")
+    dead = DeadLetters(sqs, harness.aws.dlq_url)
+    assert set_aside(harness.store(), dead, pk, "worker-a", "attempt limit", now) is False
+    row = harness.store().get(pk)
+    assert (row.status, row.lease_owner) == (Status.PROCESSING, "worker-b")

@@ -184,22 +184,26 @@ class Ledger:
         return [Operation.from_item(item) for item in items], after
 
     def resolve_unknown(self, op_key: str, state: OpState, result: Any, error: str | None) -> bool:
-        """Settle an UNKNOWN entry as SUCCEEDED or FAILED from evidence; False if it was not UNKNOWN."""
+        """Settle an UNKNOWN entry: SUCCEEDED with its result, or FAILED with why; False if not UNKNOWN."""
+        values = {
+            ":state": {"S": state.value},
+            ":unknown": {"S": OpState.UNKNOWN.value},
+            ":now": {"N": str(int(self._clock.now()))},
+        }
+        if state is OpState.SUCCEEDED:
+            values[":value"] = {"S": json.dumps(result, default=str)[:100_000]}
+            update = "SET #st = :state, #res = :value, updated_at = :now REMOVE open_state, #err"
+        else:
+            values[":value"] = {"S": (error or "settled as failed")[:1000]}
+            update = "SET #st = :state, #err = :value, updated_at = :now REMOVE open_state, #res"
         return write_if(
             self._db.update_item,
             TableName=self._table,
             Key=_key(op_key),
-            UpdateExpression="SET #st = :state, #res = :result, #err = :error, updated_at = :now "
-            "REMOVE open_state",
+            UpdateExpression=update,
             ConditionExpression="#st = :unknown",
             ExpressionAttributeNames={"#st": "state", "#res": "result", "#err": "error"},
-            ExpressionAttributeValues={
-                ":state": {"S": state.value},
-                ":unknown": {"S": OpState.UNKNOWN.value},
-                ":now": {"N": str(int(self._clock.now()))},
-                ":result": {"S": json.dumps(result, default=str)[:100_000]},
-                ":error": {"S": (error or "")[:1000] or "-"},
-            },
+            ExpressionAttributeValues=values,
         )
 
     def _begin(
