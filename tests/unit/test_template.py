@@ -17,6 +17,8 @@ import yaml
 from samtranslator.translator.managed_policy_translator import ManagedPolicyLoader
 from samtranslator.translator.transform import transform
 
+from lockgate.config import load_config
+
 TEMPLATE = Path(__file__).resolve().parents[2] / "template.yaml"
 
 # What every Lambda role may have besides its data access: writing its own logs and traces.
@@ -48,7 +50,11 @@ WORKER_ACCESS = {
     *{
         (f"sqs:{action}", "InboxQueue.Arn")
         for action in (
-            "ReceiveMessage", "DeleteMessage", "GetQueueAttributes", "ChangeMessageVisibility", "SendMessage"
+            "ReceiveMessage",
+            "DeleteMessage",
+            "GetQueueAttributes",
+            "ChangeMessageVisibility",
+            "SendMessage",
         )
     },
     ("sqs:SendMessage", "InboxDLQ.Arn"),
@@ -281,13 +287,14 @@ def test_given_every_allowed_worker_timeout_when_resolved_then_queue_visibility_
         assert visibility <= 43_200  # the SQS maximum
 
 
-def test_given_the_inbox_queue_when_a_delivery_keeps_failing_then_it_moves_to_the_dlq_after_5_receives(cfn):
+def test_given_the_inbox_queue_then_sqs_redrive_is_a_backstop_well_above_the_workers_attempt_limit(cfn):
+    # The worker dead-letters a delivery itself (with its error) after max_attempts; deferrals are
+    # receives too, so SQS's own redrive must not fire first (the chaos harness caught it doing so).
     queue = properties(cfn, "InboxQueue")
     dlq = properties(cfn, "InboxDLQ")
-    assert queue["RedrivePolicy"] == {
-        "deadLetterTargetArn": {"Fn::GetAtt": ["InboxDLQ", "Arn"]},
-        "maxReceiveCount": 5,
-    }
+    max_attempts = load_config(TEMPLATE.parent / "lockgate.toml").inbox.max_attempts
+    assert queue["RedrivePolicy"]["deadLetterTargetArn"] == {"Fn::GetAtt": ["InboxDLQ", "Arn"]}
+    assert queue["RedrivePolicy"]["maxReceiveCount"] >= 4 * max_attempts
     assert queue["SqsManagedSseEnabled"] is True
     assert dlq["SqsManagedSseEnabled"] is True
     assert dlq["MessageRetentionPeriod"] == 14 * 24 * 3600

@@ -18,6 +18,7 @@ from functools import partial
 from typing import Any
 
 from lockgate.approvals.pages import FORM_TOKEN_FIELD
+from lockgate.approvals.proposals import RESOLVE_TOOL
 from lockgate.errors import LockgateError
 from lockgate.http import RawRequest, error_response
 from lockgate.processing import RetryLater, Worker
@@ -165,12 +166,20 @@ def _invoke(world: World, plan: FaultPlan, worker: Worker, message: dict[str, An
 
 
 def _review(world: World, plan: FaultPlan, tally: Tally) -> None:
-    """Every reviewer allowed to decide a pending proposal opens their link and decides it."""
+    """Every reviewer allowed to decide a pending proposal opens their link and decides it.
+
+    An action is approved or rejected at random; a "did this happen?" question is answered truthfully.
+    """
+    from lockgate_infra.chaos.housekeeping import happened  # the jobs import this module's World
+
     for status in world.review.listing():
         proposal = status.proposal
-        decision = tally.decided.setdefault(
-            proposal.approval_id, "approve" if plan.rng.random() < APPROVE_RATE else "reject"
-        )
+        if proposal.tool == RESOLVE_TOOL:
+            decision = "approve" if happened(world, proposal) else "reject"
+        else:
+            decision = tally.decided.setdefault(
+                proposal.approval_id, "approve" if plan.rng.random() < APPROVE_RATE else "reject"
+            )
         for link in world.desk.links_for(proposal).values():
             query = dict(_query(link))
             with plan.active():

@@ -42,8 +42,8 @@ class WorkerCrash(BaseException):  # noqa: N818 - it is not an error our code ma
 class Rates:
     """Probabilities per call; the defaults make most events meet at least one fault."""
 
-    aws_before: float = 0.03  # throttle, 5xx or connect timeout, split evenly
-    aws_after: float = 0.015  # applied, then a read timeout
+    aws_before: float = 0.02  # throttle, 5xx or connect timeout (after botocore gave up), split evenly
+    aws_after: float = 0.01  # applied, then a read timeout
     crash_after_effect: float = 0.15  # of side-effect writes
     reenter: float = 0.01  # per AWS call while a delivery is processed
     model: float = 0.08  # 529 overloaded, 429 with retry-after, or 500

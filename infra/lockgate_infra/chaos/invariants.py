@@ -81,14 +81,15 @@ def _deliveries(
                 verdict.fail(f"{send.delivery_id}: processed though every answer was an error {send.answers}")
         elif status == "failed":
             verdict.set_aside += 1
-            if not item or not item.get("error", {}).get("S"):
+            if not item or not item.get("last_error", {}).get("S"):
                 verdict.fail(f"{send.delivery_id}: failed without an error")
         elif send.acknowledged:
             verdict.fail(f"{send.delivery_id}: answered {send.answers} but never stored")
     failed = {pk for pk, item in inbox.items() if item["status"]["S"] == "failed"}
     for message in dead:
         if message.get("pk") not in failed or not message.get("error"):
-            verdict.fail(f"DLQ holds {message.get('pk')} without a failed delivery and its error")
+            status = inbox.get(str(message.get("pk")), {}).get("status", {}).get("S")
+            verdict.fail(f"DLQ holds {message} for a delivery that is {status}, not failed with its error")
 
 
 def _refunds(

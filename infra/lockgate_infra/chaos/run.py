@@ -11,6 +11,7 @@ from typing import Any
 from lockgate.clock import FixedClock
 from lockgate_infra.chaos.drive import Job, Tally, drive, seeded
 from lockgate_infra.chaos.faults import FaultPlan, Rates, inject_aws
+from lockgate_infra.chaos.housekeeping import housekeeping
 from lockgate_infra.chaos.invariants import Verdict, judge
 from lockgate_infra.chaos.traffic import traffic
 from lockgate_infra.chaos.world import World, build_world, sqs_on
@@ -69,7 +70,7 @@ def run_seed(seed: int, events: int = 20, rates: Rates | None = None, jobs: Sequ
     sends = traffic(seeded(seed), events)
     with account(plan, clock) as world:
         with inject_aws(plan):
-            tally = drive(world, plan, sends, jobs)
+            tally = drive(world, plan, sends, [*housekeeping(world), *jobs])
         verdict = judge(world, sends, tally)
     return Row(seed, events, plan.injected, tally, verdict)
 
@@ -107,4 +108,8 @@ def table(rows: Sequence[Row]) -> str:
             len(v.violations),
         ]
         lines.append(" | ".join(str(c) for c in cells))
+    faults = sum(sum(row.faults.values()) for row in rows)
+    violations = sum(len(row.verdict.violations) for row in rows)
+    events = sum(row.events for row in rows)
+    lines.append(f"\n{len(rows)} seeds, {events} events, {faults} faults injected, {violations} violations")
     return "\n".join(lines)

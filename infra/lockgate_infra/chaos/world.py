@@ -64,6 +64,7 @@ class World:
     workers: list[Worker]
     desk: ApprovalDesk
     review: ReviewQueue
+    tasks: dict[str, Any]
     metrics: CountingMetrics = field(default_factory=CountingMetrics)
     stub: Any = None  # the model stand-in, once the account has one
 
@@ -133,9 +134,10 @@ def build_world(
         metrics=metrics,
     )
     # Two worker "instances": the second is the one SQS redelivers to mid-way.
-    workers = [
+    built = [
         _worker(session, names, config, environ, SkewedClock(clock, plan.skew()), metrics) for _ in range(2)
     ]
+    workers = [worker for worker, _ in built]
     desk_clock = SkewedClock(clock, plan.skew())
     proposals, decisions = (
         ProposalStore(dynamodb, names["ApprovalsTable"]),
@@ -154,7 +156,7 @@ def build_world(
         base_url="https://approvals.chaos/approvals",
     )
     review = ReviewQueue(proposals, decisions, config.approvals, desk_clock)
-    return World(session, names, clock, config, receiver, workers, desk, review, metrics)
+    return World(session, names, clock, config, receiver, workers, desk, review, built[0][1], metrics)
 
 
 def _worker(
@@ -164,7 +166,7 @@ def _worker(
     environ: dict[str, str],
     clock: Clock,
     metrics: CountingMetrics,
-) -> Worker:
+) -> tuple[Worker, dict[str, Any]]:
     from shop.handlers import order_updated
     from shop.services import ShopServices, ShopSettings
     from shop.task import support_inbox_task
@@ -193,7 +195,7 @@ def _worker(
     )
     if model is not None:
         model._sleep = lambda seconds: None  # noqa: SLF001 - backoff waits cost no real time here
-    return Worker(
+    worker = Worker(
         inbox=InboxStore(dynamodb, names["InboxTable"]),
         bodies=BodyStore(session.client("s3"), names["BodyBucket"]),
         queue=InboxQueue(sqs, names["InboxQueue"]),
@@ -206,3 +208,4 @@ def _worker(
         log=LOG,
         metrics=metrics,
     )
+    return worker, {task.name: task for task in setup.tasks}
