@@ -48,7 +48,11 @@ WORKER_ACCESS = {
     *{
         (f"sqs:{action}", "InboxQueue.Arn")
         for action in (
-            "ReceiveMessage", "DeleteMessage", "GetQueueAttributes", "ChangeMessageVisibility", "SendMessage"
+            "ReceiveMessage",
+            "DeleteMessage",
+            "GetQueueAttributes",
+            "ChangeMessageVisibility",
+            "SendMessage",
         )
     },
     ("sqs:SendMessage", "InboxDLQ.Arn"),
