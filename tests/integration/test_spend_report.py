@@ -23,7 +23,7 @@ def totals(model_calls: list[tuple[Usage, float]], *, cache_hits: int = 0) -> Mo
     for usage, usd in model_calls:
         found.add(usage, usd)
     for _ in range(cache_hits):
-        found.add(Usage(), 0.0, cache_hit=True)
+        found.add(Usage(), 0.0, cache_hits=1)
     return found
 
 

@@ -162,9 +162,10 @@ class AgentLoop:
         assert task.intake is not None
         recorded = run.step(0, "intake")
         if recorded is None:
+            cacheable = task.intake.cacheable and not task.fresh
             replies = AdmittedReplies(
                 lambda request, until: self._calls.create(
-                    task.name, request, until, request.cache_ttl, cacheable=_cacheable(task)
+                    task.name, request, until, request.cache_ttl, cacheable=cacheable
                 )
             )
             taken = take_in(task.intake, event, task.services, replies, deadline)

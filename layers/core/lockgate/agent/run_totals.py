@@ -26,22 +26,23 @@ class Totals:
     def add(self, reply: ModelReply, cache_ttl: str) -> float:
         """Count one model reply; returns its cost (zero from the response cache, half in a batch)."""
         usd = cost_usd(reply.model, reply.usage, cache_ttl, batch=reply.batch)
-        self._count(reply.model, reply.usage, usd, cache_hit=reply.cache_hit, batch=reply.batch)
+        self._count(reply.model, reply.usage, usd, cache_hits=int(reply.cache_hit), batched=int(reply.batch))
         return usd
 
     def add_intake(self, result: IntakeResult) -> None:
         """Count the extraction calls, per model tried."""
         for model, tokens in result.usage.items():
             usage = Usage(**tokens)
-            self._count(model, usage, cost_usd(model, usage))
+            counts = result.calls.get(model, {"calls": 1, "cache_hits": 0})
+            self._count(
+                model, usage, cost_usd(model, usage), calls=counts["calls"], cache_hits=counts["cache_hits"]
+            )
 
-    def _count(
-        self, model: str, usage: Usage, usd: float, *, cache_hit: bool = False, batch: bool = False
-    ) -> None:
+    def _count(self, model: str, usage: Usage, usd: float, **counts: int) -> None:
         for key, value in usage.as_dict().items():
             self.usage[key] += value
         self.cost_usd = round(self.cost_usd + usd, 6)
-        self.by_model.setdefault(model, ModelTotals()).add(usage, usd, cache_hit=cache_hit, batch=batch)
+        self.by_model.setdefault(model, ModelTotals()).add(usage, usd, **counts)
 
     def as_dict(self, state: RunState) -> dict[str, Any]:
         """JSON-ready, with the run's taint."""

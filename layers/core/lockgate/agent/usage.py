@@ -36,11 +36,11 @@ class ModelTotals:
     usd: float = 0.0
     tokens: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TOKEN_FIELDS, 0))
 
-    def add(self, usage: Usage, usd: float, *, cache_hit: bool = False, batch: bool = False) -> None:
-        """Count one call."""
-        self.calls += 1
-        self.cache_hits += int(cache_hit)
-        self.batched += int(batch)
+    def add(self, usage: Usage, usd: float, *, calls: int = 1, cache_hits: int = 0, batched: int = 0) -> None:
+        """Count calls (one by default) with their summed usage and cost."""
+        self.calls += calls
+        self.cache_hits += cache_hits
+        self.batched += batched
         self.usd = round(self.usd + usd, 6)
         for key, value in usage.as_dict().items():
             self.tokens[key] += value
