@@ -93,3 +93,15 @@ def test_when_every_model_gives_up_the_email_goes_to_a_person_and_nothing_is_don
             rig.task, BROKEN.event("msg-intake-3", int(rig.clock.now())), rig.clock.now() + 60
         )
         assert again.status == "needs_person" and rig.stub.calls == calls
+
+
+def test_the_transcript_shows_the_request_read_and_a_give_up() -> None:
+    from lockgate_infra.transcript import render
+
+    with shop_rig(misreading({CHEAP_MODEL, ESCALATION_MODEL})) as rig:
+        rig.loop.run(rig.task, BROKEN.event("msg-intake-4", int(rig.clock.now())), rig.clock.now() + 60)
+        run = rig.runs.get("helpdesk#msg-intake-4")
+        assert run is not None
+        text = render(run)
+    assert "status needs_person" in text
+    assert f"request NOT read ({CHEAP_MODEL} → {ESCALATION_MODEL}): a person must handle it" in text
