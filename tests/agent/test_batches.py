@@ -22,7 +22,7 @@ from tests.support import LOG
 SEND = use("t1", "send", {"to": "owner@example.com", "text": "Weekly digest"})
 
 
-def batches(rig: AgentRig, resumed: list[str] | None = None) -> Batches:
+def batches(rig: AgentRig) -> Batches:
     db = rig.aws.client("dynamodb")
     return Batches(
         lambda: anthropic.Anthropic(api_key="test-key", base_url=rig.stub.base_url, max_retries=0),
@@ -32,7 +32,6 @@ def batches(rig: AgentRig, resumed: list[str] | None = None) -> Batches:
         rig.clock,
         log=LOG,
         metrics=rig.metrics,
-        resume=resumed.append if resumed is not None else None,
     )
 
 
@@ -55,8 +54,7 @@ def test_submit_then_collect_then_the_run_completes_once_at_half_price(rig: Agen
     task = make_task(effects, batch=True)
     rig.stub.set_model(Scripted([tools_turn(SEND), Reply([say("sent")])]))
     rig.stub.batches.hold()
-    resumed: list[str] = []
-    desk = batches(rig, resumed)
+    desk = batches(rig)
     loop = rig.loop({"batches": desk})
 
     # When the event runs: the first call is submitted as a batch and the event is deferred
@@ -72,13 +70,13 @@ def test_submit_then_collect_then_the_run_completes_once_at_half_price(rig: Agen
 
     # When the collect job runs while the batch is still processing, nothing changes
     assert desk.collect_batches(job(rig)).counts == {"collected": 0, "failed": 0, "waiting": 1}
-    assert len(pending(rig)) == 1 and resumed == []
+    assert len(pending(rig)) == 1
 
     # When the batch has ended and the job runs again
     rig.stub.batches.hold(False)
     result = desk.collect_batches(job(rig))
     assert result.done and result.counts == {"collected": 1, "failed": 0, "waiting": 0}
-    assert pending(rig) == [] and resumed == ["github#d-1"]
+    assert pending(rig) == []
 
     # Then the resumed run replays the batched reply, sends once, and finishes with a direct call
     outcome = rig.loop({"batches": desk}).run(task, event(), DEADLINE)
@@ -121,3 +119,31 @@ def test_a_request_that_errors_in_the_batch_is_made_directly(rig: AgentRig) -> N
     batch_result = run.step(1, "batch_result")
     assert batch_result is not None and batch_result.data == {"outcome": "errored"}
     assert run.totals["by_model"]["claude-sonnet-5-5"]["batched"] == 0
+
+
+def test_the_stub_answers_the_batch_endpoints_in_the_sdks_shapes(rig: AgentRig) -> None:
+    client = anthropic.Anthropic(api_key="test-key", base_url=rig.stub.base_url, max_retries=0)
+    rig.stub.set_model(Scripted([Reply([say("hello")])]))
+    params = {"model": "claude-haiku-5-5", "max_tokens": 50, "messages": [{"role": "user", "content": "hi"}]}
+    # Given a held batch: in progress, counted as processing, no results yet
+    rig.stub.batches.hold()
+    batch = client.messages.batches.create(requests=[{"custom_id": "a", "params": params}])
+    assert (batch.processing_status, batch.request_counts.processing, batch.results_url) == (
+        "in_progress",
+        1,
+        None,
+    )
+    # When it ends, the SDK reads the counts and streams the JSON Lines results
+    rig.stub.batches.hold(False)
+    ended = client.messages.batches.retrieve(batch.id)
+    assert ended.processing_status == "ended" and ended.request_counts.succeeded == 1
+    [line] = list(client.messages.batches.results(batch.id))
+    assert line.custom_id == "a" and line.result.type == "succeeded"
+    assert line.result.message.content[0].text == "hello"  # type: ignore[union-attr]
+    # And an unknown batch or a duplicate custom_id is refused as the API does
+    with pytest.raises(anthropic.NotFoundError):
+        client.messages.batches.retrieve("msgbatch_nope")
+    with pytest.raises(anthropic.BadRequestError):
+        client.messages.batches.create(
+            requests=[{"custom_id": "x", "params": params}, {"custom_id": "x", "params": params}]
+        )

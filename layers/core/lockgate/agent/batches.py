@@ -29,7 +29,9 @@ from lockgate.errors import Deferred, StoreUnavailable
 from lockgate.jobs.contract import JobContext, JobResult
 from lockgate.telemetry import Log, Metrics
 
-RECHECK_SECONDS = 900  # how long the event waits before it looks for the batch's answer again
+# How long the event waits before it looks for the answer again. Each look is a worker attempt,
+# so with the inbox's 5 attempts an event waits about 4 hours; most batches end within one.
+RECHECK_SECONDS = 3600
 PENDING_PK = "batch#pending"
 PENDING_TTL_SECONDS = 30 * 86_400  # batch results are kept for 29 days
 
@@ -53,7 +55,6 @@ class Batches:
         metrics: Metrics,
         spend: SpendCaps | None = None,
         usage_metrics: UsageMetrics | None = None,
-        resume: Callable[[str], None] | None = None,  # re-queue a run's delivery once its answer is in
     ) -> None:
         self._factory = client_factory
         self._client: Any = None
@@ -65,7 +66,6 @@ class Batches:
         self._metrics = metrics
         self._spend = spend
         self._usage_metrics = usage_metrics or NoUsageMetrics()
-        self._resume = resume
 
     def first_call(self, task: str, run: Run, request: ModelRequest) -> None:
         """Submit once, then wait (BatchWaiting); returns only when the batch failed: call directly."""
@@ -216,8 +216,6 @@ class Batches:
             self._usage_metrics.model_call(run.task, reply.model, reply.usage, actual, cache_hit=False)
         if self._spend is not None and "reservation" in item:
             self._spend.settle(_reservation_from(item["reservation"]["S"]), actual)
-        if self._resume is not None:
-            self._resume(run.delivery)
 
     def _sdk(self) -> Any:
         if self._client is None:

@@ -71,7 +71,7 @@ class IntakeResult:
             "problems": self.problems,
             "tried": self.tried,
             "usage": self.usage,
-            "calls": self.calls,
+            "call_counts": self.calls,
         }
 
     @classmethod
@@ -83,7 +83,7 @@ class IntakeResult:
             problems=list(data["problems"]),
             tried=list(data["tried"]),
             usage=dict(data["usage"]),
-            calls=dict(data.get("calls", {})),
+            calls=dict(data.get("call_counts", {})),
         )
 
 
