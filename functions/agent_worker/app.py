@@ -9,9 +9,11 @@ from typing import Any
 
 import boto3
 from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import EphemeralMetrics
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
+from lockgate.agent.usage import EmfUsageMetrics
 from lockgate.agent.wiring import wire_agent_tasks
 from lockgate.clock import SystemClock
 from lockgate.config import load_config
@@ -75,6 +77,8 @@ model = wire_agent_tasks(
     approvals=config.approvals,
     sqs=sqs,
     budget=config.budget,
+    # Per-call dollars and tokens by task and model (its own EMF blob: its own dimensions).
+    usage_metrics=EmfUsageMetrics(EphemeralMetrics, frozenset(t.name for t in setup.tasks)),
 )
 worker = Worker(
     inbox=InboxStore(dynamodb, settings.inbox_table),

@@ -14,6 +14,7 @@ from lockgate.inbox.queue import InboxQueue
 from lockgate.inbox.store import InboxStore
 from lockgate_infra.approvals_cli import add_approvals_parser, run_approvals
 from lockgate_infra.ops import InboxOps
+from lockgate_infra.spend_cli import add_spend_parser
 from lockgate_infra.targets import Target, TargetError, deployed_target, local_target
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -75,7 +76,8 @@ def _parser() -> argparse.ArgumentParser:
     run_show.add_argument("--json", action="store_true", help="the raw run record")
     run_show.set_defaults(run=_runs_show)
     approvals = add_approvals_parser(commands, default_config=ROOT / "lockgate.toml", run=_approvals)
-    for sub in (status, show, retry, run_show, *approvals):
+    spend = add_spend_parser(commands, run=_spend)
+    for sub in (status, show, retry, run_show, *approvals, spend):
         where = sub.add_mutually_exclusive_group()
         where.add_argument("--local", action="store_true", help="the running `lockgate local` (default)")
         where.add_argument("--stack", metavar="NAME", help="a deployed CloudFormation stack")
@@ -152,6 +154,15 @@ def _runs_show(args: argparse.Namespace) -> int:
         )
         return 0
     print(render(run))
+    return 0
+
+
+def _spend(args: argparse.Namespace) -> int:
+    from lockgate_infra.spend_cli import as_json, render, spend_rows
+
+    target = _target(args)
+    rows = spend_rows(target.client("dynamodb"), target.name("StateTable"), time.time(), args.days)
+    print(as_json(rows) if args.json else render(rows))
     return 0
 
 

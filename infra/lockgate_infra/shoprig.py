@@ -86,8 +86,12 @@ def shop_rig(
     adapt: Callable[[Task], Task] | None = None,
     cache_ttl: str | None = None,
     clock: Clock | None = None,
+    controls: Callable[[Any, str, Clock], dict[str, Any]] | None = None,
 ) -> Iterator[ShopRig]:
-    """A fresh moto account with the template's resources and the shop seeded."""
+    """A fresh moto account with the template's resources and the shop seeded.
+
+    ``controls(dynamodb, state_table, clock)`` returns extra AgentLoop arguments (e.g. a response cache).
+    """
     import anthropic
     import boto3
     from moto import mock_aws
@@ -132,5 +136,6 @@ def shop_rig(
             clock=clock,
             log=log,
             metrics=CountingMetrics(),
+            **(controls(dynamodb, names["StateTable"], clock) if controls else {}),
         )
         yield ShopRig(session, names, task, loop, runs, stub, clock)

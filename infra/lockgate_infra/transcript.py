@@ -33,15 +33,38 @@ def render(run: Run) -> str:
     for step in run.steps:
         if step.kind == "model":
             lines.extend(_model_lines(step.n, step.data))
+        elif step.kind == "intake":
+            lines.extend(_intake_lines(step.data))
+        elif step.kind in ("batch", "batch_result"):
+            lines.append(
+                f"\n[{step.n}] message batch: {step.data.get('batch_id') or step.data.get('outcome')}"
+            )
         else:
             lines.extend(_tool_lines(step.data))
     return "\n".join(lines)
 
 
+def _intake_lines(data: dict[str, Any]) -> list[str]:
+    tried = " → ".join(data.get("tried", []))
+    if data.get("value") is None:
+        return [
+            f"\n[0] request NOT read ({tried}): a person must handle it",
+            *(f"    {p}" for p in data["problems"]),
+        ]
+    return [f"\n[0] request read by {data.get('model')} (tried {tried}): {json.dumps(data['value'])}"]
+
+
 def _model_lines(n: int, data: dict[str, Any]) -> list[str]:
     usage = data.get("usage", {})
+    via = (
+        " from the response cache"
+        if data.get("cache_hit")
+        else " via a message batch"
+        if data.get("batch")
+        else ""
+    )
     out = [
-        f"\n[{n}] assistant ({data.get('stop_reason')}, in {usage.get('input_tokens', 0)} / "
+        f"\n[{n}] assistant{via} ({data.get('stop_reason')}, in {usage.get('input_tokens', 0)} / "
         f"out {usage.get('output_tokens', 0)} / cache read {usage.get('cache_read_input_tokens', 0)})"
     ]
     for block in data.get("content", []):

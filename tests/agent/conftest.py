@@ -46,7 +46,8 @@ class AgentRig:
 
         return ModelClient(factory, self.clock, LOG, sleep=self.sleeps.append, **kwargs)
 
-    def loop(self, **kwargs: Any) -> AgentLoop:
+    def loop(self, controls: dict[str, Any] | None = None, **kwargs: Any) -> AgentLoop:
+        """The loop; ``controls`` are extra AgentLoop arguments (spend, responses, batches, rollup)."""
         model = self.model_client(**kwargs)
         db = self.aws.client("dynamodb")
         return AgentLoop(
@@ -57,6 +58,7 @@ class AgentRig:
             log=LOG,
             metrics=self.metrics,
             screener=Screener(model, self.clock),
+            **(controls or {}),
         )
 
     def runs(self) -> RunStore:

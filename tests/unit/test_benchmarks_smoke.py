@@ -54,3 +54,17 @@ def test_prompt_caching_benchmark_bills_less_with_caching() -> None:
     assert on["usage"]["output_tokens"] == off["usage"]["output_tokens"]
     assert off["usage"]["cache_read_input_tokens"] == 0 and on["usage"]["cache_read_input_tokens"] > 0
     assert on["usd"] < off["usd"]
+
+
+def test_model_costs_benchmark_each_control_lowers_dollars_per_event() -> None:
+    from benchmarks.model_costs import EVENTS, render, run_all
+
+    # Given five events, the fifth the same email as the first
+    rows = run_all(EVENTS[:5])
+    # Then each control added costs less than the setting before it
+    dollars = [row["usd_per_100"] for row in rows]
+    assert dollars == sorted(dollars, reverse=True) and len(set(dollars)) == 4
+    # And the repeated email's extraction came from the response cache; haiku passed and was chosen
+    assert [row["response_cache_hits"] for row in rows] == [0, 0, 1, 1]
+    assert rows[-1]["extraction_model"] == "claude-haiku-5-5"
+    assert "all controls / no controls" in render(rows)

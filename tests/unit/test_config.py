@@ -74,10 +74,14 @@ def test_missing_or_broken_file(tmp_path: Path) -> None:
 
 
 def test_approval_rules_parse_and_mistakes_are_named() -> None:
-    config = parse_config({"approvals": {
-        "reviewers": [{"id": "alice", "roles": ["refunds"]}, {"id": "bob"}],
-        "tools": {"refund_order": {"roles": ["refunds"], "pattern": "veto", "veto_minutes": 15}},
-    }})
+    config = parse_config(
+        {
+            "approvals": {
+                "reviewers": [{"id": "alice", "roles": ["refunds"]}, {"id": "bob"}],
+                "tools": {"refund_order": {"roles": ["refunds"], "pattern": "veto", "veto_minutes": 15}},
+            }
+        }
+    )
     rule = config.approvals.for_tool("refund_order")
     assert (rule.pattern, rule.veto_minutes, rule.decide_within_hours) == ("veto", 15, 24)
     assert [r.id for r in config.approvals.reviewers_for("refund_order")] == ["alice"]

@@ -19,6 +19,7 @@ from lockgate.errors import BadDelivery
 from lockgate.routing import InboxEvent
 from shop.arguments import MESSAGE_ID, check_email_address
 from shop.data import Order, Orders
+from shop.intake import CUSTOMER_REQUEST
 from shop.mailbox import Email, Mailbox
 from shop.notices import tell_customer
 from shop.refunds import REFUND_ORDER
@@ -159,4 +160,6 @@ def support_inbox_task(services: ShopServices) -> Task:
         services={"shop": services},
         restore_facts=restore_facts,
         on_decision=tell_customer,
+        # Read the request first: a cheap model, escalating to a larger one; else a person.
+        intake=CUSTOMER_REQUEST,
     )

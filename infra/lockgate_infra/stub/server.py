@@ -1,6 +1,7 @@
 """StubAnthropic: the Messages API on 127.0.0.1, real HTTP, so the real SDK is what gets tested.
 
-Serves ``POST /v1/messages`` (non-streaming) and ``POST /v1/messages/count_tokens``. Requests are
+Serves ``POST /v1/messages`` (non-streaming), ``POST /v1/messages/count_tokens`` and Message
+Batches (see ``batches``). Requests are
 validated like the API does (see ``validation``), answered by a scripted model (see ``models``),
 and billed with prompt-cache accounting (see ``accounting``). Errors use the API's shape and a
 ``request-id`` header, so the SDK raises its own classes.
@@ -18,6 +19,7 @@ from typing import Any, cast
 
 from lockgate.clock import Clock, SystemClock
 from lockgate_infra.stub.accounting import PromptCache, count_input_tokens, estimate_tokens
+from lockgate_infra.stub.batches import BATCHES_PATH, BatchDesk
 from lockgate_infra.stub.replies import STOP_REASONS, Model, Reply, StubError
 from lockgate_infra.stub.shop_model import shop_model
 from lockgate_infra.stub.validation import request_problem
@@ -49,6 +51,7 @@ class StubAnthropic:
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         self.model_failures: list[str] = []  # exceptions raised by a scripted model (answered as 500)
+        self.batches = BatchDesk()  # Message Batches: see ``batches``
 
     def start(self) -> StubAnthropic:
         """Bind a port on 127.0.0.1 and serve in a background thread."""
@@ -118,7 +121,8 @@ class StubAnthropic:
         request_id = f"req_stub_{number:012d}"
         path = handler.path.split("?", 1)[0]
         raw = handler.rfile.read(int(handler.headers.get("content-length") or 0))
-        if handler.command != "POST" or path not in (MESSAGES_PATH, COUNT_TOKENS_PATH):
+        batch = path == BATCHES_PATH or path.startswith(BATCHES_PATH + "/")
+        if not batch and (handler.command != "POST" or path not in (MESSAGES_PATH, COUNT_TOKENS_PATH)):
             return self._error(handler, request_id, StubError(404, "not_found_error", f"Not found: {path}"))
         if not (handler.headers.get("x-api-key") or handler.headers.get("authorization")):
             return self._error(
@@ -130,6 +134,8 @@ class StubAnthropic:
             return self._error(
                 handler, request_id, StubError(400, "invalid_request_error", "Invalid JSON body")
             )
+        if batch:
+            return self._batch(handler, request_id, path, body)
         if path == COUNT_TOKENS_PATH:
             problem = request_problem(body, count_tokens=True)
             if problem:
@@ -151,6 +157,27 @@ class StubAnthropic:
         body: dict[str, Any],
         model: Model,
     ) -> None:
+        message = self._message(message_id, body, model)
+        if isinstance(message, StubError):
+            return self._error(handler, request_id, message)
+        return _send(handler, request_id, 200, message)
+
+    def _batch(self, handler: BaseHTTPRequestHandler, request_id: str, path: str, body: Any) -> None:
+        def answer(params: dict[str, Any], custom_id: str) -> dict[str, Any] | StubError:
+            with self._lock:
+                model = self._model
+            return self._message(f"msg_stub_batch_{custom_id}", params, model)
+
+        routed = self.batches.route(handler.command, path, body, self.base_url, answer)
+        if routed is None:
+            return self._error(handler, request_id, StubError(404, "not_found_error", f"Not found: {path}"))
+        if isinstance(routed, StubError):
+            return self._error(handler, request_id, routed)
+        status, payload = routed
+        return _send(handler, request_id, status, payload.encode() if isinstance(payload, str) else payload)
+
+    def _message(self, message_id: str, body: dict[str, Any], model: Model) -> dict[str, Any] | StubError:
+        """The model's reply to one request as a Message, billed; or the error to answer with."""
         try:
             outcome = model(body)
         except Exception as exc:  # noqa: BLE001 - a broken scripted model is reported to the client as a 500
@@ -159,16 +186,14 @@ class StubAnthropic:
                 self.model_failures.append(failure)
             outcome = StubError(500, "api_error", f"stub model failed: {failure}")
         if isinstance(outcome, StubError):
-            return self._error(handler, request_id, outcome)
+            return outcome
         if not isinstance(outcome, Reply) or outcome.stop_reason not in STOP_REASONS:
-            return self._error(
-                handler, request_id, StubError(500, "api_error", "stub model gave no valid reply")
-            )
+            return StubError(500, "api_error", "stub model gave no valid reply")
         usage = self._cache.account(body).as_usage(max(1, estimate_tokens(outcome.content)))
         with self._lock:
             for key in USAGE_KEYS:
                 self._totals[key] += int(usage[key])
-        message = {
+        return {
             "id": message_id,
             "type": "message",
             "role": "assistant",
@@ -178,7 +203,6 @@ class StubAnthropic:
             "stop_sequence": None,
             "usage": usage,
         }
-        return _send(handler, request_id, 200, message)
 
     def _error(self, handler: BaseHTTPRequestHandler, request_id: str, error: StubError) -> None:
         if error.delay > 0 and self._stopping.wait(error.delay):
@@ -199,7 +223,7 @@ def _send(
     payload: object,
     headers: Mapping[str, str] | None = None,
 ) -> None:
-    data = json.dumps(payload).encode()
+    data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
     handler.close_connection = True  # one request per connection: no idle keep-alive threads
     try:
         handler.send_response(status)

@@ -6,9 +6,10 @@ sender's orders with find_orders — looks each up while searching the help page
 turn), refunds a delivered/damaged order when asked (one named in the email, or the sender's
 only order; the "$NN" in the email, else total minus refunded), replies to the sender with
 send_email (order status, tracking link, the help passage by number, whether a refund was made
-or passed to the team), then ends with a one-line summary. Each step is "the next planned call
-not yet in the conversation", so replies depend only on the conversation; argument names are
-read from each tool's input_schema where they differ.
+or passed to the team), then ends with a one-line summary. A structured-output request (the
+task's intake) is answered with the customer's request as JSON (see ``extraction``). Each step
+is "the next planned call not yet in the conversation", so replies depend only on the
+conversation; argument names are read from each tool's input_schema where they differ.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from lockgate_infra.stub.conversation import (
     text,
     tool_use,
 )
+from lockgate_infra.stub.extraction import extraction_reply, is_extraction
 from lockgate_infra.stub.replies import Reply
 from lockgate_infra.stub.shop_reply import Email, Extras, compose, extras_lines, reply_subject, summary
 
@@ -92,6 +94,8 @@ class ShopModel:
 
     def respond(self, request: JSON, extras: Extras) -> Reply:
         """The next assistant message for this conversation."""
+        if is_extraction(request):
+            return extraction_reply(request)  # the task's intake: read the request out of the email
         turn = _Turn(request)
         emails, wanted, failures = self._emails(turn)
         if wanted:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from lockgate.agent.capacity import CircuitBreaker
 from lockgate.agent.model import ModelClient, ModelError, ModelReply, ModelRequest
 from lockgate.agent.pricing import cost_usd
+from lockgate.agent.response_cache import ResponseCache
 from lockgate.agent.spend import Reservation, SpendCaps, estimate_usd, input_tokens_upper_bound
 from lockgate.errors import Deferred
 
@@ -21,14 +22,33 @@ class AdmittedCalls:
     """Wraps the model client with the shared controls; each one is optional."""
 
     def __init__(
-        self, model: ModelClient, *, spend: SpendCaps | None = None, breaker: CircuitBreaker | None = None
+        self,
+        model: ModelClient,
+        *,
+        spend: SpendCaps | None = None,
+        breaker: CircuitBreaker | None = None,
+        responses: ResponseCache | None = None,
     ) -> None:
         self._model = model
         self.spend = spend
         self.breaker = breaker
+        self.responses = responses
 
-    def create(self, task_name: str, request: ModelRequest, deadline: float, cache_ttl: str) -> ModelReply:
+    def create(
+        self,
+        task_name: str,
+        request: ModelRequest,
+        deadline: float,
+        cache_ttl: str,
+        *,
+        cacheable: bool = False,
+    ) -> ModelReply:
         """One admitted call; raises Deferred (cap reached, circuit open) before anything is sent."""
+        # A saved answer costs nothing, so it is served before (and whatever) the budget says.
+        responses = self.responses if cacheable else None
+        saved = responses.get(request) if responses is not None else None
+        if saved is not None:
+            return saved
         reservation = self._reserve(task_name, request, cache_ttl)
         try:
             if self.breaker is not None:
@@ -46,6 +66,8 @@ class AdmittedCalls:
         if self.breaker is not None:
             self.breaker.record_success(request.model)
         self._settle(reservation, cost_usd(reply.model, reply.usage, cache_ttl))
+        if responses is not None:
+            responses.put(request, reply)
         return reply
 
     def _reserve(self, task_name: str, request: ModelRequest, cache_ttl: str) -> Reservation | None:

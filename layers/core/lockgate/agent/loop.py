@@ -8,20 +8,25 @@ max_tokens is never executed; untrusted content enters only inside tool results.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from lockgate.agent.admission import AdmittedCalls
+from lockgate.agent.batches import Batches
 from lockgate.agent.capacity import CircuitBreaker
 from lockgate.agent.guard import Decision, RunState, decide
+from lockgate.agent.intake import AdmittedReplies, IntakeResult, take_in, with_request
 from lockgate.agent.ledger import Ledger, LedgerConflict, OpState, operation_key
-from lockgate.agent.model import ModelClient, ModelReply, ModelRequest, Usage
-from lockgate.agent.pricing import cost_usd
+from lockgate.agent.model import ModelClient, ModelReply, ModelRequest
+from lockgate.agent.prompt_cache import prefix_tokens
+from lockgate.agent.response_cache import ResponseCache
+from lockgate.agent.run_totals import Totals
 from lockgate.agent.runs import Run, RunStore
 from lockgate.agent.screen import Screener
 from lockgate.agent.spend import SpendCaps
 from lockgate.agent.tasks import Task
 from lockgate.agent.tools import OutcomeUnknown, Tool, ToolContext, ToolError, fingerprint
+from lockgate.agent.usage import NoUsageMetrics, UsageMetrics, UsageRollup
 from lockgate.approvals.requests import ApprovalRequests
 from lockgate.clock import Clock
 from lockgate.routing import InboxEvent
@@ -33,37 +38,8 @@ class RunOutcome:
     """How a run ended."""
 
     run_id: str
-    status: str  # completed | gave_up | refused | step_limit
+    status: str  # completed | gave_up | refused | step_limit | needs_person
     summary: str
-
-
-@dataclass
-class Totals:
-    """Running totals for the run record."""
-
-    usage: dict[str, int] = field(default_factory=lambda: dict(Usage().as_dict()))
-    cost_usd: float = 0.0
-    model_calls: int = 0
-    replayed_steps: int = 0
-    blocked: int = 0
-
-    def add(self, reply: ModelReply, cache_ttl: str) -> None:
-        """Count one model reply."""
-        for key, value in reply.usage.as_dict().items():
-            self.usage[key] += value
-        self.cost_usd = round(self.cost_usd + cost_usd(reply.model, reply.usage, cache_ttl), 6)
-
-    def as_dict(self, state: RunState) -> dict[str, Any]:
-        """JSON-ready, with the run's taint."""
-        return {
-            "usage": self.usage,
-            "cost_usd": self.cost_usd,
-            "model_calls": self.model_calls,
-            "replayed_steps": self.replayed_steps,
-            "blocked": self.blocked,
-            "taint_sources": state.taint_sources,
-            "suspicious": state.suspicious,
-        }
 
 
 class AgentLoop:
@@ -83,6 +59,10 @@ class AgentLoop:
         approvals: ApprovalRequests | None = None,
         spend: SpendCaps | None = None,
         breaker: CircuitBreaker | None = None,
+        responses: ResponseCache | None = None,
+        batches: Batches | None = None,
+        rollup: UsageRollup | None = None,
+        usage_metrics: UsageMetrics | None = None,
     ) -> None:
         self._model = model
         self._runs = runs
@@ -93,7 +73,10 @@ class AgentLoop:
         self._tracing = tracing or NoTracing()
         self._screener = screener
         self._approvals = approvals
-        self._calls = AdmittedCalls(model, spend=spend, breaker=breaker)
+        self._calls = AdmittedCalls(model, spend=spend, breaker=breaker, responses=responses)
+        self._batches = batches
+        self._rollup = rollup
+        self._usage_metrics = usage_metrics or NoUsageMetrics()
 
     def run(self, task: Task, event: InboxEvent, deadline: float) -> RunOutcome:
         """Run (or resume) the task for this event until the model ends its turn or a limit hits."""
@@ -101,10 +84,20 @@ class AgentLoop:
         run = self._runs.open(event.delivery.pk, task.name, event.delivery.pk)
         state = RunState(start.facts)
         totals = Totals()
-        messages: list[dict[str, Any]] = [{"role": "user", "content": start.prompt}]
         tools = [t.schema() for t in task.tools]
+        cache_ttl = task.prompt_cache_ttl(prefix_tokens(task.system_prompt(), tools))
+        prompt = start.prompt
+        if task.intake is not None:
+            taken = self._take_in(task, event, run, deadline, totals)
+            if taken.needs_person:
+                # Guessing at a request nobody could read is worse than asking a person.
+                self._metrics.add_metric(name="RunNeedsPerson", unit="Count", value=1)
+                why = "; ".join(taken.problems)
+                return self._finish(run, "needs_person", f"could not read the request: {why}", totals, state)
+            prompt = with_request(prompt, taken)
+        messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
         for n in range(1, task.max_steps + 1):
-            reply = self._reply(task, run, n, tools, messages, deadline, totals)
+            reply = self._reply(task, run, n, tools, messages, deadline, totals, cache_ttl)
             messages.append({"role": "assistant", "content": reply.content})
             if reply.stop_reason == "max_tokens":
                 return self._finish(
@@ -136,26 +129,50 @@ class AgentLoop:
         messages: list[dict[str, Any]],
         deadline: float,
         totals: Totals,
+        cache_ttl: str,
     ) -> ModelReply:
         recorded = run.step(n, "model")
         if recorded is not None:
             totals.replayed_steps += 1
             reply = ModelReply.from_dict(recorded.data)
-        else:
-            request = ModelRequest(
-                model=task.model,
-                system=task.system_prompt(),
-                tools=tools,
-                messages=messages,
-                max_tokens=task.max_output_tokens,
-                cache_ttl=task.cache_ttl,
-            )
-            fresh = self._calls.create(task.name, request, deadline, task.cache_ttl)
-            totals.model_calls += 1
-            # If another attempt recorded this step first, its reply is the one that counts.
-            reply = ModelReply.from_dict(self._runs.record(run, n, "model", fresh.as_dict()).data)
-        totals.add(reply, task.cache_ttl)
+            totals.add(reply, cache_ttl)
+            return reply
+        request = ModelRequest(
+            model=task.model,
+            system=task.system_prompt(),
+            tools=tools,
+            messages=messages,
+            max_tokens=task.max_output_tokens,
+            cache_ttl=cache_ttl,
+        )
+        if n == 1 and task.batch and self._batches is not None:
+            self._batches.first_call(task.name, run, request)  # waits (Deferred) unless the batch failed
+        fresh = self._calls.create(task.name, request, deadline, cache_ttl, cacheable=_cacheable(task))
+        totals.model_calls += 1
+        # If another attempt recorded this step first, its reply is the one that counts.
+        reply = ModelReply.from_dict(self._runs.record(run, n, "model", fresh.as_dict()).data)
+        usd = totals.add(reply, cache_ttl)
+        self._usage_metrics.model_call(task.name, reply.model, reply.usage, usd, cache_hit=reply.cache_hit)
         return reply
+
+    def _take_in(
+        self, task: Task, event: InboxEvent, run: Run, deadline: float, totals: Totals
+    ) -> IntakeResult:
+        """Step 0: the request extracted from the event (replayed from the record on a retry)."""
+        assert task.intake is not None
+        recorded = run.step(0, "intake")
+        if recorded is None:
+            cacheable = task.intake.cacheable and not task.fresh
+            replies = AdmittedReplies(
+                lambda request, until: self._calls.create(
+                    task.name, request, until, request.cache_ttl, cacheable=cacheable
+                )
+            )
+            taken = take_in(task.intake, event, task.services, replies, deadline)
+            recorded = self._runs.record(run, 0, "intake", taken.as_dict())
+        result = IntakeResult.from_dict(recorded.data)
+        totals.add_intake(result)
+        return result
 
     # -- tool steps -----------------------------------------------------------------------
 
@@ -294,8 +311,14 @@ class AgentLoop:
 
     def _finish(self, run: Run, status: str, summary: str, totals: Totals, state: RunState) -> RunOutcome:
         self._runs.finish(run, status, summary, totals.as_dict(state))
+        if self._rollup is not None:
+            self._rollup.add_run(run.run_id, run.task, totals.by_model)
         self._metrics.add_metric(name=f"Run_{status}", unit="Count", value=1)
         return RunOutcome(run.run_id, status, summary)
+
+
+def _cacheable(task: Task) -> bool:
+    return task.cacheable and not task.fresh
 
 
 def _taint_source(tool: Tool[Any], args: Any, content: str) -> str:

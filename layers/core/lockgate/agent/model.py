@@ -69,10 +69,12 @@ class ModelReply:
     model: str
     request_id: str | None = None
     attempts: int = 1
+    cache_hit: bool = False  # answered from the response cache: nothing was sent or billed
+    batch: bool = False  # answered through Message Batches: billed at the batch discount
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready, for the run record."""
-        return {
+        data = {
             "content": self.content,
             "stop_reason": self.stop_reason,
             "usage": self.usage.as_dict(),
@@ -80,6 +82,11 @@ class ModelReply:
             "request_id": self.request_id,
             "attempts": self.attempts,
         }
+        if self.cache_hit:
+            data["cache_hit"] = True
+        if self.batch:
+            data["batch"] = True
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ModelReply:
@@ -91,6 +98,8 @@ class ModelReply:
             model=data["model"],
             request_id=data.get("request_id"),
             attempts=data.get("attempts", 1),
+            cache_hit=bool(data.get("cache_hit", False)),
+            batch=bool(data.get("batch", False)),
         )
 
 
@@ -268,6 +277,11 @@ def _retry_after(exc: Exception) -> float | None:
         return max(0.0, float(raw)) if raw is not None else None
     except ValueError:
         return None
+
+
+def reply_from_message(message: Any) -> ModelReply:
+    """A ModelReply from an SDK Message (e.g. one returned inside a batch result)."""
+    return _reply(message, 1)
 
 
 def _reply(message: Any, attempts: int) -> ModelReply:

@@ -15,12 +15,21 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ValidationError
 
-from lockgate.agent.model import ModelClient, ModelReply, ModelRequest, Usage
+from lockgate.agent.model import ModelReply, ModelRequest, Usage
 from lockgate.agent.tools import describe_validation_error
+
+
+class Replies(Protocol):
+    """Anything that answers a model request (the ModelClient, or admitted calls)."""
+
+    def create(self, request: ModelRequest, deadline: float) -> ModelReply:
+        """One assistant reply."""
+        ...
+
 
 # A grounding check: the validated object and the source text in, problems (empty = fine) out.
 Grounding = Callable[[BaseModel, str], list[str]]
@@ -46,7 +55,7 @@ class Extraction[T: BaseModel]:
 
 
 def extract[T: BaseModel](
-    model: ModelClient,
+    model: Replies,
     *,
     model_id: str,
     schema: type[T],

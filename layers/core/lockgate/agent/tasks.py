@@ -6,7 +6,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from lockgate.agent.intake import Intake
+from lockgate.agent.prompt_cache import choose_cache_ttl
 from lockgate.agent.tools import RunFacts, Tool
+from lockgate.errors import ConfigError
 from lockgate.routing import InboxEvent
 
 DATA_NOTICE = (
@@ -51,13 +54,39 @@ class Task:
     max_output_tokens: int = 1024
     budget_usd: float = 0.50
     screen_model: str | None = None  # screen untrusted content with this small model first
-    cache_ttl: str = "5m"  # prompt cache lifetime for the fixed prefix: "5m", "1h" (or "off")
+    cache_ttl: str = "5m"  # prompt cache lifetime for the fixed prefix: "5m", "1h", "off" or "auto"
     services: Mapping[str, Any] = field(default_factory=dict)
     # Rebuild a run's facts from their stored values, so an approved action's hard policies are
     # re-checked against current facts when it executes (default: the values, no lookup).
     restore_facts: Callable[[Mapping[str, Any], Mapping[str, Any]], RunFacts] | None = None
     # Told about each decided proposal (run once per proposal and outcome, through the ledger).
     on_decision: Callable[[DecisionNotice, Mapping[str, Any]], Any] | None = None
+    # Cost controls. cacheable: classification-like, an identical request is answered from the
+    # response cache; fresh: always ask the model (the two exclude each other).
+    cacheable: bool = False
+    fresh: bool = False
+    run_interval_seconds: float | None = None  # how often it runs (its schedule), for cache_ttl="auto"
+    batch: bool = False  # scheduled and not urgent: the first call goes through Message Batches
+    intake: Intake[Any] | None = None  # extract the request first (structured output, escalation)
+
+    def __post_init__(self) -> None:
+        if self.cacheable and self.fresh:
+            raise ConfigError(f"task {self.name}: cacheable and fresh cannot both be set")
+        if self.cache_ttl not in ("5m", "1h", "off", "auto"):
+            raise ConfigError(
+                f"task {self.name}: cache_ttl must be 5m, 1h, off or auto, not {self.cache_ttl!r}"
+            )
+        if self.run_interval_seconds is not None and self.run_interval_seconds <= 0:
+            raise ConfigError(f"task {self.name}: run_interval_seconds must be positive")
+
+    def prompt_cache_ttl(self, prefix_tokens: int) -> str:
+        """The cache lifetime to use; "auto" picks the cheapest for the task's schedule and prefix."""
+        if self.cache_ttl != "auto":
+            return self.cache_ttl
+        # A tool loop makes at least two calls in a run that uses a tool; the second reads the cache.
+        return choose_cache_ttl(
+            interval_seconds=self.run_interval_seconds, prefix_tokens=prefix_tokens, calls_per_run=2
+        )
 
     def facts_from(self, values: Mapping[str, Any]) -> RunFacts:
         """The run's facts, rebuilt from stored values."""

@@ -5,14 +5,17 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from lockgate.agent.batches import Batches
 from lockgate.agent.capacity import CircuitBreaker
 from lockgate.agent.handler import route_tasks
 from lockgate.agent.ledger import Ledger
 from lockgate.agent.loop import AgentLoop
 from lockgate.agent.model import ModelClient
+from lockgate.agent.response_cache import ResponseCache
 from lockgate.agent.runs import RunStore
 from lockgate.agent.screen import Screener
 from lockgate.agent.spend import SpendCaps
+from lockgate.agent.usage import UsageMetrics, UsageRollup
 from lockgate.approvals.decisions import DecisionStore
 from lockgate.approvals.events import VetoTimer
 from lockgate.approvals.executor import ApprovalExecutor
@@ -53,13 +56,15 @@ def wire_agent_tasks(
     approvals: ApprovalsConfig | None = None,
     sqs: Any = None,
     budget: BudgetConfig | None = None,
+    usage_metrics: UsageMetrics | None = None,
 ) -> ModelClient | None:
     """Route every registered task through one agent loop; returns its model client (for refresh)."""
     if not setup.tasks:
         return None
     key_ref = environ.get("ANTHROPIC_API_KEY_REF", "env:ANTHROPIC_API_KEY")
+    sdk = anthropic_factory(lambda: secrets.resolve(key_ref), environ.get("ANTHROPIC_BASE_URL") or None)
     model = ModelClient(
-        anthropic_factory(lambda: secrets.resolve(key_ref), environ.get("ANTHROPIC_BASE_URL") or None),
+        sdk,
         clock,
         log,
         tracing,
@@ -98,9 +103,13 @@ def wire_agent_tasks(
             metrics=metrics,
             log=log,
         )
+    runs = RunStore(dynamodb, state_table, clock)
+    batches = None
+    if any(t.batch for t in setup.tasks):
+        batches = Batches(sdk, dynamodb, state_table, runs, clock, log=log, metrics=metrics, spend=spend)
     loop = AgentLoop(
         model=model,
-        runs=RunStore(dynamodb, state_table, clock),
+        runs=runs,
         ledger=ledger,
         clock=clock,
         log=log,
@@ -111,6 +120,11 @@ def wire_agent_tasks(
         spend=spend,
         # An outage is not hammered: after repeated endpoint failures calls wait, then one probes.
         breaker=CircuitBreaker(dynamodb, state_table, clock, metrics=metrics, log=log),
+        # Cost controls: saved answers for cacheable tasks, a daily rollup per run, batches.
+        responses=ResponseCache(dynamodb, state_table, clock, log=log, metrics=metrics),
+        batches=batches,
+        rollup=UsageRollup(dynamodb, state_table, clock, log=log, metrics=metrics),
+        usage_metrics=usage_metrics,
     )
     route_tasks(setup.router, setup.tasks, loop, clock)
     return model

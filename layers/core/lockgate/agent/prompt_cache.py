@@ -1,0 +1,85 @@
+"""Which prompt-cache lifetime pays for a task, from how often it runs and how big its fixed prefix is.
+
+Per run, in units of the input price per token: the fixed prefix (tools + system) is either sent
+plain (1×), written to the cache (1.25× for 5 minutes, 2× for an hour) or read from it (0.1×).
+Calls after the first in a run are seconds apart, so they read the cache whatever its lifetime;
+what the lifetime decides is whether the NEXT run finds the prefix still cached (a read refreshes
+it). Worked example, a prefix that is 80% of the prompt on a 30-minute schedule: 5 minutes costs
+0.8 × 1.25 + 0.2 = 1.2 (20% more than no cache); one hour costs 0.8 × 0.1 + 0.2 = 0.28 (72% less).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+
+from lockgate.agent.pricing import CACHE_WRITE_1H, CACHE_WRITE_5M
+
+CACHE_READ = 0.1  # × the input price, for every model in the price table
+LIFETIME_SECONDS = {"5m": 300, "1h": 3600}
+MIN_CACHEABLE_TOKENS = 1024  # shorter prefixes are never cached by the API: markers would do nothing
+CHOICES = ("off", "5m", "1h")
+
+
+@dataclass(frozen=True)
+class CacheCosts:
+    """Input cost of one run per choice, in input-price × tokens."""
+
+    off: float
+    five_minutes: float
+    one_hour: float
+
+    def of(self, ttl: str) -> float:
+        """The cost of one choice ("off", "5m", "1h")."""
+        return {"off": self.off, "5m": self.five_minutes, "1h": self.one_hour}[ttl]
+
+
+def run_input_cost(
+    *, interval_seconds: float, prefix_tokens: int, other_tokens: int, calls_per_run: int = 1
+) -> CacheCosts:
+    """What a steady-state run pays for its input under each choice (``other_tokens`` per call)."""
+    if interval_seconds <= 0 or prefix_tokens < 0 or other_tokens < 0 or calls_per_run < 1:
+        raise ValueError("interval must be positive; token counts and calls non-negative, calls ≥ 1")
+    later = (calls_per_run - 1) * prefix_tokens * CACHE_READ  # steps 2+ read within the run
+    other = calls_per_run * other_tokens
+
+    def cached(ttl: str, write: float) -> float:
+        first = CACHE_READ if interval_seconds <= LIFETIME_SECONDS[ttl] else write
+        return prefix_tokens * first + later + other
+
+    return CacheCosts(
+        off=calls_per_run * prefix_tokens + other,
+        five_minutes=cached("5m", CACHE_WRITE_5M),
+        one_hour=cached("1h", CACHE_WRITE_1H),
+    )
+
+
+def choose_cache_ttl(
+    *,
+    interval_seconds: float | None,
+    prefix_tokens: int,
+    other_tokens: int = 0,
+    calls_per_run: int = 1,
+    min_cacheable_tokens: int = MIN_CACHEABLE_TOKENS,
+) -> str:
+    """ "5m", "1h" or "off": the cheapest for this schedule (ties go to the cheaper write).
+
+    With no known interval (event-driven tasks) runs are assumed far apart: a cache then pays
+    only through the steps of one run, which the 5-minute write covers more cheaply.
+    """
+    if prefix_tokens < min_cacheable_tokens:
+        return "off"
+    interval = interval_seconds if interval_seconds is not None else float("inf")
+    costs = run_input_cost(
+        interval_seconds=min(interval, 10**9),
+        prefix_tokens=prefix_tokens,
+        other_tokens=other_tokens,
+        calls_per_run=calls_per_run,
+    )
+    return min(CHOICES, key=lambda ttl: (costs.of(ttl), CHOICES.index(ttl)))
+
+
+def prefix_tokens(system: str, tools: list[dict[str, object]]) -> int:
+    """About how many tokens the fixed prefix (tools + system) has: ~4 characters a token."""
+    return math.ceil(len(json.dumps([tools, system], ensure_ascii=False)) / 4)

@@ -1,0 +1,58 @@
+"""A run's running totals: tokens, dollars, calls, replays, blocked calls, and the split per model."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from lockgate.agent.guard import RunState
+from lockgate.agent.intake import IntakeResult
+from lockgate.agent.model import ModelReply, Usage
+from lockgate.agent.pricing import cost_usd
+from lockgate.agent.usage import ModelTotals
+
+
+@dataclass
+class Totals:
+    """Running totals for the run record."""
+
+    usage: dict[str, int] = field(default_factory=lambda: dict(Usage().as_dict()))
+    cost_usd: float = 0.0
+    model_calls: int = 0
+    replayed_steps: int = 0
+    blocked: int = 0
+    by_model: dict[str, ModelTotals] = field(default_factory=dict)
+
+    def add(self, reply: ModelReply, cache_ttl: str) -> float:
+        """Count one model reply; returns its cost (zero from the response cache, half in a batch)."""
+        usd = cost_usd(reply.model, reply.usage, cache_ttl, batch=reply.batch)
+        self._count(reply.model, reply.usage, usd, cache_hits=int(reply.cache_hit), batched=int(reply.batch))
+        return usd
+
+    def add_intake(self, result: IntakeResult) -> None:
+        """Count the extraction calls, per model tried."""
+        for model, tokens in result.usage.items():
+            usage = Usage(**tokens)
+            counts = result.calls.get(model, {"calls": 1, "cache_hits": 0})
+            self._count(
+                model, usage, cost_usd(model, usage), calls=counts["calls"], cache_hits=counts["cache_hits"]
+            )
+
+    def _count(self, model: str, usage: Usage, usd: float, **counts: int) -> None:
+        for key, value in usage.as_dict().items():
+            self.usage[key] += value
+        self.cost_usd = round(self.cost_usd + usd, 6)
+        self.by_model.setdefault(model, ModelTotals()).add(usage, usd, **counts)
+
+    def as_dict(self, state: RunState) -> dict[str, Any]:
+        """JSON-ready, with the run's taint."""
+        return {
+            "usage": self.usage,
+            "cost_usd": self.cost_usd,
+            "model_calls": self.model_calls,
+            "replayed_steps": self.replayed_steps,
+            "blocked": self.blocked,
+            "taint_sources": state.taint_sources,
+            "suspicious": state.suspicious,
+            "by_model": {model: totals.as_dict() for model, totals in self.by_model.items()},
+        }

@@ -1,0 +1,197 @@
+"""What model calls cost, per task and model: a daily rollup in the State table and EMF metrics.
+
+The rollup is written once per run, when it finishes: one TransactWriteItems that adds the run's
+totals per model to ``usage#YYYY-MM-DD`` / ``rollup#TASK#MODEL`` and puts a ``run#RUN_ID`` marker
+(conditional), so a replayed finish is not counted twice. That is one DynamoDB call per run, not
+per model call. ``lockgate spend`` reads a day with one Query.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any, Protocol
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from lockgate.agent.model import Usage
+from lockgate.agent.pricing import PRICES
+from lockgate.clock import Clock
+from lockgate.telemetry import Log, Metrics
+
+TTL_SECONDS = 400 * 86_400  # a year of history, and a bit
+TOKEN_FIELDS = tuple(Usage().as_dict())
+OTHER_MODEL = "other"
+
+
+@dataclass
+class ModelTotals:
+    """One model's share of a run: calls, response-cache hits, batch calls, tokens and dollars."""
+
+    calls: int = 0
+    cache_hits: int = 0
+    batched: int = 0
+    usd: float = 0.0
+    tokens: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TOKEN_FIELDS, 0))
+
+    def add(self, usage: Usage, usd: float, *, calls: int = 1, cache_hits: int = 0, batched: int = 0) -> None:
+        """Count calls (one by default) with their summed usage and cost."""
+        self.calls += calls
+        self.cache_hits += cache_hits
+        self.batched += batched
+        self.usd = round(self.usd + usd, 6)
+        for key, value in usage.as_dict().items():
+            self.tokens[key] += value
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready."""
+        return {
+            "calls": self.calls,
+            "cache_hits": self.cache_hits,
+            "batched": self.batched,
+            "usd": self.usd,
+            **self.tokens,
+        }
+
+
+def metric_model(model: str) -> str:
+    """A model id as a metric dimension: a price-table name, else "other" (bounded cardinality)."""
+    for name in sorted(PRICES, key=len, reverse=True):
+        if model == name or model.startswith(name + "-"):
+            return name
+    return OTHER_MODEL
+
+
+class UsageMetrics(Protocol):
+    """Per-call cost metrics with task and model dimensions."""
+
+    def model_call(self, task: str, model: str, usage: Usage, usd: float, *, cache_hit: bool) -> None:
+        """Record one call."""
+
+
+class NoUsageMetrics:
+    """Per-call metrics switched off (tests, the local stack keep the run totals only)."""
+
+    def model_call(self, task: str, model: str, usage: Usage, usd: float, *, cache_hit: bool) -> None:
+        """Nothing."""
+
+
+class EmfUsageMetrics:
+    """One EMF blob per call (Powertools EphemeralMetrics): dollars and tokens by task and model."""
+
+    def __init__(self, make_metrics: Callable[[], Any], tasks: frozenset[str]) -> None:
+        self._make = make_metrics  # e.g. lambda: EphemeralMetrics(namespace="Lockgate")
+        self._tasks = tasks  # configured task names: anything else is reported as "other"
+
+    def model_call(self, task: str, model: str, usage: Usage, usd: float, *, cache_hit: bool) -> None:
+        """Emit the call's metrics (flushed at once: each call has its own dimensions)."""
+        metrics = self._make()
+        metrics.add_dimension(name="task", value=task if task in self._tasks else OTHER_MODEL)
+        metrics.add_dimension(name="model", value=metric_model(model))
+        metrics.add_metric(name="ModelCostUSD", unit="None", value=usd)
+        metrics.add_metric(name="InputTokens", unit="Count", value=usage.input_tokens)
+        metrics.add_metric(name="OutputTokens", unit="Count", value=usage.output_tokens)
+        metrics.add_metric(name="CacheReadTokens", unit="Count", value=usage.cache_read_input_tokens)
+        metrics.add_metric(name="CacheWriteTokens", unit="Count", value=usage.cache_creation_input_tokens)
+        metrics.add_metric(name="ResponseCacheHits", unit="Count", value=int(cache_hit))
+        metrics.flush_metrics()
+
+
+class UsageRollup:
+    """Adds each finished run's per-model totals to the day's rollup, once."""
+
+    def __init__(self, dynamodb: Any, table: str, clock: Clock, *, log: Log, metrics: Metrics) -> None:
+        self._db = dynamodb
+        self._table = table
+        self._clock = clock
+        self._log = log
+        self._metrics = metrics
+
+    def add_run(self, run_id: str, task: str, by_model: Mapping[str, ModelTotals]) -> bool:
+        """One transaction for the run; False if it was already counted (or could not be written)."""
+        if not by_model:
+            return False
+        now = int(self._clock.now())
+        day = day_of(now)
+        writes: list[dict[str, Any]] = [
+            {
+                "Put": {
+                    "TableName": self._table,
+                    "Item": {**_key(day, f"run#{run_id}"), "ttl": {"N": str(now + TTL_SECONDS)}},
+                    "ConditionExpression": "attribute_not_exists(pk)",
+                }
+            }
+        ]
+        for model, totals in by_model.items():
+            values = {f":{k}": {"N": str(v)} for k, v in totals.as_dict().items() if k != "usd"}
+            values[":usd"] = {"N": str(Decimal(f"{totals.usd:.6f}"))}
+            values[":ttl"] = {"N": str(now + TTL_SECONDS)}
+            values[":one"] = {"N": "1"}
+            adds = ", ".join(f"{k} :{k}" for k in totals.as_dict())
+            writes.append(
+                {
+                    "Update": {
+                        "TableName": self._table,
+                        "Key": _key(day, f"rollup#{task}#{model}"),
+                        "UpdateExpression": f"ADD {adds}, runs :one SET #ttl = :ttl",
+                        "ExpressionAttributeNames": {"#ttl": "ttl"},
+                        "ExpressionAttributeValues": values,
+                    }
+                }
+            )
+        try:
+            self._db.transact_write_items(TransactItems=writes)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "TransactionCanceledException" and _marker_exists(
+                exc
+            ):
+                return False  # this run was counted when it first finished
+            self._failed(run_id, type(exc).__name__)
+            return False
+        except BotoCoreError as exc:
+            self._failed(run_id, type(exc).__name__)
+            return False
+        return True
+
+    def _failed(self, run_id: str, error: str) -> None:
+        # The run's own totals stay right; only the daily report under-counts. Say so.
+        self._metrics.add_metric(name="UsageRollupFailed", unit="Count", value=1)
+        self._log.error("usage rollup failed", extra={"run": run_id, "error": error})
+
+
+def read_day(dynamodb: Any, table: str, day: str) -> list[dict[str, Any]]:
+    """The rollup rows of one UTC day: task, model and the summed numbers."""
+    rows: list[dict[str, Any]] = []
+    start: dict[str, Any] | None = None
+    while True:
+        kwargs: dict[str, Any] = {
+            "TableName": table,
+            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :rollup)",
+            "ExpressionAttributeValues": {":pk": {"S": f"usage#{day}"}, ":rollup": {"S": "rollup#"}},
+        }
+        if start:
+            kwargs["ExclusiveStartKey"] = start
+        response = dynamodb.query(**kwargs)
+        for item in response.get("Items", []):
+            task, model = item["sk"]["S"].removeprefix("rollup#").rsplit("#", 1)
+            numbers = {k: Decimal(v["N"]) for k, v in item.items() if "N" in v and k != "ttl"}
+            rows.append({"day": day, "task": task, "model": model, **numbers})
+        start = response.get("LastEvaluatedKey")
+        if not start:
+            return rows
+
+
+def day_of(epoch: float) -> str:
+    """The UTC date of an epoch time, YYYY-MM-DD."""
+    return time.strftime("%Y-%m-%d", time.gmtime(epoch))
+
+
+def _key(day: str, sk: str) -> dict[str, Any]:
+    return {"pk": {"S": f"usage#{day}"}, "sk": {"S": sk}}
+
+
+def _marker_exists(exc: ClientError) -> bool:
+    reasons = exc.response.get("CancellationReasons") or []
+    return bool(reasons) and reasons[0].get("Code") == "ConditionalCheckFailed"

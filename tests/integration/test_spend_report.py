@@ -1,0 +1,82 @@
+"""`lockgate spend` over the daily rollup on moto, and the per-call EMF metrics."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from aws_lambda_powertools.metrics import EphemeralMetrics
+
+from lockgate.agent.model import Usage
+from lockgate.agent.usage import EmfUsageMetrics, ModelTotals, UsageRollup
+from lockgate.clock import FixedClock
+from lockgate.telemetry import CountingMetrics
+from lockgate_infra.cli import _parser
+from lockgate_infra.spend_cli import render, spend_rows
+from tests.support import LOG, Aws
+
+DAY = 86_400
+
+
+def totals(model_calls: list[tuple[Usage, float]], *, cache_hits: int = 0) -> ModelTotals:
+    found = ModelTotals()
+    for usage, usd in model_calls:
+        found.add(usage, usd)
+    for _ in range(cache_hits):
+        found.add(Usage(), 0.0, cache_hits=1)
+    return found
+
+
+def test_spend_reads_each_days_rollup_per_task_and_model(aws: Aws, clock: FixedClock) -> None:
+    # Given runs finished yesterday and today, for two tasks and two models
+    db = aws.client("dynamodb")
+    rollup = UsageRollup(db, aws.state_table, clock, log=LOG, metrics=CountingMetrics())
+    cached = Usage(input_tokens=100, output_tokens=50, cache_read_input_tokens=900)
+    rollup.add_run("r1", "support-inbox", {"claude-sonnet-5-5": totals([(cached, 0.01)], cache_hits=1)})
+    clock.advance(DAY)
+    rollup.add_run("r2", "support-inbox", {"claude-sonnet-5-5": totals([(cached, 0.01), (cached, 0.01)])})
+    rollup.add_run("r3", "triage", {"claude-haiku-5-5": totals([(Usage(input_tokens=400), 0.00004)])})
+    rollup.add_run("r2", "support-inbox", {"claude-sonnet-5-5": totals([(cached, 0.01)])})  # replayed finish
+
+    # When the last two days are read
+    rows = spend_rows(db, aws.state_table, clock.now(), days=2)
+
+    # Then there is a row per day, task and model, each run counted once
+    by_key = {(r["day"], r["task"], r["model"]): r for r in rows}
+    assert set(by_key) == {
+        ("2026-01-02", "support-inbox", "claude-sonnet-5-5"),
+        ("2026-01-02", "triage", "claude-haiku-5-5"),
+        ("2026-01-01", "support-inbox", "claude-sonnet-5-5"),
+    }
+    today = by_key[("2026-01-02", "support-inbox", "claude-sonnet-5-5")]
+    assert (today["runs"], today["calls"], float(today["usd"])) == (1, 2, 0.02)
+    assert today["ratio"] == pytest.approx(0.9)  # 900 of 1000 prompt tokens read from the cache
+    assert by_key[("2026-01-01", "support-inbox", "claude-sonnet-5-5")]["cache_hits"] == 1
+    # And the table shows them with a total
+    table = render(rows)
+    assert "triage" in table and "90%" in table and "total: $0.0300" in table
+    # And only one day back shows today's rows only
+    assert {r["day"] for r in spend_rows(db, aws.state_table, clock.now(), days=1)} == {"2026-01-02"}
+
+
+def test_the_spend_command_takes_days_and_a_target() -> None:
+    args = _parser().parse_args(["spend", "--days", "3", "--stack", "lockgate"])
+    assert (args.days, args.stack) == (3, "lockgate")
+
+
+def test_each_call_is_an_emf_blob_with_task_and_model_dimensions(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given the worker's per-call metrics (switched on: the suite turns Powertools metrics off)
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "false")
+    metrics = EmfUsageMetrics(lambda: EphemeralMetrics(namespace="Lockgate"), frozenset({"support-inbox"}))
+    # When one call is recorded for a known task and a dated model id, and one for an unknown task
+    usage = Usage(input_tokens=10, output_tokens=20, cache_read_input_tokens=30)
+    metrics.model_call("support-inbox", "claude-sonnet-5-5-20261001", usage, 0.0123, cache_hit=False)
+    metrics.model_call("made-up", "some-new-model", usage, 0.5, cache_hit=True)
+    # Then each is one EMF document; dimensions are bounded (price-table names, configured tasks)
+    first, second = (json.loads(line) for line in capsys.readouterr().out.strip().splitlines())
+    assert first["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [["task", "model"]]
+    assert (first["task"], first["model"]) == ("support-inbox", "claude-sonnet-5-5")
+    assert (first["ModelCostUSD"], first["CacheReadTokens"], first["OutputTokens"]) == ([0.0123], [30], [20])
+    assert (second["task"], second["model"], second["ResponseCacheHits"]) == ("other", "other", [1])
