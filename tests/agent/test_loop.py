@@ -178,6 +178,13 @@ def test_a_retried_delivery_replays_recorded_steps_without_paying_or_acting_agai
     assert rig.stub.calls == 6 and len(effects.sent) == 1
     run = rig.runs().get("github#d-1")
     assert run is not None and run.totals["replayed_steps"] == 1 and run.totals["model_calls"] == 1
+    # And the token and dollar metrics counted each paid reply once (the replayed one is not paid again)
+    usage, totals = run.totals["usage"], rig.metrics.totals
+    assert usage["output_tokens"] > 0
+    assert totals["ModelInputTokens"] == usage["input_tokens"]
+    assert totals["ModelOutputTokens"] == usage["output_tokens"]
+    assert totals["ModelCacheReadTokens"] == usage["cache_read_input_tokens"]
+    assert totals["ModelCostUsd"] == pytest.approx(run.totals["cost_usd"])
 
 
 def test_business_identity_makes_a_second_identical_payment_a_replay(rig: AgentRig) -> None:

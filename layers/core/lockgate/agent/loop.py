@@ -152,6 +152,7 @@ class AgentLoop:
             )
             fresh = self._calls.create(task.name, request, deadline, task.cache_ttl)
             totals.model_calls += 1
+            self._count_usage(fresh, task.cache_ttl)
             # If another attempt recorded this step first, its reply is the one that counts.
             reply = ModelReply.from_dict(self._runs.record(run, n, "model", fresh.as_dict()).data)
         totals.add(reply, task.cache_ttl)
@@ -291,6 +292,19 @@ class AgentLoop:
                 "reason": decision.reason[:300],
             },
         )
+
+    def _count_usage(self, reply: ModelReply, cache_ttl: str) -> None:
+        # Only calls paid now: a replayed step was counted when it was first made.
+        usage = reply.usage
+        for name, value in (
+            ("ModelInputTokens", usage.input_tokens),
+            ("ModelOutputTokens", usage.output_tokens),
+            ("ModelCacheReadTokens", usage.cache_read_input_tokens),
+            ("ModelCacheWriteTokens", usage.cache_creation_input_tokens),
+        ):
+            self._metrics.add_metric(name=name, unit="Count", value=value)
+        dollars = cost_usd(reply.model, usage, cache_ttl)
+        self._metrics.add_metric(name="ModelCostUsd", unit="None", value=dollars)
 
     def _finish(self, run: Run, status: str, summary: str, totals: Totals, state: RunState) -> RunOutcome:
         self._runs.finish(run, status, summary, totals.as_dict(state))
