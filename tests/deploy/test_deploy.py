@@ -108,6 +108,7 @@ def deployed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any
             "cfn": translated,
             "physical": {r["LogicalResourceId"]: r["PhysicalResourceId"] for r in summaries},
             "packaged": load_template(packaged),
+            "build": build,
         }
     finally:
         server.stop()
@@ -131,6 +132,25 @@ def test_given_the_packaged_template_then_code_is_in_the_bucket_and_only_the_ali
 
     assert names(deployed["cfn"]) == names(source)
     assert deployed["cfn"]["Resources"][ALIAS]["Properties"]["Name"] == "live"
+
+
+AARCH64 = 183  # ELF e_machine of AArch64
+
+
+def test_given_the_build_then_the_receiver_ships_no_dependencies_and_every_extension_is_for_arm64(deployed):
+    build: Path = deployed["build"]
+    # The receiver's package is its handler and config: no agent dependencies on its import path.
+    assert sorted(p.name for p in (build / "WebhookReceiverFunction").iterdir()) == [
+        "app.py", "lockgate.toml", "requirements.txt"
+    ]  # fmt: skip
+    assert not (build / "CoreLayer" / "python" / "anthropic").exists()
+    assert (build / "AgentWorkerFunction" / "anthropic").is_dir()
+    # sam build without Docker fetched wheels for the Lambda architecture, not this machine's.
+    extensions = list(build.rglob("*.so"))
+    assert extensions, "no compiled extension found (pydantic_core is one)"
+    for extension in extensions:
+        header = extension.read_bytes()[:20]
+        assert header[:4] == b"\x7fELF" and int.from_bytes(header[18:20], "little") == AARCH64, extension
 
 
 def test_given_the_stack_then_its_tables_have_the_keys_indexes_and_streams_of_the_template(deployed):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -891,3 +892,24 @@ def test_given_the_tables_holding_deliveries_decisions_and_the_ledger_then_pitr_
     table = properties(cfn, table_id)
     assert table["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
     assert table["SSESpecification"] == {"SSEEnabled": True}
+
+
+@pytest.mark.parametrize("environment_name", ["default", "prod"])
+def test_given_samconfig_then_each_environment_deploys_its_own_stack_with_valid_parameters(
+    sam_template, environment_name
+):
+    config = tomllib.loads((TEMPLATE.parent / "samconfig.toml").read_text(encoding="utf-8"))[environment_name]
+    deploy = config["deploy"]["parameters"]
+    assert config["global"]["parameters"]["stack_name"] == {"default": "lockgate", "prod": "lockgate-prod"}[
+        environment_name
+    ]
+    assert deploy["capabilities"] == "CAPABILITY_IAM"
+    assert config["build"]["parameters"]["template_file"] == "template.yaml"
+    declared = sam_template["Parameters"]
+    for override in deploy["parameter_overrides"].split():
+        name, _, value = override.partition("=")
+        assert name in declared, name
+        allowed = declared[name].get("AllowedValues")
+        assert allowed is None or value in {str(v) for v in allowed}, override
+    overrides = dict(o.partition("=")[::2] for o in deploy["parameter_overrides"].split())
+    assert overrides["Stage"] == ("prod" if environment_name == "prod" else "dev")
