@@ -10,7 +10,7 @@ PYTHON313 := $(shell command -v python3.13)
 endif
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: setup demo test check lint typecheck cfn build clean
+.PHONY: setup demo test check lint typecheck cfn build deploy-test clean
 
 setup: $(STAMP)
 
@@ -25,7 +25,7 @@ demo: $(STAMP)
 	$(BIN)/lockgate demo
 
 test: $(STAMP)
-	$(BIN)/pytest
+	$(BIN)/pytest -m "not deploy"
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -41,7 +41,13 @@ cfn: $(STAMP)
 	$(BIN)/sam validate --lint --template-file template.yaml
 
 check: lint typecheck cfn $(STAMP)
-	$(BIN)/pytest --cov --cov-branch --cov-report=term-missing:skip-covered
+	$(BIN)/pytest -m "not deploy" --cov --cov-branch --cov-report=term-missing:skip-covered
+	$(MAKE) deploy-test
+
+# sam build (no Docker: .venv's python3.13 is on PATH), sam package into moto's S3 and the real
+# sam deploy to moto's CloudFormation, then the stack is checked (tests/deploy). ~2 minutes.
+deploy-test: $(STAMP)
+	$(BIN)/pytest -m deploy tests/deploy -W ignore::UserWarning
 
 build: $(STAMP)
 	$(BIN)/sam build --template-file template.yaml

@@ -22,6 +22,7 @@ from lockgate.inbox.bodies import BodyStore
 from lockgate.inbox.queue import DeadLetters, InboxQueue, decode_pointer
 from lockgate.inbox.store import InboxStore
 from lockgate.processing import Leasing, Worker
+from lockgate.restore import RestoreHooks, register_after_restore
 from lockgate.routing import Router
 from lockgate.secrets import SecretResolver
 from lockgate.settings import WorkerSettings
@@ -62,12 +63,13 @@ session = boto3.session.Session()
 dynamodb = session.client("dynamodb")
 sqs = session.client("sqs")
 router = Router()
+secrets = SecretResolver(os.environ, secretsmanager=lambda: session.client("secretsmanager"))
 setup = Setup(router=router, environ=os.environ, client=session.client)  # type: ignore[arg-type]
 load_workflows(config.workflows_package, setup)
 model = wire_agent_tasks(
     setup,
     environ=os.environ,
-    secrets=SecretResolver(os.environ, secretsmanager=lambda: session.client("secretsmanager")),
+    secrets=secrets,
     dynamodb=dynamodb,
     state_table=settings.state_table,
     clock=clock,
@@ -76,7 +78,7 @@ model = wire_agent_tasks(
     tracing=PowertoolsTracing(),
     approvals=config.approvals,
     sqs=sqs,
-    budget=config.budget,
+    budget=settings.budget(config.budget),
     # Per-call dollars and tokens by task and model (its own EMF blob: its own dimensions).
     usage_metrics=EmfUsageMetrics(EphemeralMetrics, frozenset(t.name for t in setup.tasks)),
 )
@@ -93,6 +95,12 @@ worker = Worker(
     log=logger,
     metrics=metrics,
 )
+# SnapStart: every environment restored from the snapshot reseeds its jitter and drops the
+# model SDK client and cached secrets (boto3 clients reconnect by themselves).
+restore_hooks = RestoreHooks(rngs=[worker.rng], refreshers=[secrets.forget])
+if model is not None:
+    restore_hooks.add(rngs=[model.rng], refreshers=[model.refresh])
+register_after_restore(restore_hooks.after_restore)
 # An all-failed batch is normal (every delivery backing off): report it, don't error the invocation.
 processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 

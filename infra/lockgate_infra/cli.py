@@ -75,6 +75,11 @@ def _parser() -> argparse.ArgumentParser:
     run_show.add_argument("id", help="the run id: the delivery id it ran for, e.g. helpdesk#msg_123")
     run_show.add_argument("--json", action="store_true", help="the raw run record")
     run_show.set_defaults(run=_runs_show)
+    iam = commands.add_parser(
+        "iam-report", help="each function's permissions (resource × actions) from the translated template"
+    )
+    iam.add_argument("--template", type=Path, default=ROOT / "template.yaml")
+    iam.set_defaults(run=_iam_report)
     approvals = add_approvals_parser(commands, default_config=ROOT / "lockgate.toml", run=_approvals)
     spend = add_spend_parser(commands, run=_spend)
     for sub in (status, show, retry, run_show, *approvals, spend):
@@ -190,3 +195,10 @@ def _run_demo(args: argparse.Namespace) -> int:
     except ModelChoiceError as exc:
         print(f"lockgate: {exc}", file=sys.stderr)
         return 2
+
+
+def _iam_report(args: argparse.Namespace) -> int:
+    from lockgate_infra.iam import report, translate_file
+
+    print(report(translate_file(args.template)))
+    return 0

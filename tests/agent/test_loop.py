@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from lockgate.agent.model import ModelError
+from lockgate.agent.model import ModelError, Usage
 from lockgate_infra.stub.models import Scripted, max_tokens_model, pause_turn_model, refusal_model
 from lockgate_infra.stub.replies import Reply, StubError, overloaded, rate_limited, server_error
 from tests.agent.conftest import AgentRig, event
@@ -167,17 +167,35 @@ def test_a_retried_delivery_replays_recorded_steps_without_paying_or_acting_agai
             ]
         )
     )
+    calls = CallRecorder()
     with pytest.raises(ModelError):
-        rig.loop().run(make_task(effects), event(), DEADLINE)
+        rig.loop({"usage_metrics": calls}).run(make_task(effects), event(), DEADLINE)
     assert len(effects.sent) == 1 and rig.stub.calls == 5
     # When the delivery is retried and the model is healthy again
     rig.stub.set_model(Scripted([Reply([say("All done.")])]))
-    outcome = rig.loop().run(make_task(effects), event(), DEADLINE)
+    outcome = rig.loop({"usage_metrics": calls}).run(make_task(effects), event(), DEADLINE)
     # Then step 1 came from the record: one new model call, and the message was not sent again
     assert outcome.status == "completed"
     assert rig.stub.calls == 6 and len(effects.sent) == 1
     run = rig.runs().get("github#d-1")
     assert run is not None and run.totals["replayed_steps"] == 1 and run.totals["model_calls"] == 1
+    # And the token and dollar metrics counted each paid reply once (the replayed one is not paid again)
+    usage = run.totals["usage"]
+    assert usage["output_tokens"] > 0 and len(calls.calls) == 2
+    assert sum(u.input_tokens for _, u, _ in calls.calls) == usage["input_tokens"]
+    assert sum(u.output_tokens for _, u, _ in calls.calls) == usage["output_tokens"]
+    assert sum(u.cache_read_input_tokens for _, u, _ in calls.calls) == usage["cache_read_input_tokens"]
+    assert sum(usd for _, _, usd in calls.calls) == pytest.approx(run.totals["cost_usd"])
+
+
+class CallRecorder:
+    """The loop's per-call usage metrics, kept in memory."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, Usage, float]] = []
+
+    def model_call(self, task: str, model: str, usage: Usage, usd: float, *, cache_hit: bool) -> None:
+        self.calls.append((model, usage, usd))
 
 
 def test_business_identity_makes_a_second_identical_payment_a_replay(rig: AgentRig) -> None:

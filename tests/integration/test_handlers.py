@@ -43,7 +43,14 @@ def load(name: str) -> ModuleType:
 def handlers(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> tuple[ModuleType, ModuleType, dict[str, str]]:
     config = load_config(ROOT / "lockgate.toml")
     secrets = seed_dev_secrets(config, aws.client("secretsmanager"))
-    for name, value in {
+    for name, value in function_environment(aws).items():
+        monkeypatch.setenv(name, value)
+    return load("webhook_receiver"), load("agent_worker"), secrets
+
+
+def function_environment(aws: Aws) -> dict[str, str]:
+    """What the template gives the receiver and the worker, pointed at moto's resources."""
+    return {
         "INBOX_TABLE": aws.inbox_table,
         "STATE_TABLE": aws.state_table,
         "INBOX_QUEUE_URL": aws.queue_url,
@@ -51,9 +58,7 @@ def handlers(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> tuple[ModuleType, Mod
         "BODY_BUCKET": aws.bucket,
         "LOCKGATE_CONFIG": str(ROOT / "lockgate.toml"),
         "WORKER_TIMEOUT_SECONDS": "60",
-    }.items():
-        monkeypatch.setenv(name, value)
-    return load("webhook_receiver"), load("agent_worker"), secrets
+    }
 
 
 def api_event(source: str, body: bytes, headers: dict[str, str]) -> dict[str, Any]:

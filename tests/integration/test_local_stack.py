@@ -25,7 +25,7 @@ from lockgate_infra.local.gateway import Gateway
 from lockgate_infra.local.poller import BatchResponseError, failed_message_ids, sqs_record
 from lockgate_infra.local.run import read_local_state, run_local, state_path
 from lockgate_infra.local.stack import LocalStack
-from lockgate_infra.template import Route, load_template
+from lockgate_infra.template import LocalPlan, Route, load_template
 
 ROOT = Path(__file__).resolve().parents[2]
 REAL_TEMPLATE = ROOT / "template.yaml"
@@ -587,3 +587,64 @@ def test_given_the_real_template_then_every_table_queue_bucket_secret_route_and_
         secrets = {s["Name"] for s in stack.client("secretsmanager").list_secrets()["SecretList"]}
         for logical_id in _declared(template, "AWS::SecretsManager::Secret"):
             assert stack.resources[logical_id] in secrets, logical_id
+        # And every schedule (Scheduler resources and Schedule/ScheduleV2 function events) is planned.
+        assert_every_schedule_is_planned(template, stack.plan)
+
+
+def assert_every_schedule_is_planned(template: dict[str, Any], plan: LocalPlan) -> None:
+    """Each AWS::Scheduler::Schedule and each function schedule event has its local schedule."""
+    planned = {(s.origin, s.function, s.expression) for s in plan.schedules}
+    for logical_id in _declared(template, "AWS::Scheduler::Schedule"):
+        properties = template["Resources"][logical_id]["Properties"]
+        target = properties["Target"]["Arn"]["Fn::GetAtt"][0]
+        assert (logical_id, target, properties["ScheduleExpression"]) in planned, logical_id
+    for name in _declared(template, "AWS::Serverless::Function"):
+        for event in (template["Resources"][name]["Properties"].get("Events") or {}).values():
+            if event["Type"] in ("Schedule", "ScheduleV2"):
+                key = "ScheduleExpression" if event["Type"] == "ScheduleV2" else "Schedule"
+                assert any(f == name and e == event["Properties"][key] for _, f, e in planned), name
+
+
+def test_given_a_template_with_schedules_then_the_check_finds_each_and_fails_on_a_missing_one(tmp_path):
+    # Given a template with a Scheduler schedule and a ScheduleV2 event on one function
+    template = load_template_text(
+        """
+        Resources:
+          Jobs:
+            Type: AWS::Serverless::Function
+            Properties:
+              CodeUri: jobs/
+              Handler: app.handler
+              Runtime: python3.13
+              Events:
+                Nightly:
+                  Type: ScheduleV2
+                  Properties: {ScheduleExpression: "cron(0 3 * * ? *)"}
+          SweepSchedule:
+            Type: AWS::Scheduler::Schedule
+            Properties:
+              ScheduleExpression: rate(5 minutes)
+              ScheduleExpressionTimezone: UTC
+              FlexibleTimeWindow: {Mode: "OFF"}
+              Target:
+                Arn: !GetAtt Jobs.Arn
+                RoleArn: arn:aws:iam::123456789012:role/x
+                Input: '{"job": "sweep"}'
+        """,
+        tmp_path,
+    )
+    plan = LocalPlan.from_template(template, base_dir=tmp_path)
+    # Then both are planned, with their function and input
+    assert_every_schedule_is_planned(template, plan)
+    assert {(s.function, s.input) for s in plan.schedules} == {("Jobs", None), ("Jobs", '{"job": "sweep"}')}
+    # And a plan that lost one fails the check
+    lost = LocalPlan(endpoint_url=plan.endpoint_url, functions=plan.functions, schedules=plan.schedules[:1])
+    with pytest.raises(AssertionError):
+        assert_every_schedule_is_planned(template, lost)
+
+
+def load_template_text(text: str, folder: Path) -> dict[str, Any]:
+    path = folder / "template.yaml"
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    (folder / "jobs").mkdir(exist_ok=True)
+    return load_template(path)

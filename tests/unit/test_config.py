@@ -104,3 +104,40 @@ def test_budget_caps_parse_and_must_be_positive_dollars() -> None:
     for bad in ({"daily_usd": 0}, {"daily_usd": "20"}, {"tasks": {"x": -1}}, {"monthly_usd": 5}):
         with pytest.raises(ConfigError):
             parse_config({"budget": bad})
+
+
+# ------------------------------------------------------------------ deploy parameters in the environment
+
+_WORKER_ENV = {
+    "INBOX_TABLE": "i", "STATE_TABLE": "s", "INBOX_QUEUE_URL": "q", "INBOX_DLQ_URL": "d", "BODY_BUCKET": "b",
+}  # fmt: skip
+
+
+def test_given_the_daily_budget_parameter_then_it_replaces_the_files_daily_cap_and_keeps_task_caps():
+    from lockgate.config import BudgetConfig
+    from lockgate.settings import WorkerSettings
+
+    configured = BudgetConfig(daily_usd=20.0, tasks={"support-inbox": 10.0})
+    deployed = WorkerSettings.from_env({**_WORKER_ENV, "LOCKGATE_DAILY_BUDGET_USD": "7.5"})
+    assert deployed.budget(configured) == BudgetConfig(daily_usd=7.5, tasks={"support-inbox": 10.0})
+    # Empty (the template's default) keeps lockgate.toml's cap.
+    unset = WorkerSettings.from_env({**_WORKER_ENV, "LOCKGATE_DAILY_BUDGET_USD": ""})
+    assert unset.budget(configured) is configured
+
+
+@pytest.mark.parametrize("raw", ["-1", "abc", "nan", "1e"])
+def test_given_a_malformed_daily_budget_then_the_worker_refuses_to_start(raw):
+    from lockgate.settings import WorkerSettings
+
+    with pytest.raises(ConfigError, match="LOCKGATE_DAILY_BUDGET_USD"):
+        WorkerSettings.from_env({**_WORKER_ENV, "LOCKGATE_DAILY_BUDGET_USD": raw})
+
+
+def test_given_the_shop_model_parameter_then_the_support_task_uses_it():
+    from shop.services import DEFAULT_MODEL, ShopSettings
+
+    tables = {"SHOP_ORDERS_TABLE": "o", "SHOP_PAYMENTS_TABLE": "p", "SHOP_MAIL_TABLE": "m"}
+    chosen = ShopSettings.from_env({**tables, "SHOP_MODEL": "claude-haiku-4-5"})
+    assert chosen is not None and chosen.model == "claude-haiku-4-5"
+    default = ShopSettings.from_env(tables)
+    assert default is not None and default.model == DEFAULT_MODEL

@@ -6,16 +6,17 @@ assertions read the translated resources: what CloudFormation would actually cre
 
 from __future__ import annotations
 
-import copy
 import fnmatch
+import json
 import re
+import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from samtranslator.translator.managed_policy_translator import ManagedPolicyLoader
-from samtranslator.translator.transform import transform
+
+from lockgate_infra.iam import access, as_list, role_of, statements, translate
+from lockgate_infra.template import load_template
 
 from lockgate.config import load_config
 
@@ -109,7 +110,15 @@ NOTIFIER_ACCESS = {
     ("ses:SendEmail", "arn:${AWS::Partition}:ses:${AWS::Region}:${AWS::AccountId}:identity/*"),
 }
 APPROVAL_FUNCTIONS = ("ApprovalCallbackFunction", "ApprovalNotifierFunction")
-ALL_FUNCTIONS = ("WebhookReceiverFunction", "AgentWorkerFunction", *APPROVAL_FUNCTIONS)
+# Least privilege, one row per function: exactly the data access its role grants. A function
+# added to the template without a row here fails test_given_every_function_then_it_has_a_row.
+EXPECTED_ACCESS: dict[str, set[tuple[str, str]]] = {
+    "WebhookReceiverFunction": RECEIVER_ACCESS,
+    "AgentWorkerFunction": WORKER_ACCESS,
+    "ApprovalCallbackFunction": CALLBACK_ACCESS,
+    "ApprovalNotifierFunction": NOTIFIER_ACCESS,
+}
+ALL_FUNCTIONS = tuple(EXPECTED_ACCESS)
 WRITE_ACTIONS = ("Put", "Update", "Delete", "BatchWrite", "TransactWrite", "Create", "Restore", "Import")
 SHOP_TABLES = ("ShopOrdersTable", "ShopPaymentsTable", "ShopMailTable")
 
@@ -117,67 +126,9 @@ SHOP_TABLES = ("ShopOrdersTable", "ShopPaymentsTable", "ShopMailTable")
 # ------------------------------------------------------------------ loading and translating
 
 
-class _CloudFormationLoader(yaml.SafeLoader):
-    """YAML loader that reads CloudFormation short tags (!Ref, !GetAtt, !Sub, ...) as long forms."""
-
-
-def _construct_short_tag(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> dict[str, Any]:
-    value: Any
-    if isinstance(node, yaml.ScalarNode):
-        value = loader.construct_scalar(node)
-    elif isinstance(node, yaml.SequenceNode):
-        value = loader.construct_sequence(node, deep=True)
-    else:
-        value = loader.construct_mapping(node, deep=True)
-    if suffix in ("Ref", "Condition"):
-        return {suffix: value}
-    if suffix == "GetAtt" and isinstance(value, str):
-        value = value.split(".", 1)
-    return {f"Fn::{suffix}": value}
-
-
-def _construct_plain_string(loader: yaml.SafeLoader, node: yaml.Node) -> str:
-    # CloudFormation reads 2012-10-17 as a string; PyYAML would make it a date.
-    return str(loader.construct_scalar(node))
-
-
-_CloudFormationLoader.add_multi_constructor("!", _construct_short_tag)
-_CloudFormationLoader.add_constructor("tag:yaml.org,2002:timestamp", _construct_plain_string)
-
-
-def load_template(path: Path = TEMPLATE) -> dict[str, Any]:
-    """The SAM template as a dict, short tags expanded."""
-    return yaml.load(path.read_text(encoding="utf-8"), Loader=_CloudFormationLoader)
-
-
-class _NoManagedPolicyLookups(ManagedPolicyLoader):
-    """Refuses lookups: managed policy names need IAM's ListPolicies; the template uses ARNs only."""
-
-    def __init__(self) -> None:
-        super().__init__(iam_client=None)
-
-    def load(self) -> dict[str, str]:
-        raise AssertionError("the template asked for a managed policy by name, which needs IAM")
-
-
-def translate(sam_template: dict[str, Any], parameters: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Translate like `sam deploy` would after packaging: local code paths become S3 URIs."""
-    sam_template = copy.deepcopy(sam_template)
-    for resource in sam_template["Resources"].values():
-        properties = resource.get("Properties", {})
-        for key in ("CodeUri", "ContentUri"):
-            if isinstance(properties.get(key), str):
-                properties[key] = f"s3://lockgate-artifacts/{properties[key].strip('/')}.zip"
-    with pytest.MonkeyPatch.context() as patch:
-        # samtranslator takes the region from a boto3 session; no call is made.
-        patch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-        patch.delenv("AWS_PROFILE", raising=False)
-        return transform(sam_template, dict(parameters or {}), _NoManagedPolicyLookups())
-
-
 @pytest.fixture(scope="module")
 def sam_template() -> dict[str, Any]:
-    return load_template()
+    return load_template(TEMPLATE)
 
 
 @pytest.fixture(scope="module")
@@ -206,45 +157,14 @@ def resolve(value: Any, parameters: dict[str, Any], cfn: dict[str, Any]) -> Any:
     return value
 
 
-def role_of(cfn: dict[str, Any], function_id: str) -> dict[str, Any]:
-    role = properties(cfn, function_id)["Role"]
-    assert role["Fn::GetAtt"][1] == "Arn", role
-    return properties(cfn, role["Fn::GetAtt"][0])
 
 
-def statements(role: dict[str, Any]) -> list[dict[str, Any]]:
-    return [
-        statement
-        for policy in role.get("Policies", [])
-        for statement in policy["PolicyDocument"]["Statement"]
-    ]
 
 
-def as_list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else [value]
 
 
-def render(resource: Any) -> str:
-    """A readable form of a policy Resource: 'InboxTable.Arn', a Sub string, or a literal."""
-    if isinstance(resource, dict) and "Fn::GetAtt" in resource:
-        return ".".join(resource["Fn::GetAtt"])
-    if isinstance(resource, dict) and "Fn::Sub" in resource:
-        sub = resource["Fn::Sub"]
-        return sub if isinstance(sub, str) else sub[0]
-    if isinstance(resource, dict) and "Ref" in resource:
-        return f"Ref:{resource['Ref']}"
-    return str(resource)
 
 
-def access(role: dict[str, Any]) -> set[tuple[str, str]]:
-    """Every allowed (action, resource) pair of a role's inline policies."""
-    pairs = set()
-    for statement in statements(role):
-        assert statement["Effect"] == "Allow", statement
-        for action in as_list(statement["Action"]):
-            for resource in as_list(statement["Resource"]):
-                pairs.add((action, render(resource)))
-    return pairs
 
 
 def data_access(role: dict[str, Any]) -> set[tuple[str, str]]:
@@ -267,7 +187,7 @@ def worker_mapping(cfn: dict[str, Any]) -> dict[str, Any]:
     (mapping,) = (
         r["Properties"]
         for r in resources_of_type(cfn, "AWS::Lambda::EventSourceMapping").values()
-        if r["Properties"]["FunctionName"] == {"Ref": "AgentWorkerFunction"}
+        if r["Properties"]["FunctionName"] == {"Ref": "AgentWorkerFunctionAliaslive"}
     )
     return mapping
 
@@ -432,10 +352,44 @@ def test_given_the_http_api_then_post_webhooks_source_invokes_the_receiver_with_
 # ------------------------------------------------------------------ least privilege
 
 
-def test_given_the_receiver_role_then_it_can_only_store_queue_write_bodies_and_read_webhook_secrets(cfn):
-    role = role_of(cfn, "WebhookReceiverFunction")
+def test_given_every_function_then_it_has_a_row_in_the_least_privilege_table(cfn):
+    assert set(functions(cfn)) == set(EXPECTED_ACCESS)
+
+
+@pytest.mark.parametrize("function_id", ALL_FUNCTIONS)
+def test_given_a_function_role_then_it_grants_exactly_its_row_of_data_access(cfn, function_id):
+    role = role_of(cfn, function_id)
     assert set(role.get("ManagedPolicyArns", [])) <= BASIC_MANAGED_POLICIES
-    assert data_access(role) == RECEIVER_ACCESS
+    assert data_access(role) == EXPECTED_ACCESS[function_id]
+
+
+# What a role must never reach, whatever its row says: (function, action prefix, resource text, why).
+FORBIDDEN = [
+    ("WebhookReceiverFunction", "", "ApprovalsTable", "the receiver never reads or writes proposals"),
+    ("WebhookReceiverFunction", "", "DecisionsTable", "nor decisions"),
+    ("WebhookReceiverFunction", "dynamodb:", "StateTable", "nor the run state or ledger"),
+    ("WebhookReceiverFunction", "", "anthropic-api-key", "nor the model key"),
+    ("WebhookReceiverFunction", "", "approval-link", "nor the link key"),
+    ("WebhookReceiverFunction", "", "InboxDLQ", "nor the DLQ"),
+    ("AgentWorkerFunction", "dynamodb:Put", "DecisionsTable", "the agent cannot approve itself"),
+    ("AgentWorkerFunction", "dynamodb:Update", "DecisionsTable", "nor change a decision"),
+    ("AgentWorkerFunction", "dynamodb:Delete", "DecisionsTable", "nor delete one"),
+    ("AgentWorkerFunction", "", "ApprovalLinkSecret", "nor sign links"),
+    ("AgentWorkerFunction", "", "/webhooks/", "nor read webhook secrets"),
+    *[
+        (function_id, "", forbidden, "the approval side never holds the model key or tool credentials")
+        for function_id in APPROVAL_FUNCTIONS
+        for forbidden in ("anthropic-api-key", "/webhooks/", "Shop", "StateTable", "BodyBucket")
+    ],
+]
+
+
+@pytest.mark.parametrize(("function_id", "action", "resource", "why"), FORBIDDEN)
+def test_given_a_function_role_then_it_never_reaches_what_it_must_not(
+    cfn, function_id, action, resource, why
+):
+    reached = {(a, r) for a, r in access(role_of(cfn, function_id)) if a.startswith(action) and resource in r}
+    assert not reached, why
 
 
 def test_given_the_receiver_role_then_it_cannot_touch_the_state_table_or_the_dlq(cfn):
@@ -473,6 +427,7 @@ def test_given_the_worker_then_it_is_told_where_the_shops_data_lives(cfn):
         "SHOP_MAIL_TABLE": {"Ref": "ShopMailTable"},
         "SHOP_FROM_ADDRESS": {"Ref": "ShopFromAddress"},
         "SHOP_HOST": "shop.example.com",
+        "SHOP_MODEL": {"Ref": "ShopModelId"},
     }
 
 
@@ -569,6 +524,13 @@ def test_given_template_parameters_then_defaults_match_the_documented_ones(sam_t
         "LogRetentionDays": 30,
         "AlertEmail": "",
         "ShopFromAddress": "support@shop.example.com",
+        "LogLevel": "INFO",
+        "ShopModelId": "claude-sonnet-5-5",
+        "DailyBudgetUsd": "",
+        "ApprovalChannels": "email",
+        "OldestDeliveryAlarmSeconds": 1800,
+        "SignatureRejectionAlarmCount": 20,
+        "BlockedToolAlarmCount": 5,
     }
 
 
@@ -634,12 +596,6 @@ def test_given_the_worker_role_then_it_may_propose_but_never_change_a_proposal(c
         {"Ref": "DecisionsTable"},
     )
     assert "APPROVAL_LINK_SECRET_ARN" not in variables
-
-
-def test_given_the_approval_callback_role_then_it_has_exactly_its_access(cfn):
-    role = role_of(cfn, "ApprovalCallbackFunction")
-    assert set(role.get("ManagedPolicyArns", [])) <= BASIC_MANAGED_POLICIES
-    assert data_access(role) == CALLBACK_ACCESS
 
 
 def test_given_the_approval_notifier_role_then_it_has_exactly_its_access_and_emails_only_as_the_shop(cfn):
@@ -757,7 +713,7 @@ def _own_environment(cfn: dict[str, Any], function_id: str) -> dict[str, Any]:
     return {
         name: value
         for name, value in environment(cfn, function_id).items()
-        if not name.startswith(("POWERTOOLS_", "LOCKGATE_"))
+        if not name.startswith(("POWERTOOLS_", "LOCKGATE_")) and name != "LOG_LEVEL"
     }
 
 
@@ -786,6 +742,9 @@ def test_given_the_approval_functions_then_they_share_one_code_folder_and_know_t
             "Fn::Sub": "https://${WebhookApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}/approvals/"
         },
         "SHOP_FROM_ADDRESS": {"Ref": "ShopFromAddress"},
+        "APPROVAL_CHANNELS": {"Ref": "ApprovalChannels"},
+        "APPROVAL_SLACK_WEBHOOK_REF": {"Fn::Sub": "secretsmanager:${SecretsPrefix}/notify/slack"},
+        "APPROVAL_DISCORD_WEBHOOK_REF": {"Fn::Sub": "secretsmanager:${SecretsPrefix}/notify/discord"},
     }
 
 
@@ -831,3 +790,142 @@ def test_given_the_translated_template_then_no_resource_depends_on_itself(cfn):
     for name in graph:
         if name not in state:
             visit(name, ())
+
+
+# ------------------------------------------------------------------ deploy: SnapStart, alarms, dashboard
+
+
+def test_given_the_worker_then_snapstart_snapshots_published_versions_and_sqs_invokes_the_alias(cfn):
+    assert properties(cfn, "AgentWorkerFunction")["SnapStart"] == {"ApplyOn": "PublishedVersions"}
+    (alias_id,) = resources_of_type(cfn, "AWS::Lambda::Alias")
+    alias = properties(cfn, alias_id)
+    assert (alias_id, alias["Name"], alias["FunctionName"]) == (
+        "AgentWorkerFunctionAliaslive",
+        "live",
+        {"Ref": "AgentWorkerFunction"},
+    )
+    (version_id,) = resources_of_type(cfn, "AWS::Lambda::Version")
+    assert alias["FunctionVersion"] == {"Fn::GetAtt": [version_id, "Version"]}
+    # The queue's event source invokes the alias (the snapshot), never $LATEST.
+    assert worker_mapping(cfn)["FunctionName"] == {"Ref": "AgentWorkerFunctionAliaslive"}
+    # Only the worker pays for snapshots: the receiver has no agent dependencies to load.
+    for function_id in set(ALL_FUNCTIONS) - {"AgentWorkerFunction"}:
+        assert "SnapStart" not in properties(cfn, function_id), function_id
+
+
+def test_given_every_function_then_log_level_and_powertools_come_from_parameters(cfn):
+    for function_id in ALL_FUNCTIONS:
+        variables = environment(cfn, function_id)
+        assert variables["POWERTOOLS_LOG_LEVEL"] == variables["LOG_LEVEL"] == {"Ref": "LogLevel"}
+
+
+def test_given_the_deploy_parameters_then_the_worker_and_notifier_receive_them(cfn):
+    worker = environment(cfn, "AgentWorkerFunction")
+    assert worker["LOCKGATE_DAILY_BUDGET_USD"] == {"Ref": "DailyBudgetUsd"}
+    assert worker["SHOP_MODEL"] == {"Ref": "ShopModelId"}
+    assert environment(cfn, "ApprovalNotifierFunction")["APPROVAL_CHANNELS"] == {"Ref": "ApprovalChannels"}
+    budget = re.compile(cfn["Parameters"]["DailyBudgetUsd"]["AllowedPattern"])
+    assert [bool(budget.fullmatch(v)) for v in ("", "20", "12.5", "-1", "1e9", "abc")] == [
+        True, True, True, False, False, False
+    ]  # fmt: skip
+
+
+CUSTOM_ALARMS = {
+    "SignatureRejectionBurst": "SignatureRejected",
+    "BlockedToolBurst": "ToolCallBlocked",
+    "PendingApprovalsPilingUp": "ApprovalFloodRefused",
+}
+
+
+def _emitted_metric_names() -> set[str]:
+    """Every literal metric name the code passes to add_metric (f-string prefixes end with '_')."""
+    names: set[str] = set()
+    for path in (TEMPLATE.parent / "layers" / "core" / "lockgate").rglob("*.py"):
+        names |= set(re.findall(r'add_metric\(\s*name=f?"([A-Za-z_]+)', path.read_text(encoding="utf-8")))
+        names |= set(re.findall(r'\(\s*"(Model[A-Za-z]+)",', path.read_text(encoding="utf-8")))
+    return names
+
+
+def test_given_the_alarms_then_each_watches_a_real_signal_and_notifies_the_topic(cfn):
+    alarms = resources_of_type(cfn, "AWS::CloudWatch::Alarm")
+    assert {"InboxDLQNotEmpty", "InboxOldestDeliveryTooOld", "WorkerErrors", *CUSTOM_ALARMS} <= set(alarms)
+    oldest = properties(cfn, "InboxOldestDeliveryTooOld")
+    assert (oldest["Namespace"], oldest["MetricName"]) == ("AWS/SQS", "ApproximateAgeOfOldestMessage")
+    queue_name = {"Fn::GetAtt": ["InboxQueue", "QueueName"]}
+    assert oldest["Dimensions"] == [{"Name": "QueueName", "Value": queue_name}]
+    assert oldest["Threshold"] == {"Ref": "OldestDeliveryAlarmSeconds"}
+    emitted = _emitted_metric_names()
+    for alarm_id, metric in CUSTOM_ALARMS.items():
+        alarm = properties(cfn, alarm_id)
+        # Powertools publishes into the Globals' namespace with the dimension service = the service name.
+        assert alarm["Namespace"] == environment(cfn, "AgentWorkerFunction")["POWERTOOLS_METRICS_NAMESPACE"]
+        assert alarm["Dimensions"] == [{"Name": "service", "Value": "lockgate"}]
+        assert alarm["MetricName"] == metric and metric in emitted, alarm_id
+        assert alarm["TreatMissingData"] == "notBreaching"
+
+
+def _dashboard(cfn: dict[str, Any]) -> dict[str, Any]:
+    body, variables = properties(cfn, "Dashboard")["DashboardBody"]["Fn::Sub"]
+    text = body
+    for name, value in variables.items():
+        text = text.replace("${" + name + "}", value)
+    text = re.sub(r"\$\{[A-Za-z:.]+\}", "X", text)  # resource names and the region
+    return json.loads(text)
+
+
+def test_given_the_dashboard_then_it_is_valid_json_graphing_the_metrics_the_code_emits(cfn):
+    dashboard = _dashboard(cfn)
+    titles = [w["properties"]["title"] for w in dashboard["widgets"]]
+    assert titles == [
+        "Deliveries in", "Deliveries processed", "Agent runs", "Model tokens and dollars",
+        "Approvals", "Queue", "Job heartbeats", "Function errors",
+    ]  # fmt: skip
+    custom = {
+        row[1]
+        for widget in dashboard["widgets"]
+        for row in widget["properties"]["metrics"]
+        if isinstance(row[0], str) and row[0] == "Lockgate"
+    }
+    emitted = _emitted_metric_names()
+    prefixed = {name for name in emitted if name.endswith("_")}  # Run_{status}, Approval_{verdict}, ...
+    unknown = {m for m in custom if m not in emitted and not any(m.startswith(p) for p in prefixed)}
+    assert not unknown, f"the dashboard graphs metrics no code emits: {unknown}"
+    assert {"DeliveryStored", "DeliveryDuplicate", "SignatureRejected"} <= custom
+    # Per-call dollars and tokens carry task and model dimensions: the widget sums a SEARCH over them.
+    searches = [
+        row[0]["expression"]
+        for widget in dashboard["widgets"]
+        for row in widget["properties"]["metrics"]
+        if isinstance(row[0], dict)
+    ]
+    for name in ("InputTokens", "OutputTokens", "ModelCostUSD"):
+        assert any(f'MetricName="{name}"' in expression for expression in searches), name
+    assert cfn["Outputs"]["DashboardUrl"]["Value"]["Fn::Sub"].endswith("#dashboards:name=${Dashboard}")
+
+
+@pytest.mark.parametrize("table_id", ["InboxTable", "StateTable", "ApprovalsTable", "DecisionsTable"])
+def test_given_the_tables_holding_deliveries_decisions_and_the_ledger_then_pitr_and_sse_are_on(cfn, table_id):
+    table = properties(cfn, table_id)
+    assert table["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
+    assert table["SSESpecification"] == {"SSEEnabled": True}
+
+
+@pytest.mark.parametrize("environment_name", ["default", "prod"])
+def test_given_samconfig_then_each_environment_deploys_its_own_stack_with_valid_parameters(
+    sam_template, environment_name
+):
+    config = tomllib.loads((TEMPLATE.parent / "samconfig.toml").read_text(encoding="utf-8"))[environment_name]
+    deploy = config["deploy"]["parameters"]
+    assert config["global"]["parameters"]["stack_name"] == {"default": "lockgate", "prod": "lockgate-prod"}[
+        environment_name
+    ]
+    assert deploy["capabilities"] == "CAPABILITY_IAM"
+    assert config["build"]["parameters"]["template_file"] == "template.yaml"
+    declared = sam_template["Parameters"]
+    for override in deploy["parameter_overrides"].split():
+        name, _, value = override.partition("=")
+        assert name in declared, name
+        allowed = declared[name].get("AllowedValues")
+        assert allowed is None or value in {str(v) for v in allowed}, override
+    overrides = dict(o.partition("=")[::2] for o in deploy["parameter_overrides"].split())
+    assert overrides["Stage"] == ("prod" if environment_name == "prod" else "dev")

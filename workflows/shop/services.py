@@ -15,6 +15,7 @@ from shop.payments import Payments
 
 DEFAULT_FROM_ADDRESS = "support@shop.example.com"
 DEFAULT_HOST = "shop.example.com"
+DEFAULT_MODEL = "claude-sonnet-5-5"
 TABLE_VARIABLES = ("SHOP_ORDERS_TABLE", "SHOP_PAYMENTS_TABLE", "SHOP_MAIL_TABLE")
 
 
@@ -27,6 +28,7 @@ class ShopSettings:
     mail_table: str
     from_address: str = DEFAULT_FROM_ADDRESS
     host: str = DEFAULT_HOST
+    model: str = DEFAULT_MODEL  # the template's ShopModelId
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> ShopSettings | None:
@@ -52,6 +54,7 @@ class ShopSettings:
             values["SHOP_MAIL_TABLE"],
             from_address,
             host,
+            environ.get("SHOP_MODEL", "").strip() or DEFAULT_MODEL,
         )
 
 

@@ -154,7 +154,7 @@ def support_inbox_task(services: ShopServices) -> Task:
             REFUND_ORDER,
         ),
         start=start,
-        model="claude-sonnet-5-5",
+        model=settings.model,
         max_steps=10,
         max_output_tokens=1024,
         services={"shop": services},

@@ -7,8 +7,9 @@ Frozen dataclasses rather than pydantic models: the receiver's cold start budget
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from lockgate.config import BudgetConfig
 from lockgate.errors import ConfigError
 
 
@@ -26,6 +27,19 @@ def _int(environ: Mapping[str, str], name: str, default: int) -> int:
     if not raw.isdigit() or int(raw) <= 0:
         raise ConfigError(f"environment variable {name} must be a positive whole number, got {raw!r}")
     return int(raw)
+
+
+def _dollars(environ: Mapping[str, str], name: str) -> float | None:
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:  # also refuses nan
+        raise ConfigError(f"environment variable {name} must be a dollar amount, got {raw!r}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -59,6 +73,7 @@ class WorkerSettings:
     inbox_dlq_url: str
     body_bucket: str
     timeout_seconds: int
+    daily_budget_usd: float | None = None  # the template's DailyBudgetUsd; None keeps lockgate.toml's
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> WorkerSettings:
@@ -71,7 +86,14 @@ class WorkerSettings:
             inbox_dlq_url=_required(environ, "INBOX_DLQ_URL"),
             body_bucket=_required(environ, "BODY_BUCKET"),
             timeout_seconds=_int(environ, "WORKER_TIMEOUT_SECONDS", 300),
+            daily_budget_usd=_dollars(environ, "LOCKGATE_DAILY_BUDGET_USD"),
         )
+
+    def budget(self, configured: BudgetConfig) -> BudgetConfig:
+        """lockgate.toml's budget, with the deployment's daily cap when one is set."""
+        if self.daily_budget_usd is None:
+            return configured
+        return replace(configured, daily_usd=self.daily_budget_usd)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,290 @@
+"""The real `sam build`, `sam package` and `sam deploy` against moto's CloudFormation, offline.
+
+Measured limits of moto (5.2) that shape this test, each asserted from the translated template
+instead: it does not apply the SAM transform (so the packaged template is translated with
+samtranslator first, as CloudFormation would), it fetches a template only from an S3 URL on
+``localhost``, it creates no AWS::Lambda::Alias (the worker's SQS mapping is pointed at the function
+for moto, and the alias wiring is asserted from the translation), it ignores Architectures, TTL and
+layers, and skips secrets, alarms and bucket policies. Stacks made through change sets have no Outputs.
+
+Slow (sam build installs the layer's dependencies from PyPI): marked ``deploy``; `make check` runs it.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import urllib.parse
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+
+from lockgate_infra.iam import access, role_of, translate, translate_file
+from lockgate_infra.local.moto_server import MotoServer
+from lockgate_infra.template import load_template
+
+pytestmark = pytest.mark.deploy
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = ROOT / ".venv" / "bin"
+STACK = "lockgate"
+BUCKET = "lockgate-artifacts"
+ALIAS = "AgentWorkerFunctionAliaslive"
+
+
+def _sam(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(  # noqa: S603 - our own venv's sam, fixed arguments
+        [str(BIN / "sam"), *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=900, check=False
+    )
+    assert result.returncode == 0, f"sam {args[0]} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    return result
+
+
+def of_type(cfn: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
+    """Logical id → properties of every resource of one type."""
+    return {name: r["Properties"] for name, r in cfn["Resources"].items() if r["Type"] == kind}
+
+
+def for_moto(cfn: dict[str, Any]) -> dict[str, Any]:
+    """The translated template with the one rewrite moto needs: no alias, the mapping on the function."""
+    cfn = json.loads(json.dumps(cfn))
+    del cfn["Resources"][ALIAS]
+    cfn["Outputs"].pop("AgentWorkerAlias", None)
+    for resource in cfn["Resources"].values():
+        if resource["Type"] == "AWS::Lambda::EventSourceMapping" and resource["Properties"][
+            "FunctionName"
+        ] == {"Ref": ALIAS}:
+            resource["Properties"]["FunctionName"] = {"Ref": "AgentWorkerFunction"}
+    return cfn
+
+
+@pytest.fixture(scope="module")
+def deployed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """Build, package to moto's S3, translate, deploy with sam; yields clients and both templates."""
+    work = tmp_path_factory.mktemp("deploy")
+    server = MotoServer()
+    server.start()
+    # moto's CloudFormation reads TemplateURL only when its host is localhost (measured).
+    url = server.endpoint_url.replace("127.0.0.1", "localhost")
+    env = {
+        "PATH": f"{BIN}:{os.environ.get('PATH', '')}",  # sam build without Docker needs python3.13 on PATH
+        "HOME": os.environ.get("HOME", str(work)),
+        "AWS_ENDPOINT_URL": url,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "SAM_CLI_TELEMETRY": "0",
+    }
+    session = boto3.session.Session(
+        aws_access_key_id="testing", aws_secret_access_key="testing", region_name="us-east-1"
+    )
+
+    def client(service: str) -> Any:
+        return session.client(service, endpoint_url=url)  # type: ignore[call-overload]
+
+    try:
+        client("s3").create_bucket(Bucket=BUCKET)
+        build = work / "build"
+        cache = str(ROOT / ".aws-sam" / "cache")
+        _sam(["build", "--template-file", str(ROOT / "template.yaml"), "--build-dir", str(build),
+              "--cache-dir", cache, "--cached", "--parallel"], env, ROOT)  # fmt: skip
+        packaged = work / "packaged.yaml"
+        _sam(["package", "--template-file", str(build / "template.yaml"), "--s3-bucket", BUCKET,
+              "--output-template-file", str(packaged)], env, work)  # fmt: skip
+        translated = translate_file(packaged)
+        deployable = work / "translated.json"
+        deployable.write_text(json.dumps(for_moto(translated)), encoding="utf-8")
+        _sam(["deploy", "--template-file", str(deployable), "--stack-name", STACK, "--s3-bucket", BUCKET,
+              "--capabilities", "CAPABILITY_IAM", "--no-confirm-changeset", "--no-progressbar"],
+             env, work)  # fmt: skip
+        summaries = client("cloudformation").list_stack_resources(StackName=STACK)["StackResourceSummaries"]
+        yield {
+            "client": client,
+            "cfn": translated,
+            "physical": {r["LogicalResourceId"]: r["PhysicalResourceId"] for r in summaries},
+            "packaged": load_template(packaged),
+            "build": build,
+        }
+    finally:
+        server.stop()
+
+
+def test_given_the_packaged_template_then_code_is_in_the_bucket_and_only_the_alias_was_rewritten(deployed):
+    # Every CodeUri/ContentUri points into the artifacts bucket, and the objects exist there.
+    s3 = deployed["client"]("s3")
+    for resource in deployed["packaged"]["Resources"].values():
+        for key in ("CodeUri", "ContentUri"):
+            uri = (resource.get("Properties") or {}).get(key)
+            if uri is not None:
+                bucket, _, obj = uri.removeprefix("s3://").partition("/")
+                assert bucket == BUCKET and s3.head_object(Bucket=bucket, Key=obj)["ContentLength"] > 0
+    # The packaged translation is the source translation but for code locations.
+    source = translate(load_template(ROOT / "template.yaml"))
+
+    def names(cfn: dict[str, Any]) -> set[str]:
+        # A published version's or layer version's logical id hashes its code location: it differs.
+        return {n for n in cfn["Resources"] if not n.startswith(("AgentWorkerFunctionVersion", "CoreLayer"))}
+
+    assert names(deployed["cfn"]) == names(source)
+    assert deployed["cfn"]["Resources"][ALIAS]["Properties"]["Name"] == "live"
+
+
+AARCH64 = 183  # ELF e_machine of AArch64
+
+
+def test_given_the_build_then_the_receiver_ships_no_dependencies_and_every_extension_is_for_arm64(deployed):
+    build: Path = deployed["build"]
+    # The receiver's package is its handler and config: no agent dependencies on its import path.
+    assert sorted(p.name for p in (build / "WebhookReceiverFunction").iterdir()) == [
+        "app.py", "lockgate.toml", "requirements.txt"
+    ]  # fmt: skip
+    assert not (build / "CoreLayer" / "python" / "anthropic").exists()
+    assert (build / "AgentWorkerFunction" / "anthropic").is_dir()
+    # sam build without Docker fetched wheels for the Lambda architecture, not this machine's.
+    extensions = list(build.rglob("*.so"))
+    assert extensions, "no compiled extension found (pydantic_core is one)"
+    for extension in extensions:
+        header = extension.read_bytes()[:20]
+        assert header[:4] == b"\x7fELF" and int.from_bytes(header[18:20], "little") == AARCH64, extension
+
+
+def test_given_the_stack_then_its_tables_have_the_keys_indexes_and_streams_of_the_template(deployed):
+    dynamodb, cfn = deployed["client"]("dynamodb"), deployed["cfn"]
+    tables = of_type(cfn, "AWS::DynamoDB::Table")
+    assert {"InboxTable", "StateTable", "ApprovalsTable", "DecisionsTable"} <= set(tables)
+    for logical_id, declared in tables.items():
+        table = dynamodb.describe_table(TableName=deployed["physical"][logical_id])["Table"]
+        assert table["KeySchema"] == declared["KeySchema"], logical_id
+        assert table["BillingModeSummary"]["BillingMode"] == "PAY_PER_REQUEST", logical_id
+        indexes = {i["IndexName"] for i in table.get("GlobalSecondaryIndexes", [])}
+        assert indexes == {i["IndexName"] for i in declared.get("GlobalSecondaryIndexes", [])}, logical_id
+        stream = declared.get("StreamSpecification")
+        assert table.get("StreamSpecification", {}).get("StreamEnabled", False) is bool(stream), logical_id
+        if stream:
+            assert table["StreamSpecification"]["StreamViewType"] == stream["StreamViewType"]
+        # moto's CloudFormation ignores TTL: the translated template is the evidence.
+        if logical_id in ("InboxTable", "StateTable", "ApprovalsTable", "DecisionsTable"):
+            assert declared["TimeToLiveSpecification"] == {"AttributeName": "ttl", "Enabled": True}
+
+
+def test_given_the_stack_then_the_inbox_queue_redrives_to_its_dlq_and_outlasts_the_worker(deployed):
+    sqs, physical = deployed["client"]("sqs"), deployed["physical"]
+    attributes = sqs.get_queue_attributes(QueueUrl=physical["InboxQueue"], AttributeNames=["All"])[
+        "Attributes"
+    ]
+    dlq_arn = sqs.get_queue_attributes(QueueUrl=physical["InboxDLQ"], AttributeNames=["QueueArn"])[
+        "Attributes"
+    ]
+    assert json.loads(attributes["RedrivePolicy"]) == {
+        "deadLetterTargetArn": dlq_arn["QueueArn"],
+        "maxReceiveCount": 5,
+    }
+    worker = deployed["client"]("lambda").get_function_configuration(
+        FunctionName=physical["AgentWorkerFunction"]
+    )
+    assert int(attributes["VisibilityTimeout"]) >= 6 * worker["Timeout"]
+    assert attributes["SqsManagedSseEnabled"] == "true"
+
+
+MOTO_SKIPS = ("AWS::SecretsManager::Secret", "AWS::ApiGatewayV2::Api", "AWS::Lambda::Alias")
+
+
+def _refers_to_skipped(value: Any, cfn: dict[str, Any]) -> bool:
+    return isinstance(value, dict) and cfn["Resources"].get(value.get("Ref"), {}).get("Type") in MOTO_SKIPS
+
+
+def test_given_the_stack_then_each_function_runs_what_the_template_says(deployed):
+    lam, cfn, physical = deployed["client"]("lambda"), deployed["cfn"], deployed["physical"]
+    functions = of_type(cfn, "AWS::Lambda::Function")
+    assert len(functions) >= 4
+    for logical_id, declared in functions.items():
+        config = lam.get_function_configuration(FunctionName=physical[logical_id])
+        assert (config["Runtime"], config["Handler"]) == ("python3.13", "app.handler"), logical_id
+        # The worker's Timeout is the WorkerTimeoutSeconds parameter (default "300").
+        timeout = declared["Timeout"] if isinstance(declared["Timeout"], int) else 300
+        assert (config["MemorySize"], config["Timeout"]) == (declared["MemorySize"], timeout), logical_id
+        variables = config["Environment"]["Variables"]
+        assert variables["POWERTOOLS_SERVICE_NAME"] == "lockgate" and variables["LOG_LEVEL"] == "INFO"
+        # moto drops a variable whose value refers to a resource it skipped (the link secret).
+        expected = {
+            k for k, v in declared["Environment"]["Variables"].items() if not _refers_to_skipped(v, cfn)
+        }
+        assert set(variables) == expected, logical_id
+        # moto ignores Architectures (it reports x86_64): the translated template says arm64.
+        assert declared["Architectures"] == ["arm64"]
+    worker = lam.get_function_configuration(FunctionName=physical["AgentWorkerFunction"])["Environment"][
+        "Variables"
+    ]
+    assert worker["INBOX_TABLE"] == physical["InboxTable"]
+    assert worker["INBOX_QUEUE_URL"] == physical["InboxQueue"]
+
+
+def test_given_the_stack_then_the_worker_reads_the_queue_with_partial_failures_and_bounded_concurrency(
+    deployed,
+):
+    lam, physical = deployed["client"]("lambda"), deployed["physical"]
+    queue_arn = deployed["client"]("sqs").get_queue_attributes(
+        QueueUrl=physical["InboxQueue"], AttributeNames=["QueueArn"]
+    )["Attributes"]["QueueArn"]
+    (mapping,) = lam.list_event_source_mappings(EventSourceArn=queue_arn)["EventSourceMappings"]
+    assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert mapping["BatchSize"] == 10
+    assert physical["AgentWorkerFunction"] in mapping["FunctionArn"]
+    # moto drops ScalingConfig; the translated mapping carries it, on the SnapStart alias.
+    mappings = of_type(deployed["cfn"], "AWS::Lambda::EventSourceMapping").values()
+    (declared,) = (m for m in mappings if m["FunctionName"] == {"Ref": ALIAS})
+    assert declared["ScalingConfig"] == {"MaximumConcurrency": {"Ref": "WorkerMaxConcurrency"}}
+
+
+def test_given_the_stack_then_each_role_holds_exactly_the_translated_policies(deployed):
+    iam, cfn, physical = deployed["client"]("iam"), deployed["cfn"], deployed["physical"]
+    roles = of_type(cfn, "AWS::IAM::Role")
+    assert len(roles) >= 4
+    for logical_id, declared in roles.items():
+        name = physical[logical_id]
+        assert {p["PolicyName"] for p in declared.get("Policies", [])} == set(
+            iam.list_role_policies(RoleName=name)["PolicyNames"]
+        ), logical_id
+        # moto's CloudFormation does not attach ManagedPolicyArns (measured): the translation says which.
+        assert set(declared.get("ManagedPolicyArns", [])) <= {
+            "arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole",
+            "arn:aws:iam::aws:policy/AWSXrayWriteOnlyAccess",
+        }, logical_id
+    # The deployed worker policy grants what the table in tests/unit/test_template.py says, resolved.
+    worker_role = physical["AgentWorkerRole"]
+    (policy_name,) = iam.list_role_policies(RoleName=worker_role)["PolicyNames"]
+    document = iam.get_role_policy(RoleName=worker_role, PolicyName=policy_name)["PolicyDocument"]
+    if isinstance(document, str):
+        # moto's CloudFormation stores an inline policy as the text of a Python dict (measured).
+        document = ast.literal_eval(urllib.parse.unquote(document))
+    granted = {
+        (action, resource)
+        for statement in document["Statement"]
+        for action in _as_list(statement["Action"])
+        for resource in _as_list(statement["Resource"])
+    }
+    assert {a for a, _ in granted} == {a for a, _ in access(role_of(cfn, "AgentWorkerFunction"))}
+    # Resolved to the deployed table's ARN: the worker may read decisions, never write one.
+    decisions = deployed["client"]("dynamodb").describe_table(TableName=physical["DecisionsTable"])
+    on_decisions = {a for a, r in granted if r == decisions["Table"]["TableArn"]}
+    assert on_decisions == {"dynamodb:GetItem", "dynamodb:Query"}
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def test_given_what_moto_skips_then_the_translated_template_declares_it(deployed):
+    cfn = deployed["cfn"]
+    kinds = {r["Type"] for r in cfn["Resources"].values()}
+    # HTTP API with its routes, the link secret, alarms on the topic: not created by moto.
+    assert {"AWS::ApiGatewayV2::Api", "AWS::SecretsManager::Secret", "AWS::CloudWatch::Alarm"} <= kinds
+    api = cfn["Resources"]["WebhookApi"]["Properties"]["Body"]["paths"]
+    assert {"/webhooks/{source}", "/approvals/{id}", "/approvals"} <= set(api)
+    for schedule in (r for r in cfn["Resources"].values() if r["Type"] == "AWS::Scheduler::Schedule"):
+        assert schedule["Properties"]["ScheduleExpressionTimezone"] in ("UTC", "Etc/UTC")
