@@ -15,10 +15,9 @@ from typing import Any
 
 import pytest
 
+from lockgate.config import load_config
 from lockgate_infra.iam import access, as_list, role_of, statements, translate
 from lockgate_infra.template import load_template
-
-from lockgate.config import load_config
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "template.yaml"
 
