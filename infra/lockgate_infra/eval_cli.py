@@ -63,21 +63,22 @@ def add_eval_parser(commands: Any, run: Callable[[argparse.Namespace], int]) -> 
     sub.set_defaults(run=run)
 
 
-def run_eval(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+def run_eval(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """Dispatch the eval modes; setup and case-file errors exit 2 with one clear line."""
+    out, err = out or sys.stdout, err or sys.stderr
     try:
         if args.retrieval:
             from lockgate_infra.eval_retrieval import run_retrieval
 
             return run_retrieval(args.questions, _sizes(args.chunk_sizes), args.k, out)
-        if not args.task:
-            raise EvalSetupError("name the task to evaluate, e.g. `lockgate eval support-inbox`")
-        if args.runs < 1:
-            raise EvalSetupError("--runs must be at least 1")
         if args.gate is not None and not 0 <= args.gate <= 1:
             raise EvalSetupError("--gate is a fraction from 0 to 1, e.g. 0.8")
         if args.calibrate:
             return _calibrate(args, out)
+        if not args.task:
+            raise EvalSetupError("name the task to evaluate, e.g. `lockgate eval support-inbox`")
+        if args.runs < 1:
+            raise EvalSetupError("--runs must be at least 1")
         if args.compare:
             return _compare(args, out, err)
         if args.cheapest:

@@ -218,6 +218,11 @@ class TaskTrials:
     def __exit__(self, *exc: object) -> None:
         self._stack.close()
 
+    @property
+    def session(self) -> Any:
+        """The boto3 session on moto (to inspect the last trial's tables and mail)."""
+        return self._session
+
     def _task(self, where: World) -> Task:
         task = where.tasks.get(self._suite.task)
         if task is None:
