@@ -23,11 +23,6 @@ class ToolCall:
     check: str = "cleared"
     outcome: str = ""
 
-    def describe(self) -> str:
-        """E.g. 'refund_order {"order_id": "A-2001"} (blocked: policy)'."""
-        how = self.status if self.status == "made" else f"{self.status}: {self.check}"
-        return f"{self.tool} {json.dumps(dict(self.args), sort_keys=True, default=str)[:160]} ({how})"
-
 
 @dataclass(frozen=True)
 class Transcript:
