@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from lockgate.evals import CaseFileError, EvalReport, ResultsStore, calibrate, compare, load_calibration
-from lockgate_infra.eval_rig import ROOT, EvalSetupError, Models, run_task_evals
+from lockgate_infra.eval_models import EvalSetupError, Models
+from lockgate_infra.eval_rig import ROOT, run_task_evals
 
 RESULTS_DIR = ROOT / ".lockgate" / "evals"
 

@@ -11,7 +11,8 @@ import pytest
 
 from lockgate.evals import load_suite
 from lockgate_infra.cli import main
-from lockgate_infra.eval_rig import Models, TaskTrials, evals_dir, parse_model
+from lockgate_infra.eval_models import Models, parse_model
+from lockgate_infra.eval_rig import TaskTrials, evals_dir
 
 CAL = "workflows/shop/evals/calibrate_refund_reply.toml"
 
