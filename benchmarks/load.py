@@ -191,8 +191,7 @@ def run(deliveries: int, senders: int, out: Any = sys.stdout) -> int:
         "APPROVAL_CHANNELS": "print",
     }
     # The functions' own JSON logs and the gateway's error lines would bury the report.
-    logging.getLogger("lockgate_infra.local").setLevel(logging.CRITICAL)
-    with contextlib.redirect_stdout(io.StringIO()), LocalStack(environment=quiet) as stack:
+    with _quiet_gateway(), contextlib.redirect_stdout(io.StringIO()), LocalStack(environment=quiet) as stack:
         config = load_config(stack.config_path)
         secrets = seed_secrets(stack)
         seed_workflows(stack)
@@ -247,6 +246,17 @@ def run(deliveries: int, senders: int, out: Any = sys.stdout) -> int:
         processed = stack.drain(timeout=max(120.0, deliveries * 0.4))  # the local poller does ~10/s
         rows = _inbox_rows(stack)
     return report(requests, phases, rows, processed, out)
+
+
+@contextmanager
+def _quiet_gateway() -> Iterator[None]:
+    logger = logging.getLogger("lockgate_infra.local")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def _inbox_rows(stack: Any) -> list[dict[str, Any]]:

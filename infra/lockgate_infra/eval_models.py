@@ -1,0 +1,101 @@
+"""Which model an eval talks to: an offline stub behaviour through the real SDK, or real Claude.
+
+Model specs: ``shop`` (alias ``demo``) and ``gullible`` are the stub behaviours, answering as the
+task's own model id; ``shop@claude-haiku-5-5`` is a stub behaviour answering as (and priced as)
+that model id; ``claude-…`` is real Claude (needs ``ANTHROPIC_API_KEY``). Judges: ``stub`` (the
+offline judge in ``stub/judge.py``) or a ``claude-…`` id.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from contextlib import ExitStack
+from dataclasses import dataclass
+from typing import Any
+
+from lockgate.clock import SystemClock
+from lockgate.evals import ModelJudge
+
+STUB_JUDGE_MODEL = "claude-haiku-5-5"  # the id the offline judge answers as (it is priced as this)
+LOG = logging.getLogger("lockgate.evals")
+
+
+class EvalSetupError(Exception):
+    """The eval cannot start: unknown task or model, missing API key, no case file."""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A model to evaluate: a stub behaviour (``behaviour``) or real Claude (``behaviour`` None)."""
+
+    label: str
+    behaviour: str | None
+    model_id: str | None  # the id sent in requests; None: the task's own
+
+
+def parse_model(spec: str, environ: Mapping[str, str]) -> ModelSpec:
+    """``shop``, ``gullible``, ``BEHAVIOUR@MODEL_ID`` or a real ``claude-…`` id (needs the API key)."""
+    behaviour, _, model_id = spec.partition("@")
+    behaviour = "shop" if behaviour == "demo" else behaviour
+    if behaviour in ("shop", "gullible"):
+        if model_id and not model_id.startswith("claude-"):
+            raise EvalSetupError(f"{spec!r}: the model id after '@' must look like claude-…")
+        return ModelSpec(spec, behaviour, model_id or None)
+    if spec.startswith("claude-") and not model_id:
+        if not environ.get("ANTHROPIC_API_KEY"):
+            raise EvalSetupError(f"--model {spec} needs ANTHROPIC_API_KEY; offline, use shop or gullible")
+        return ModelSpec(spec, None, spec)
+    raise EvalSetupError(
+        f"unknown model {spec!r}: use shop, gullible, shop@claude-… (a stub priced as that model) or claude-…"
+    )
+
+
+class Models:
+    """The model clients an eval needs: one local stub server per behaviour, or the real API."""
+
+    def __init__(self, stack: ExitStack, environ: Mapping[str, str]) -> None:
+        self._stack = stack
+        self._environ = environ
+        self._stubs: dict[str, Any] = {}
+
+    def client(self, behaviour: str | None) -> Any:
+        """A ModelClient for a stub behaviour (shop, gullible, judge) or, for None, real Claude."""
+        import anthropic
+
+        from lockgate.agent.model import ModelClient
+
+        if behaviour is None:
+            key = self._environ["ANTHROPIC_API_KEY"]
+            return ModelClient(
+                lambda: anthropic.Anthropic(api_key=key, max_retries=0, timeout=60.0), SystemClock(), LOG
+            )
+        stub = self._stub(behaviour)
+        return ModelClient(
+            lambda: anthropic.Anthropic(api_key="stub", base_url=stub.base_url, max_retries=0),
+            SystemClock(),
+            LOG,
+        )
+
+    def judge(self, name: str) -> ModelJudge:
+        """The stub judge ("stub"), or Claude as the judge ("claude-…", needs the API key)."""
+        if name == "stub":
+            return ModelJudge(self.client("judge"), STUB_JUDGE_MODEL, SystemClock())
+        if name.startswith("claude-"):
+            if not self._environ.get("ANTHROPIC_API_KEY"):
+                raise EvalSetupError(f"--judge {name} needs ANTHROPIC_API_KEY; offline, use --judge stub")
+            return ModelJudge(self.client(None), name, SystemClock())
+        raise EvalSetupError(f"unknown judge {name!r}: use stub or a claude-… model id")
+
+    def _stub(self, behaviour: str) -> Any:
+        from lockgate_infra.stub import Model, StubAnthropic, gullible_model, judge_model, shop_model
+
+        if behaviour not in self._stubs:
+            behaviours: dict[str, Model] = {
+                "shop": shop_model,
+                "gullible": gullible_model,
+                "judge": judge_model,
+            }
+            model = behaviours[behaviour]
+            self._stubs[behaviour] = self._stack.enter_context(StubAnthropic(model))
+        return self._stubs[behaviour]

@@ -1,0 +1,285 @@
+"""Running a task's eval cases for real: the task from the workflows package, the real AgentLoop, moto.
+
+Every trial gets a fresh moto account with the template's tables, the workflows package's
+``register(setup)`` and ``seed_local``: side effects (refund rows, SES mail, proposals) land in
+moto and nowhere else. The model is an offline stub behaviour through the real SDK against the
+local stub server, or real Claude when ``ANTHROPIC_API_KEY`` is set and a ``claude-…`` model is asked.
+
+Which model and judge: see ``eval_models``.
+
+For the weekly scheduled eval: ``run_task_evals(task, model=..., runs=..., gate=...) -> EvalReport``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import logging
+import re
+from collections.abc import Iterator, Mapping
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lockgate.agent.tasks import Task
+from lockgate.clock import SystemClock
+from lockgate.config import LockgateConfig, load_config
+from lockgate.evals import (
+    Case,
+    EvalReport,
+    ResultsStore,
+    Suite,
+    Transcript,
+    load_suite,
+    prompt_version,
+    run_suite,
+    transcript_from_runs,
+)
+from lockgate.evals.runner import Progress
+from lockgate.inbox.models import Delivery, Status
+from lockgate.routing import InboxEvent, Router
+from lockgate_infra.eval_models import LOG, EvalSetupError, Models, ModelSpec, parse_model
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKER = "AgentWorkerFunction"  # the template's worker: its environment is what register(setup) sees
+DEADLINE_SECONDS = 300
+
+
+@dataclass(frozen=True)
+class World:
+    """One isolated moto account with the deployment's tables seeded and its tasks registered."""
+
+    session: Any
+    names: dict[str, str]
+    tasks: dict[str, Task]
+    config: LockgateConfig
+
+
+def plan_and_config(config_path: Path = ROOT / "lockgate.toml") -> tuple[Any, LockgateConfig]:
+    """The template's plan and the deployment's config, read once per eval."""
+    from lockgate_infra.template import LocalPlan, load_template
+
+    return LocalPlan.from_template(load_template(ROOT / "template.yaml"), base_dir=ROOT), load_config(
+        config_path
+    )
+
+
+@contextmanager
+def world(plan: Any, config: LockgateConfig, session: Any) -> Iterator[World]:
+    """The template's tables in an emptied moto, the workflows package registered and seeded.
+
+    Call only inside ``isolated_aws()`` with its session: moto's state is wiped first, so each
+    world starts fresh. Only the tables are created (queues, buckets and secrets play no part in
+    one run of a task, and creating them would triple the cost of a trial).
+    """
+    from moto.core.base_backend import BackendDict
+
+    from lockgate.workflows import Setup, load_workflows
+    from lockgate_infra.local.resources import create_resources
+
+    BackendDict.reset()
+    tables_only = dataclasses.replace(plan, queues={}, buckets={}, secrets={})
+    names = create_resources(tables_only, session)
+    setup = Setup(Router(), dict(plan.functions[WORKER].environment), session.client)
+    load_workflows(config.workflows_package, setup)
+    seed = getattr(importlib.import_module(config.workflows_package or ""), "seed_local", None)
+    if callable(seed):
+        seed(session.client, names)
+    yield World(session, names, {t.name: t for t in setup.tasks}, config)
+
+
+@contextmanager
+def isolated_aws(region: str) -> Iterator[Any]:
+    """moto for everything inside, and a boto3 session made under it (so no client can reach AWS)."""
+    from moto import mock_aws
+
+    with mock_aws():
+        import boto3
+
+        # One session for every world: botocore then loads each service model once.
+        yield boto3.session.Session(region_name=region)
+
+
+class TaskTrials:
+    """``run_case`` for ``run_suite``: each trial runs a case's events through the real loop in a fresh world.
+
+    Use as a context manager: moto is active for as long as it is open.
+    """
+
+    def __init__(
+        self,
+        suite: Suite,
+        model: Any,
+        spec: ModelSpec,
+        *,
+        system: str | None = None,
+        config_path: Path = ROOT / "lockgate.toml",
+    ) -> None:
+        self._suite = suite
+        self._model = model
+        self._spec = spec
+        self._system = system
+        self._plan, self._config = plan_and_config(config_path)
+        self._stack = ExitStack()
+        self._session: Any = None
+        self.prompt_version = ""
+
+    def __enter__(self) -> TaskTrials:
+        self._session = self._stack.enter_context(isolated_aws(self._plan.region))
+        with world(self._plan, self._config, self._session) as probe:
+            self.prompt_version = prompt_version(*_prompt(self._task(probe)))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stack.close()
+
+    @property
+    def session(self) -> Any:
+        """The boto3 session on moto (to inspect the last trial's tables and mail)."""
+        return self._session
+
+    def _task(self, where: World) -> Task:
+        task = where.tasks.get(self._suite.task)
+        if task is None:
+            known = ", ".join(sorted(where.tasks)) or "none"
+            raise EvalSetupError(f"no task called {self._suite.task!r} is registered (tasks: {known})")
+        if self._spec.model_id:
+            task = dataclasses.replace(task, model=self._spec.model_id)
+        if self._system is not None:
+            task = dataclasses.replace(task, system=self._system)
+        return task
+
+    def __call__(self, case: Case, attempt: int) -> Transcript:
+        """Run the case's events in order (each its own run) and collect the evidence."""
+        from lockgate.agent.ledger import Ledger
+        from lockgate.agent.loop import AgentLoop
+        from lockgate.agent.runs import RunStore
+        from lockgate.approvals.proposals import ProposalStore
+        from lockgate.approvals.requests import ApprovalRequests
+        from lockgate.telemetry import CountingMetrics
+
+        if self._session is None:
+            raise RuntimeError("use TaskTrials as a context manager: moto must be active")
+        clock, metrics = SystemClock(), CountingMetrics()
+        with world(self._plan, self._config, self._session) as here:
+            task = self._task(here)
+            db = here.session.client("dynamodb")
+            state = here.names["StateTable"]
+            runs = RunStore(db, state, clock)
+            proposals = ProposalStore(db, here.names["ApprovalsTable"])
+            loop = AgentLoop(
+                model=self._model,
+                runs=runs,
+                ledger=Ledger(db, state, clock),
+                clock=clock,
+                log=LOG,
+                metrics=metrics,
+                approvals=ApprovalRequests(proposals, here.config.approvals, clock, LOG, metrics),
+            )
+            recorded = []
+            for n, body in enumerate(case.events):
+                event = self._event(task, case, attempt, n, body, int(clock.now()))
+                loop.run(task, event, clock.now() + DEADLINE_SECONDS)
+                run = runs.get(event.delivery.pk)
+                if run is not None:
+                    recorded.append(run)
+            return transcript_from_runs(recorded)
+
+    def _event(
+        self, task: Task, case: Case, attempt: int, n: int, body: Mapping[str, Any], now: int
+    ) -> InboxEvent:
+        import json
+
+        delivery_id = f"eval-{re.sub(r'[^A-Za-z0-9]+', '-', case.name).strip('-')[:60]}-{attempt}-{n}"
+        data = dict(body)
+        if self._suite.id_field and self._suite.id_field not in data:
+            data[self._suite.id_field] = delivery_id
+        delivery = Delivery(
+            pk=f"{task.source}#{delivery_id}",
+            source=task.source,
+            delivery_id=delivery_id,
+            event_type=self._suite.event_type,
+            status=Status.PROCESSING,
+            received_at=now,
+            available_at=now,
+        )
+        return InboxEvent(delivery, json.dumps(data).encode())
+
+
+def _prompt(task: Task) -> tuple[str, list[dict[str, Any]]]:
+    return task.system_prompt(), [t.schema() for t in task.tools]
+
+
+def evals_dir(config_path: Path = ROOT / "lockgate.toml") -> Path:
+    """The workflows package's ``evals/`` folder."""
+    package = load_config(config_path).workflows_package
+    if not package:
+        raise EvalSetupError("no [workflows] package in the config, so there are no eval cases")
+    module = importlib.import_module(package)
+    return Path(str(module.__file__)).resolve().parent / "evals"
+
+
+def find_suite(task: str, directory: Path) -> Suite:
+    """The suite file in ``directory`` whose ``task`` is this task."""
+    matches = []
+    for path in sorted([*directory.glob("*.toml"), *directory.glob("*.json")]):
+        text = path.read_text(encoding="utf-8")
+        if "[[cases]]" in text or '"cases"' in text:
+            suite = load_suite(path)
+            if suite.task == task:
+                matches.append(suite)
+    if not matches:
+        raise EvalSetupError(
+            f"no eval cases for task {task!r} in {directory} (a *.toml with task = {task!r})"
+        )
+    if len(matches) > 1:
+        raise EvalSetupError(
+            f"several case files are for {task!r}: {', '.join(s.origin for s in matches)}; use --cases"
+        )
+    return matches[0]
+
+
+def run_task_evals(
+    task: str,
+    *,
+    model: str = "shop",
+    runs: int = 3,
+    gate: float | None = None,
+    judge: str = "stub",
+    system: str | None = None,
+    cases: Path | None = None,
+    only: list[str] | None = None,
+    results_dir: Path | None = ROOT / ".lockgate" / "evals",
+    progress: Progress | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> EvalReport:
+    """Run a task's eval suite on an isolated moto shop; saves the result unless ``results_dir`` is None."""
+    import os
+
+    environ = os.environ if environ is None else environ
+    suite = load_suite(cases) if cases else find_suite(task, evals_dir())
+    if suite.task != task:
+        raise EvalSetupError(f"{suite.origin} is for task {suite.task!r}, not {task!r}")
+    if only:
+        suite = suite.only(only)
+    spec = parse_model(model, environ)
+    LOG.setLevel(logging.ERROR)  # blocked calls are the point of the attack cases, not news
+    with ExitStack() as stack:
+        models = Models(stack, environ)
+        trials = stack.enter_context(TaskTrials(suite, models.client(spec.behaviour), spec, system=system))
+        needs_judge = any(c.kind == "judge" for case in suite.cases for c in case.checks)
+        report = run_suite(
+            suite,
+            trials,
+            runs=runs,
+            gate=gate,
+            judge=models.judge(judge) if needs_judge else None,
+            model=spec.label,
+            prompt_version=trials.prompt_version,
+            judge_name=judge if needs_judge else "",
+            progress=progress,
+        )
+    if results_dir is not None:
+        ResultsStore(results_dir).save(report)
+    return report
