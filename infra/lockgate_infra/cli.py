@@ -13,6 +13,7 @@ from lockgate.errors import LockgateError
 from lockgate.inbox.queue import InboxQueue
 from lockgate.inbox.store import InboxStore
 from lockgate_infra.approvals_cli import add_approvals_parser, run_approvals
+from lockgate_infra.cost import add_cost_parser, run_cost
 from lockgate_infra.eval_cli import add_eval_parser, run_eval
 from lockgate_infra.ops import InboxOps
 from lockgate_infra.spend_cli import add_spend_parser
@@ -84,6 +85,7 @@ def _parser() -> argparse.ArgumentParser:
     approvals = add_approvals_parser(commands, default_config=ROOT / "lockgate.toml", run=_approvals)
     spend = add_spend_parser(commands, run=_spend)
     add_eval_parser(commands, run=run_eval)
+    add_cost_parser(commands, run=run_cost)
     for sub in (status, show, retry, run_show, *approvals, spend):
         where = sub.add_mutually_exclusive_group()
         where.add_argument("--local", action="store_true", help="the running `lockgate local` (default)")

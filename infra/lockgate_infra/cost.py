@@ -1,0 +1,341 @@
+"""``lockgate cost --events N``: what a month of N webhook events costs on AWS, from measured usage.
+
+Usage is measured, not assumed: the example workflow's traffic (customer emails with duplicates
+and forgeries, agent runs, approvals, the housekeeping jobs) runs through the composed functions
+on moto with no faults, and every AWS call each function makes is metered — DynamoDB capacity
+units from the item sizes, SQS requests (the event source mapping's receives and deletes too),
+S3 requests, SES emails — together with each function's own compute time and its model calls.
+
+What cannot be measured offline is assumed, and printed: AWS call latency (``--call-ms``), the
+model's time per call (``--model-seconds``, what the worker is billed for while it waits), log
+bytes per event, and the event source mapping's idle polling. Prices: ``aws_prices.py`` (dated).
+Model dollars come from the run records (tokens × ``agent/pricing.py``), shown apart from AWS.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import math
+import re
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from lockgate.clock import FixedClock
+from lockgate_infra.aws_prices import PRICES, PRICES_CHECKED, REGION, AwsPrices
+from lockgate_infra.chaos.drive import drive, seeded
+from lockgate_infra.chaos.faults import FaultPlan, Rates
+from lockgate_infra.chaos.housekeeping import housekeeping
+from lockgate_infra.chaos.run import START, account
+from lockgate_infra.chaos.traffic import traffic
+from lockgate_infra.shoprig import ROOT
+
+LOG_BYTES_PER_EVENT = 3_000  # the functions' JSON log lines for one event (request metadata only)
+IDLE_POLL_REQUESTS_PER_MONTH = 5 * 3 * 60 * 24 * 30  # 5 pollers, one 20 s long poll each at a time
+SECONDS_PER_MONTH = 30 * 24 * 3600
+WRITES = {"PutItem", "UpdateItem", "DeleteItem"}
+READS = {"GetItem", "Query", "Scan"}
+_FUNCTION = contextvars.ContextVar("function", default="")
+
+
+@dataclass
+class FunctionUsage:
+    """One function's invocations over the sample."""
+
+    memory_mb: int
+    invocations: int = 0
+    own_seconds: float = 0.0
+    aws_calls: int = 0
+
+
+@dataclass
+class Usage:
+    """Everything metered over the sample of events."""
+
+    events: int
+    posts: int = 0
+    functions: dict[str, FunctionUsage] = field(default_factory=dict)
+    write_units: float = 0.0
+    read_units: float = 0.0
+    sqs_requests: int = 0
+    s3_puts: int = 0
+    s3_gets: int = 0
+    emails: int = 0
+    model_calls: int = 0
+    model_usd: float = 0.0
+    operations: Counter[str] = field(default_factory=Counter)
+
+    def per_event(self, value: float) -> float:
+        """A sample total, per event."""
+        return value / self.events
+
+
+class Meter:
+    """Meters every botocore call in the process, attributed to the function making it."""
+
+    def __init__(self, usage: Usage) -> None:
+        self.usage = usage
+
+    @contextmanager
+    def installed(self) -> Iterator[None]:
+        """Route botocore API calls through the meter."""
+        from botocore.client import BaseClient
+
+        original = BaseClient._make_api_call  # type: ignore[attr-defined]  # noqa: SLF001
+
+        def metered(client: Any, operation: str, params: dict[str, Any]) -> Any:
+            started = time.perf_counter()
+            result = original(client, operation, params)
+            self._count(client.meta.service_model.service_name, operation, params, result)
+            function = self.usage.functions.get(_FUNCTION.get())
+            if function is not None:
+                function.aws_calls += 1
+                function.own_seconds -= time.perf_counter() - started  # AWS time is not our code
+            return result
+
+        BaseClient._make_api_call = metered  # type: ignore[attr-defined]  # noqa: SLF001
+        try:
+            yield
+        finally:
+            BaseClient._make_api_call = original  # type: ignore[attr-defined]  # noqa: SLF001
+
+    def timed(self, name: str, call: Callable[..., Any]) -> Callable[..., Any]:
+        """``call`` as one invocation of function ``name``."""
+
+        def invocation(*args: Any, **kwargs: Any) -> Any:
+            token = _FUNCTION.set(name)
+            started = time.perf_counter()
+            try:
+                return call(*args, **kwargs)
+            finally:
+                function = self.usage.functions[name]
+                function.invocations += 1
+                function.own_seconds += time.perf_counter() - started
+                _FUNCTION.reset(token)
+
+        return invocation
+
+    def _count(self, service: str, operation: str, params: dict[str, Any], result: Any) -> None:
+        usage, ours = self.usage, bool(_FUNCTION.get())
+        if service == "sqs" and (ours or operation == "DeleteMessage" or result.get("Messages")):
+            usage.sqs_requests += 1  # the event source mapping's receives and deletes are billed too
+        if not ours:
+            return  # the harness's own reads and the reviewers' listing are not the product's
+        usage.operations[f"{service}.{operation}"] += 1
+        if service == "dynamodb":
+            self._capacity(operation, params, result)
+        elif service == "s3":
+            usage.s3_puts += operation == "PutObject"
+            usage.s3_gets += operation == "GetObject"
+        elif service == "ses" and operation in ("SendEmail", "SendRawEmail"):
+            usage.emails += len(params.get("Destination", {}).get("ToAddresses", [])) or 1
+
+    def _capacity(self, operation: str, params: dict[str, Any], result: Any) -> None:
+        if operation in WRITES:
+            self.usage.write_units += _units(params.get("Item") or params, 1024)
+        elif operation == "TransactWriteItems":  # transactions cost two units per item-KB
+            for item in params.get("TransactItems", []):
+                self.usage.write_units += 2 * _units(next(iter(item.values())), 1024)
+        elif operation in READS:
+            read = result.get("Items") or result.get("Item") or {}
+            self.usage.read_units += _units(read, 4096)
+
+
+def _units(value: Any, unit_bytes: int) -> int:
+    return max(1, math.ceil(len(json.dumps(value, default=str)) / unit_bytes))
+
+
+def measure(events: int = 30, seed: int = 1) -> Usage:
+    """Run the example traffic without faults and meter it."""
+    from lockgate_infra.template import LocalPlan, load_template
+
+    functions = LocalPlan.from_template(load_template(ROOT / "template.yaml")).functions
+    memory = {
+        "receiver": functions["WebhookReceiverFunction"].memory_mb,
+        "worker": functions["AgentWorkerFunction"].memory_mb,
+        "approval": functions["ApprovalCallbackFunction"].memory_mb,
+    }
+    usage = Usage(events=events, functions={name: FunctionUsage(mb) for name, mb in memory.items()})
+    meter = Meter(usage)
+    plan = FaultPlan(seed, Rates(aws_before=0, aws_after=0, crash_after_effect=0, reenter=0, model=0))
+    sends = traffic(seeded(seed), events)
+    with account(plan, FixedClock(START)) as world, meter.installed():
+        world.receiver.receive = meter.timed("receiver", world.receiver.receive)  # type: ignore[method-assign]
+        for worker in world.workers:
+            worker.process = meter.timed("worker", worker.process)  # type: ignore[method-assign]
+        world.desk.show = meter.timed("approval", world.desk.show)  # type: ignore[method-assign]
+        world.desk.decide = meter.timed("approval", world.desk.decide)  # type: ignore[method-assign]
+        drive(world, plan, sends, housekeeping(world))
+        usage.posts = sum(len(send.answers) for send in sends)
+        usage.model_calls = world.stub.calls
+        usage.model_usd = sum(
+            json.loads(item["totals"]["S"]).get("cost_usd", 0.0)
+            for item in world.scan("StateTable")
+            if item["pk"]["S"].startswith("run#") and item["sk"]["S"] == "meta" and "totals" in item
+        )
+    return usage
+
+
+@dataclass(frozen=True)
+class Assumptions:
+    """What cannot be measured offline."""
+
+    call_ms: float = 8.0  # one AWS API call from Lambda, round trip
+    model_seconds: float = 4.0  # one model call, as the worker waits for it
+
+
+@dataclass
+class Bill:
+    """Dollars per month, by line."""
+
+    per_event: dict[str, float] = field(default_factory=dict)
+    fixed: dict[str, float] = field(default_factory=dict)
+    model_per_event: float = 0.0
+
+    def total(self, events: int) -> float:
+        """AWS dollars for a month of ``events``."""
+        return events * sum(self.per_event.values()) + sum(self.fixed.values())
+
+
+def bill(usage: Usage, assume: Assumptions = Assumptions(), prices: AwsPrices = PRICES) -> Bill:
+    """Per-event and fixed monthly dollars from measured usage."""
+    out = Bill(model_per_event=usage.per_event(usage.model_usd))
+    gb_seconds = 0.0
+    invocations = 0
+    for name, function in usage.functions.items():
+        seconds = max(0.0, function.own_seconds) + function.aws_calls * assume.call_ms / 1000
+        if name == "worker":
+            seconds += usage.model_calls * assume.model_seconds
+        gb_seconds += seconds * function.memory_mb / 1024
+        invocations += function.invocations
+    out.per_event["Lambda compute (GB-s)"] = usage.per_event(gb_seconds) * prices.lambda_gb_second
+    out.per_event["Lambda requests"] = usage.per_event(invocations) * prices.lambda_request
+    out.per_event["HTTP API requests"] = usage.per_event(usage.posts) * prices.http_api_request
+    out.per_event["DynamoDB writes"] = usage.per_event(usage.write_units) * prices.dynamodb_write_unit
+    out.per_event["DynamoDB reads"] = usage.per_event(usage.read_units) * prices.dynamodb_read_unit
+    out.per_event["SQS requests"] = usage.per_event(usage.sqs_requests) * prices.sqs_request
+    out.per_event["S3 requests"] = usage.per_event(
+        usage.s3_puts * prices.s3_put + usage.s3_gets * prices.s3_get
+    )
+    out.per_event["SES emails"] = usage.per_event(usage.emails) * prices.ses_email
+    out.per_event["CloudWatch Logs"] = LOG_BYTES_PER_EVENT / 1e9 * prices.logs_ingested_gb
+    out.fixed.update(_fixed(prices))
+    return out
+
+
+def _fixed(prices: AwsPrices) -> dict[str, float]:
+    """What the stack costs each month with no events, read from the template and the config."""
+    from lockgate.config import load_config
+    from lockgate_infra.template import LocalPlan, load_template
+
+    template = load_template(ROOT / "template.yaml")
+    resources = template.get("Resources", {})
+    kinds = Counter(str(r.get("Type")) for r in resources.values())
+    plan = LocalPlan.from_template(template)
+    worker_gb = plan.functions["AgentWorkerFunction"].memory_mb / 1024
+    ticks = sum(_ticks_per_month(s.expression) for s in plan.schedules if s.enabled)
+    jobs_memory = max((f.memory_mb for f in plan.functions.values()), default=256) / 1024
+    secrets = len(load_config(ROOT / "lockgate.toml").sources) + 2  # webhook secrets, link key, model key
+    return {
+        "CloudWatch alarms": kinds["AWS::CloudWatch::Alarm"] * prices.alarm_month,
+        "CloudWatch dashboard": kinds["AWS::CloudWatch::Dashboard"] * prices.dashboard_month,
+        "Custom metrics": _custom_metric_count() * prices.custom_metric_month,
+        "Secrets Manager": secrets * prices.secret_month,
+        "KMS keys": kinds["AWS::KMS::Key"] * prices.kms_key_month,
+        "SnapStart cache (worker)": worker_gb * SECONDS_PER_MONTH * prices.snapstart_cache_gb_second,
+        "SQS idle polling": IDLE_POLL_REQUESTS_PER_MONTH * prices.sqs_request,
+        "Scheduler + scheduled jobs": ticks * (prices.scheduler_invocation + prices.lambda_request)
+        + ticks * jobs_memory * 1.0 * prices.lambda_gb_second,  # about a second per job run
+    }
+
+
+def _ticks_per_month(expression: str) -> float:
+    rate = re.fullmatch(r"rate\((\d+) (minute|minutes|hour|hours|day|days)\)", expression.strip())
+    if rate:
+        seconds = int(rate.group(1)) * {"minute": 60, "hour": 3600, "day": 86400}[rate.group(2).rstrip("s")]
+        return SECONDS_PER_MONTH / seconds
+    if expression.startswith("cron("):
+        fields = expression[5:-1].split()
+        weekly = fields[4] not in ("*", "?") if len(fields) > 4 else False
+        return 30 / 7 * (5 if "-" in fields[4] else 1) if weekly else 30.0  # weekdays, weekly, else daily
+    return 1.0
+
+
+def _custom_metric_count() -> int:
+    names: set[str] = set()
+    for path in (ROOT / "layers" / "core" / "lockgate").rglob("*.py"):
+        names.update(re.findall(r'add_metric\(\s*name="([A-Za-z_]+)"', path.read_text(encoding="utf-8")))
+    return len(names)
+
+
+def render(usage: Usage, result: Bill, months: list[int], assume: Assumptions, out: TextIO) -> None:
+    """The report: measured usage per event, then dollars per month at each volume."""
+    e = usage.per_event
+    lines = [
+        f"Measured over {usage.events} example events ({usage.posts} HTTP requests with duplicates, "
+        "forgeries and provider retries), per event:"
+    ]
+    for name, function in usage.functions.items():
+        own_ms = 1000 * e(max(0.0, function.own_seconds))
+        lines.append(
+            f"  {name:<9} {e(function.invocations):.2f} invocations, {e(function.aws_calls):.1f} AWS calls, "
+            f"{own_ms:.1f} ms own compute, {function.memory_mb} MB"
+        )
+    lines.append(
+        f"  DynamoDB {e(usage.write_units):.1f} write / {e(usage.read_units):.1f} read units; "
+        f"SQS {e(usage.sqs_requests):.1f} requests; S3 {e(usage.s3_puts + usage.s3_gets):.2f}; "
+        f"SES {e(usage.emails):.2f} emails; model {e(usage.model_calls):.1f} calls"
+    )
+    lines.append(
+        f"Assumed: {assume.call_ms:g} ms per AWS call; {assume.model_seconds:g} s per model call, billed "
+        f"to the worker; {LOG_BYTES_PER_EVENT} log bytes per event. Prices: {REGION} list prices "
+        f"checked {PRICES_CHECKED}, no free tiers.\n"
+    )
+    lines.append("| | per event | " + " | ".join(f"{n:,} events/month" for n in months) + " |")
+    lines.append("|---|---|" + "---|" * len(months))
+    for line, dollars in sorted(result.per_event.items(), key=lambda kv: -kv[1]):
+        lines.append(
+            f"| {line} | ${dollars:.7f} | " + " | ".join(f"${dollars * n:,.2f}" for n in months) + " |"
+        )
+    fixed = sum(result.fixed.values())
+    detail = ", ".join(f"{k} ${v:.2f}" for k, v in result.fixed.items())
+    lines.append(f"| fixed monthly ({detail}) | | " + " | ".join(f"${fixed:,.2f}" for _ in months) + " |")
+    totals = " | ".join(f"**${result.total(n):,.2f}**" for n in months)
+    lines.append(f"| **AWS total** | | {totals} |")
+    model = result.model_per_event
+    cells = " | ".join(f"${model * n:,.2f}" for n in months)
+    lines.append(f"| model (tokens × price table), apart from AWS | ${model:.4f} | {cells} |")
+    print("\n".join(lines), file=out)
+
+
+def add_cost_parser(commands: Any, run: Callable[[Any], int]) -> None:
+    """``lockgate cost``."""
+    cost = commands.add_parser("cost", help="AWS dollars per month at N events, from usage measured offline")
+    cost.add_argument(
+        "--events", type=int, action="append", help="events a month (repeatable; default 1k, 100k, 1M)"
+    )
+    cost.add_argument("--sample", type=int, default=30, help="example events to measure (default 30)")
+    cost.add_argument("--call-ms", type=float, default=Assumptions.call_ms, help="assumed ms per AWS call")
+    cost.add_argument(
+        "--model-seconds", type=float, default=Assumptions.model_seconds, help="assumed s per model call"
+    )
+    cost.set_defaults(run=run)
+
+
+def run_cost(args: Any, out: TextIO | None = None) -> int:
+    """Measure, price and print."""
+    import logging
+    import sys
+
+    logging.disable(logging.CRITICAL)  # the functions log every step; the table is the output
+    try:
+        usage = measure(args.sample)
+    finally:
+        logging.disable(logging.NOTSET)
+    assume = Assumptions(call_ms=args.call_ms, model_seconds=args.model_seconds)
+    render(usage, bill(usage, assume), args.events or [1_000, 100_000, 1_000_000], assume, out or sys.stdout)
+    return 0

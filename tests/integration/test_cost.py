@@ -1,0 +1,66 @@
+"""`lockgate cost`: usage measured from the example pipeline on moto, priced from the dated table."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from lockgate_infra.aws_prices import PRICES
+from lockgate_infra.cli import main
+from lockgate_infra.cost import Assumptions, FunctionUsage, Usage, _ticks_per_month, bill, measure
+
+
+def test_given_hand_made_usage_then_each_line_is_units_times_the_published_price() -> None:
+    # Given one event: one 1 GB worker invocation of 0.5 s own compute, 10 AWS calls, 2 model calls
+    usage = Usage(events=1, posts=1, write_units=10, read_units=4, sqs_requests=3, emails=1, model_calls=2)
+    usage.functions = {"worker": FunctionUsage(1024, invocations=1, own_seconds=0.5, aws_calls=10)}
+    # When billed with 10 ms per call and 3 s per model call
+    result = bill(usage, Assumptions(call_ms=10, model_seconds=3))
+    # Then compute is (0.5 + 0.1 + 6) GB-s, and every other line is its units times its price
+    assert result.per_event["Lambda compute (GB-s)"] == pytest.approx(6.6 * PRICES.lambda_gb_second)
+    assert result.per_event["DynamoDB writes"] == pytest.approx(10 * PRICES.dynamodb_write_unit)
+    assert result.per_event["DynamoDB reads"] == pytest.approx(4 * PRICES.dynamodb_read_unit)
+    assert result.per_event["SQS requests"] == pytest.approx(3 * PRICES.sqs_request)
+    assert result.per_event["SES emails"] == pytest.approx(PRICES.ses_email)
+    assert result.total(1_000_000) == pytest.approx(
+        1_000_000 * sum(result.per_event.values()) + sum(result.fixed.values())
+    )
+
+
+@pytest.mark.parametrize(
+    ("expression", "ticks"),
+    [
+        ("rate(5 minutes)", 8640),
+        ("rate(1 hour)", 720),
+        ("rate(1 day)", 30),
+        ("cron(17 6 ? * MON-FRI *)", 30 / 7 * 5),
+    ],
+)
+def test_schedule_expressions_become_runs_per_month(expression: str, ticks: float) -> None:
+    assert _ticks_per_month(expression) == pytest.approx(ticks)
+
+
+def test_given_the_example_traffic_when_measured_then_every_function_and_store_shows_up() -> None:
+    # Given a few example events through the composed functions on moto, without faults
+    usage = measure(events=6, seed=2)
+    # Then the receiver ran for every HTTP request and stored with two calls each at most
+    receiver, worker = usage.functions["receiver"], usage.functions["worker"]
+    assert receiver.invocations == usage.posts >= 6
+    assert receiver.aws_calls <= 2 * receiver.invocations
+    # And the worker's runs wrote to DynamoDB, sent email and called the model
+    assert worker.invocations >= 1 and worker.aws_calls > receiver.aws_calls
+    assert usage.write_units > 0 and usage.read_units > 0 and usage.model_calls > 0 and usage.model_usd > 0
+    assert usage.sqs_requests >= usage.functions["worker"].invocations
+
+
+def test_the_cli_prints_a_month_at_the_volumes_asked() -> None:
+    out = io.StringIO()
+    from contextlib import redirect_stdout
+
+    with redirect_stdout(out):
+        status = main(["cost", "--events", "1000", "--events", "50000", "--sample", "4"])
+    assert status == 0
+    report = out.getvalue()
+    assert "| 1,000 events/month | 50,000 events/month |" in report
+    assert "**AWS total**" in report and "model (tokens × price table)" in report
