@@ -10,7 +10,7 @@ PYTHON313 := $(shell command -v python3.13)
 endif
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: setup demo test check lint typecheck cfn build deploy-test clean
+.PHONY: setup demo test check lint typecheck cfn build deploy-test chaos bench clean
 
 setup: $(STAMP)
 
@@ -48,6 +48,15 @@ check: lint typecheck cfn $(STAMP)
 # sam deploy to moto's CloudFormation, then the stack is checked (tests/deploy). ~2 minutes.
 deploy-test: $(STAMP)
 	$(BIN)/pytest -m deploy tests/deploy -W ignore::UserWarning
+
+# Seeded fault injection with invariants (README, "Under faults"); a short run is in `make test`.
+SEEDS ?= 10
+chaos: $(STAMP)
+	$(BIN)/python -m lockgate_infra.chaos --seeds $(SEEDS)
+
+# Every benchmark, ratios against baselines measured in the same run → benchmarks/RESULTS.md.
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks.run_all
 
 build: $(STAMP)
 	$(BIN)/sam build --template-file template.yaml
