@@ -7,7 +7,7 @@ went. Every refusal is a Deferred, so the worker hands the event back instead of
 
 from __future__ import annotations
 
-from lockgate.agent.capacity import CircuitBreaker
+from lockgate.agent.breaker import CircuitBreaker
 from lockgate.agent.model import ModelClient, ModelError, ModelReply, ModelRequest
 from lockgate.agent.pricing import cost_usd
 from lockgate.agent.spend import Reservation, SpendCaps, estimate_usd, input_tokens_upper_bound

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lockgate.agent.admission import AdmittedCalls
-from lockgate.agent.capacity import CircuitBreaker
+from lockgate.agent.breaker import CircuitBreaker
 from lockgate.agent.guard import Decision, RunState, decide
 from lockgate.agent.ledger import Ledger, LedgerConflict, OpState, operation_key
 from lockgate.agent.model import ModelClient, ModelReply, ModelRequest, Usage
