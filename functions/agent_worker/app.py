@@ -75,6 +75,7 @@ model = wire_agent_tasks(
     approvals=config.approvals,
     sqs=sqs,
     budget=config.budget,
+    capacity=config.capacity,
 )
 worker = Worker(
     inbox=InboxStore(dynamodb, settings.inbox_table),

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from lockgate.config import load_config, parse_config
+from lockgate.config import RateLimitConfig, load_config, parse_config
 from lockgate.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -74,10 +74,14 @@ def test_missing_or_broken_file(tmp_path: Path) -> None:
 
 
 def test_approval_rules_parse_and_mistakes_are_named() -> None:
-    config = parse_config({"approvals": {
-        "reviewers": [{"id": "alice", "roles": ["refunds"]}, {"id": "bob"}],
-        "tools": {"refund_order": {"roles": ["refunds"], "pattern": "veto", "veto_minutes": 15}},
-    }})
+    config = parse_config(
+        {
+            "approvals": {
+                "reviewers": [{"id": "alice", "roles": ["refunds"]}, {"id": "bob"}],
+                "tools": {"refund_order": {"roles": ["refunds"], "pattern": "veto", "veto_minutes": 15}},
+            }
+        }
+    )
     rule = config.approvals.for_tool("refund_order")
     assert (rule.pattern, rule.veto_minutes, rule.decide_within_hours) == ("veto", 15, 24)
     assert [r.id for r in config.approvals.reviewers_for("refund_order")] == ["alice"]
@@ -100,3 +104,55 @@ def test_budget_caps_parse_and_must_be_positive_dollars() -> None:
     for bad in ({"daily_usd": 0}, {"daily_usd": "20"}, {"tasks": {"x": -1}}, {"monthly_usd": 5}):
         with pytest.raises(ConfigError):
             parse_config({"budget": bad})
+
+
+def test_capacity_limits_parse_per_model_and_per_source() -> None:
+    # Given a model limit with both rates and a source limit with requests only
+    config = parse_config(
+        {
+            "capacity": {
+                "models": {"claude-haiku-4-5": {"requests_per_minute": 50, "tokens_per_minute": 40_000}},
+                "sources": {"helpdesk": {"requests_per_minute": 20}},
+                "fallback_requests_per_minute": 3,
+                "retry_budget_ratio": 0.1,
+                "count_tokens": True,
+            }
+        }
+    )
+    # Then each limit is kept as written; an absent tokens limit is None (requests only)
+    capacity = config.capacity
+    assert capacity.models["claude-haiku-4-5"] == RateLimitConfig(50, 40_000)
+    assert capacity.sources["helpdesk"] == RateLimitConfig(20, None)
+    assert (capacity.fallback_requests_per_minute, capacity.retry_budget_ratio, capacity.count_tokens) == (
+        3,
+        0.1,
+        True,
+    )
+    # And no [capacity] section means no shared limits and the conservative defaults
+    default = parse_config({}).capacity
+    assert (dict(default.models), dict(default.sources), default.fallback_requests_per_minute) == ({}, {}, 5)
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        (
+            {"models": {"m": {"tokens_per_minute": 10}}},
+            r"models.m: requests_per_minute is required",
+        ),
+        ({"models": {"m": {"requests_per_minute": 0}}}, r"models.m.requests_per_minute must be a positive"),
+        (
+            {"sources": {"s": {"requests_per_minute": 5, "tokens_per_minute": "many"}}},
+            r"sources.s.tokens_per",
+        ),
+        ({"sources": {"s": {"rpm": 5}}}, r"sources.s: unknown key\(s\) \['rpm'\]"),
+        ({"models": {"m": 50}}, r"models.m must be a table"),
+        ({"retry_budget_ratio": 1.5}, r"retry_budget_ratio must be a number from 0 to 1"),
+        ({"count_tokens": "yes"}, r"count_tokens must be true or false"),
+        ({"fallback_requests_per_minute": -1}, r"fallback_requests_per_minute must be a positive"),
+        ({"limits": {}}, r"\[capacity\]: unknown key"),
+    ],
+)
+def test_capacity_mistakes_are_refused_with_the_place_named(bad: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        parse_config({"capacity": bad})

@@ -1,61 +1,134 @@
-"""Admission for each paid model call: spend caps and the circuit breaker, shared by every Lambda.
+"""Admission for each paid model call: input guard, breaker, rate limits, spend caps, fallback.
 
-Order: reserve the day's budget (a capped call is never sent), ask the breaker (an open circuit
-is not hammered), call, then settle the reservation to the real cost and tell the breaker how it
-went. Every refusal is a Deferred, so the worker hands the event back instead of dropping it.
+Order, cheapest refusal first: clamp the output cap to the task's; measure the prompt and refuse
+it when over the task's input limit (``InputTooLarge``, nothing sent); ask the breaker (an open
+circuit is not hammered); take from the event source's and the model's rate buckets (waiting
+within the deadline); reserve the day's budget; call; settle the reservation to the real cost
+and tell the breaker how it went. Every capacity refusal is a Deferred, so the worker hands the
+event back to the queue with a delay instead of dropping it.
+
+Fallback: when the primary model's circuit is open, or it still fails with overloaded/5xx after
+the client's retries, a task with ``fallback_model`` makes the same call to that model, admitted
+through the same steps as that model (its own breaker, bucket and price). The reply records
+``fallback_from``. Tasks without one raise, and the event is retried later.
+
+A rate bucket taken for a call that a later step refuses stays taken (the safe direction).
 """
 
 from __future__ import annotations
 
-from lockgate.agent.breaker import CircuitBreaker
+from dataclasses import replace
+
+from lockgate.agent.breaker import CircuitBreaker, CircuitOpen
 from lockgate.agent.model import ModelClient, ModelError, ModelReply, ModelRequest
 from lockgate.agent.pricing import cost_usd
+from lockgate.agent.ratelimit import RateLimiter
 from lockgate.agent.spend import Reservation, SpendCaps, estimate_usd, input_tokens_upper_bound
-from lockgate.errors import Deferred
+from lockgate.agent.tasks import Task
+from lockgate.errors import Deferred, PermanentFailure
+from lockgate.telemetry import Log, Metrics
 
 # Failures that say the endpoint is unhealthy; 4xx, billing and 429 (the rate limit's business) are not.
 ENDPOINT_FAULTS = frozenset({"overloaded_error", "api_error", "timeout", "connection", "timeout_error"})
+
+
+class InputTooLarge(PermanentFailure):
+    """The prompt is over the task's input limit: refused before sending; retrying cannot shrink it."""
 
 
 class AdmittedCalls:
     """Wraps the model client with the shared controls; each one is optional."""
 
     def __init__(
-        self, model: ModelClient, *, spend: SpendCaps | None = None, breaker: CircuitBreaker | None = None
+        self,
+        model: ModelClient,
+        *,
+        metrics: Metrics,
+        log: Log,
+        spend: SpendCaps | None = None,
+        breaker: CircuitBreaker | None = None,
+        limiter: RateLimiter | None = None,
+        count_tokens: bool = False,
     ) -> None:
         self._model = model
         self.spend = spend
         self.breaker = breaker
+        self.limiter = limiter
+        self._count_tokens = count_tokens
+        self._metrics = metrics
+        self._log = log
 
-    def create(self, task_name: str, request: ModelRequest, deadline: float, cache_ttl: str) -> ModelReply:
-        """One admitted call; raises Deferred (cap reached, circuit open) before anything is sent."""
-        reservation = self._reserve(task_name, request, cache_ttl)
+    def create(self, task: Task, request: ModelRequest, deadline: float, source: str) -> ModelReply:
+        """One admitted call for ``task`` on an event from ``source``; refusals raise before sending."""
+        request = replace(request, max_tokens=min(request.max_tokens, task.max_output_tokens))
+        prompt_tokens = self._prompt_tokens(task, request, deadline)
         try:
-            if self.breaker is not None:
-                self.breaker.before_call(request.model)
+            return self._admitted(task, request, prompt_tokens, deadline, source)
+        except (CircuitOpen, ModelError) as exc:
+            if task.fallback_model is None or task.fallback_model == request.model or not _endpoint_down(exc):
+                raise
+            self._metrics.add_metric(name="FallbackModelUsed", unit="Count", value=1)
+            self._log.warning(
+                "model endpoint down: using the fallback",
+                extra={"model": request.model, "fallback": task.fallback_model, "why": str(exc)[:200]},
+            )
+        fallback = replace(request, model=task.fallback_model)
+        reply = self._admitted(task, fallback, prompt_tokens, deadline, source)
+        return replace(reply, fallback_from=request.model)
+
+    def _admitted(
+        self, task: Task, request: ModelRequest, prompt_tokens: int, deadline: float, source: str
+    ) -> ModelReply:
+        if self.breaker is not None:
+            self.breaker.before_call(request.model)
+        if self.limiter is not None:
+            tokens = prompt_tokens + request.max_tokens
+            self.limiter.admit(f"source#{source}", tokens, deadline)
+            self.limiter.admit(f"model#{request.model}", tokens, deadline)
+        reservation = self._reserve(task, request, prompt_tokens)
+        try:
             reply = self._model.create(request, deadline)
         except ModelError as exc:
-            if self.breaker is not None and (exc.kind in ENDPOINT_FAULTS or (exc.status or 0) >= 500):
+            if self.breaker is not None and _endpoint_fault(exc):
                 self.breaker.record_failure(request.model)
             if exc.status is not None:  # the API answered with an error: nothing was billed
                 self._settle(reservation, 0.0)
             raise  # a timeout or lost connection keeps the hold: it may have been billed
-        except Deferred:
-            self._settle(reservation, 0.0)  # refused before sending
-            raise
         if self.breaker is not None:
             self.breaker.record_success(request.model)
-        self._settle(reservation, cost_usd(reply.model, reply.usage, cache_ttl))
+        self._settle(reservation, cost_usd(reply.model, reply.usage, task.cache_ttl))
         return reply
 
-    def _reserve(self, task_name: str, request: ModelRequest, cache_ttl: str) -> Reservation | None:
+    def _prompt_tokens(self, task: Task, request: ModelRequest, deadline: float) -> int:
+        """The prompt's size (the API's count when enabled, else a cautious estimate), checked."""
+        counted = self._model.count_tokens(request, deadline) if self._count_tokens else None
+        tokens = counted or input_tokens_upper_bound(request.system, request.tools, request.messages)
+        if task.max_input_tokens is not None and tokens > task.max_input_tokens:
+            self._metrics.add_metric(name="InputTooLarge", unit="Count", value=1)
+            how = "counted by the API" if counted else "estimated"
+            raise InputTooLarge(
+                f"prompt of {tokens} input tokens ({how}) is over the task's limit of "
+                f"{task.max_input_tokens}; nothing was sent"
+            )
+        return tokens
+
+    def _reserve(self, task: Task, request: ModelRequest, prompt_tokens: int) -> Reservation | None:
         if self.spend is None:
             return None
-        prompt = input_tokens_upper_bound(request.system, request.tools, request.messages)
         return self.spend.reserve(
-            task_name, estimate_usd(request.model, prompt, request.max_tokens, cache_ttl=cache_ttl)
+            task.name,
+            estimate_usd(request.model, prompt_tokens, request.max_tokens, cache_ttl=task.cache_ttl),
         )
 
     def _settle(self, reservation: Reservation | None, actual_usd: float) -> None:
         if reservation is not None and self.spend is not None:
             self.spend.settle(reservation, actual_usd)
+
+
+def _endpoint_fault(exc: ModelError) -> bool:
+    return exc.kind in ENDPOINT_FAULTS or (exc.status or 0) >= 500
+
+
+def _endpoint_down(exc: Deferred | ModelError) -> bool:
+    """The primary cannot serve now: its circuit is open, or it failed overloaded/5xx after retries."""
+    return isinstance(exc, CircuitOpen) or (isinstance(exc, ModelError) and _endpoint_fault(exc))

@@ -11,12 +11,13 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from lockgate.agent.admission import AdmittedCalls
+from lockgate.agent.admission import AdmittedCalls, InputTooLarge
 from lockgate.agent.breaker import CircuitBreaker
 from lockgate.agent.guard import Decision, RunState, decide
 from lockgate.agent.ledger import Ledger, LedgerConflict, OpState, operation_key
 from lockgate.agent.model import ModelClient, ModelReply, ModelRequest, Usage
 from lockgate.agent.pricing import cost_usd
+from lockgate.agent.ratelimit import RateLimiter
 from lockgate.agent.runs import Run, RunStore
 from lockgate.agent.screen import Screener
 from lockgate.agent.spend import SpendCaps
@@ -83,6 +84,8 @@ class AgentLoop:
         approvals: ApprovalRequests | None = None,
         spend: SpendCaps | None = None,
         breaker: CircuitBreaker | None = None,
+        limiter: RateLimiter | None = None,
+        count_tokens: bool = False,
     ) -> None:
         self._model = model
         self._runs = runs
@@ -93,7 +96,15 @@ class AgentLoop:
         self._tracing = tracing or NoTracing()
         self._screener = screener
         self._approvals = approvals
-        self._calls = AdmittedCalls(model, spend=spend, breaker=breaker)
+        self._calls = AdmittedCalls(
+            model,
+            metrics=metrics,
+            log=log,
+            spend=spend,
+            breaker=breaker,
+            limiter=limiter,
+            count_tokens=count_tokens,
+        )
 
     def run(self, task: Task, event: InboxEvent, deadline: float) -> RunOutcome:
         """Run (or resume) the task for this event until the model ends its turn or a limit hits."""
@@ -104,7 +115,12 @@ class AgentLoop:
         messages: list[dict[str, Any]] = [{"role": "user", "content": start.prompt}]
         tools = [t.schema() for t in task.tools]
         for n in range(1, task.max_steps + 1):
-            reply = self._reply(task, run, n, tools, messages, deadline, totals)
+            try:
+                reply = self._reply(task, run, n, tools, messages, deadline, totals, event.delivery.source)
+            except InputTooLarge as exc:
+                self._finish(run, "input_too_large", str(exc), totals, state)
+                raise  # set aside with this reason: a person must shorten or handle the input
+
             messages.append({"role": "assistant", "content": reply.content})
             if reply.stop_reason == "max_tokens":
                 return self._finish(
@@ -136,6 +152,7 @@ class AgentLoop:
         messages: list[dict[str, Any]],
         deadline: float,
         totals: Totals,
+        source: str,
     ) -> ModelReply:
         recorded = run.step(n, "model")
         if recorded is not None:
@@ -150,7 +167,7 @@ class AgentLoop:
                 max_tokens=task.max_output_tokens,
                 cache_ttl=task.cache_ttl,
             )
-            fresh = self._calls.create(task.name, request, deadline, task.cache_ttl)
+            fresh = self._calls.create(task, request, deadline, source)
             totals.model_calls += 1
             # If another attempt recorded this step first, its reply is the one that counts.
             reply = ModelReply.from_dict(self._runs.record(run, n, "model", fresh.as_dict()).data)

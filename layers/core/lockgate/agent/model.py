@@ -2,6 +2,14 @@
 
 The SDK's own retries are off (its defaults, 600 s and 2 retries, outlive any Lambda);
 each attempt's timeout and the backoff between attempts are sized to the deadline.
+
+Retries also draw on a ``RetryBudget`` (``lockgate.agent.retrybudget``), one per process and
+shared by every task the process runs: when retries already add their share of the first
+attempts' load, a failure is raised at once (``RetryBudgetExhausted`` metric) and the event is
+retried later by the queue, so retries cannot multiply load on a struggling endpoint. Per
+process, not shared in DynamoDB: a shared budget would cost a write per attempt, and the fleet's
+amplification is still bounded (SQS concurrency x the ratio); the shared circuit breaker is what
+stops the whole fleet during an outage.
 """
 
 from __future__ import annotations
@@ -12,13 +20,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from lockgate.agent.retrybudget import RetryBudget
 from lockgate.clock import Clock
 from lockgate.errors import LockgateError
-from lockgate.telemetry import Log, NoTracing, Tracing
+from lockgate.telemetry import Log, Metrics, NoTracing, Tracing
 
 SAFETY_SECONDS = 5.0  # leave this much of the deadline for recording the outcome
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 FAIL_FAST_STATUS = frozenset({400, 401, 402, 403, 404, 413, 422})
+COUNT_TIMEOUT_SECONDS = 10.0
 
 
 class ModelError(LockgateError):
@@ -69,10 +79,11 @@ class ModelReply:
     model: str
     request_id: str | None = None
     attempts: int = 1
+    fallback_from: str | None = None  # the task's primary model, when this reply came from its fallback
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready, for the run record."""
-        return {
+        data = {
             "content": self.content,
             "stop_reason": self.stop_reason,
             "usage": self.usage.as_dict(),
@@ -80,6 +91,9 @@ class ModelReply:
             "request_id": self.request_id,
             "attempts": self.attempts,
         }
+        if self.fallback_from is not None:
+            data["fallback_from"] = self.fallback_from
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ModelReply:
@@ -91,6 +105,7 @@ class ModelReply:
             model=data["model"],
             request_id=data.get("request_id"),
             attempts=data.get("attempts", 1),
+            fallback_from=data.get("fallback_from"),
         )
 
 
@@ -144,6 +159,8 @@ class ModelClient:
         per_call_timeout: float = 90.0,
         backoff_base: float = 1.0,
         backoff_cap: float = 20.0,
+        retry_budget: RetryBudget | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self._factory = client_factory
         self._client: Any = None
@@ -156,6 +173,8 @@ class ModelClient:
         self._per_call_timeout = per_call_timeout
         self._base = backoff_base
         self._cap = backoff_cap
+        self._budget = retry_budget
+        self._metrics = metrics
 
     def refresh(self) -> None:
         """Drop the SDK client (its connections) so the next call makes a new one."""
@@ -168,6 +187,8 @@ class ModelClient:
             remaining = deadline - self._clock.now() - SAFETY_SECONDS
             if remaining < 1:
                 raise ModelError("deadline", "no time left for a model call", retryable=True)
+            if self._budget is not None:
+                self._budget.record_attempt(first=attempt == 1)
             try:
                 with self._tracing.span("model call", model=request.model, attempt=attempt):
                     message = (
@@ -186,7 +207,7 @@ class ModelClient:
                         "attempt": attempt,
                     },
                 )
-                if not error.retryable or attempt == self._max_attempts:
+                if not error.retryable or attempt == self._max_attempts or not self._may_retry(request):
                     raise error from exc
                 delay = self._delay(attempt, exc)
                 if self._clock.now() + delay > deadline - SAFETY_SECONDS:
@@ -205,6 +226,31 @@ class ModelClient:
             )
             return reply
         raise ModelError("retries", "no attempt succeeded", retryable=True)  # pragma: no cover
+
+    def count_tokens(self, request: ModelRequest, deadline: float) -> int | None:
+        """Input tokens as the API's count endpoint reports them; None when it cannot answer in time."""
+        remaining = min(COUNT_TIMEOUT_SECONDS, deadline - self._clock.now() - SAFETY_SECONDS)
+        if remaining < 1:
+            return None
+        params = request.to_params()
+        del params["max_tokens"]  # not a count_tokens parameter
+        try:
+            counted = (
+                self._sdk().with_options(timeout=remaining, max_retries=0).messages.count_tokens(**params)
+            )
+        except Exception as exc:  # noqa: BLE001 - a failed count falls back to the estimate, by design
+            error = classify(exc)
+            self._log.warning("token count failed", extra={"kind": error.kind, "status": error.status})
+            return None
+        return int(counted.input_tokens)
+
+    def _may_retry(self, request: ModelRequest) -> bool:
+        if self._budget is None or self._budget.allow_retry():
+            return True
+        if self._metrics is not None:
+            self._metrics.add_metric(name="RetryBudgetExhausted", unit="Count", value=1)
+        self._log.warning("retry budget spent: not retrying", extra={"model": request.model})
+        return False
 
     def _sdk(self) -> Any:
         if self._client is None:
