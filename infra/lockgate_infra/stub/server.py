@@ -43,6 +43,7 @@ class StubAnthropic:
         self._port = port
         self._lock = threading.Lock()
         self._requests: list[Any] = []
+        self._counted: list[Any] = []
         self._totals = dict.fromkeys(USAGE_KEYS, 0)
         self._ids = itertools.count(1)
         self._stopping = threading.Event()
@@ -101,6 +102,12 @@ class StubAnthropic:
             return len(self._requests)
 
     @property
+    def count_requests(self) -> list[Any]:
+        """Every JSON body received at /v1/messages/count_tokens, in order (a snapshot)."""
+        with self._lock:
+            return list(self._counted)
+
+    @property
     def usage_totals(self) -> dict[str, int]:
         """Input, output, cache-write and cache-read tokens summed over every successful reply."""
         with self._lock:
@@ -131,6 +138,8 @@ class StubAnthropic:
                 handler, request_id, StubError(400, "invalid_request_error", "Invalid JSON body")
             )
         if path == COUNT_TOKENS_PATH:
+            with self._lock:
+                self._counted.append(body)
             problem = request_problem(body, count_tokens=True)
             if problem:
                 return self._error(handler, request_id, StubError(400, "invalid_request_error", problem))
