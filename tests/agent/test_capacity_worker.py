@@ -290,3 +290,29 @@ def test_an_empty_model_bucket_hands_the_event_back_to_the_queue_with_the_delay(
     assert {p.row(a).status, p.row(b).status} == {Status.DONE}
     assert harness.metrics.totals["RateLimited"] == 1
     assert harness.aws.drain(harness.aws.dlq_url) == []
+
+
+# -- input guard -------------------------------------------------------------------------------
+
+
+def test_a_prompt_over_the_input_limit_is_set_aside_for_a_person_without_a_request(
+    harness: Harness, stub: StubAnthropic
+) -> None:
+    # Given a task that accepts at most 5 input tokens
+    p = pipeline(
+        harness, stub, Scripted([DONE]), task=make_task(Effects(), source="github", max_input_tokens=5)
+    )
+    pk = p.deliver("d-big")
+    # When the worker handles the delivery
+    outcome = p.pump()[pk]
+    # Then nothing was sent, the run records the refusal, and the delivery is failed at once
+    # (retrying cannot shrink the input) with the reason on the row and its pointer in the DLQ
+    assert stub.calls == 0
+    row = p.row(pk)
+    assert row.status is Status.FAILED and row.attempts == 1
+    assert "over the task's limit of 5; nothing was sent" in (row.last_error or "")
+    assert outcome.startswith("failed: permanent failure")
+    (dead,) = harness.aws.drain(harness.aws.dlq_url)
+    assert json.loads(dead["Body"])["pk"] == pk
+    run = RunStore(harness.client("dynamodb"), harness.aws.state_table, harness.clock).get(pk)
+    assert run is not None and run.status == "input_too_large"
