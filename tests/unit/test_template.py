@@ -824,3 +824,30 @@ def test_given_the_translated_template_then_no_resource_depends_on_itself(cfn):
     for name in graph:
         if name not in state:
             visit(name, ())
+
+
+CORE = Path(__file__).resolve().parents[2] / "layers" / "core" / "lockgate" / "agent"
+
+
+@pytest.mark.parametrize(
+    ("alarm", "metric", "emitter"),
+    [
+        ("SpendNearCapAlarm", "SpendNearCap", "spend.py"),
+        ("SpendCapReachedAlarm", "SpendCapReached", "spend.py"),
+        ("CircuitOpenedAlarm", "CircuitOpened", "breaker.py"),
+        ("RateLimiterFallbackAlarm", "RateLimiterFallback", "ratelimit.py"),
+    ],
+)
+def test_given_the_capacity_alarms_then_each_watches_the_metric_the_worker_emits(cfn, alarm, metric, emitter):
+    # Given the metric name the core code emits (a renamed metric would leave the alarm deaf)
+    assert f'name="{metric}"' in (CORE / emitter).read_text(encoding="utf-8")
+    # Then the alarm watches it where Powertools publishes it: the worker's namespace, service dimension
+    variables = environment(cfn, "AgentWorkerFunction")
+    props = properties(cfn, alarm)
+    assert props["Namespace"] == variables["POWERTOOLS_METRICS_NAMESPACE"] == "Lockgate"
+    assert props["MetricName"] == metric
+    assert props["Dimensions"] == [{"Name": "service", "Value": variables["POWERTOOLS_SERVICE_NAME"]}]
+    assert (props["Statistic"], props["Threshold"]) == ("Sum", 0)
+    assert props["ComparisonOperator"] == "GreaterThanThreshold"
+    assert props["TreatMissingData"] == "notBreaching"
+    assert props["AlarmActions"] == [{"Ref": "AlertsTopic"}]
