@@ -13,6 +13,7 @@ import pytest
 
 from lockgate.agent.admission import AdmittedCalls, InputTooLarge
 from lockgate.agent.breaker import CircuitBreaker, CircuitOpen
+from lockgate.agent.gate import Gate
 from lockgate.agent.model import ModelError, ModelRequest
 from lockgate.agent.pricing import cost_usd
 from lockgate.agent.ratelimit import Bucket, RateLimited, RateLimiter
@@ -139,7 +140,9 @@ def test_an_open_circuit_on_the_primary_sends_the_call_to_the_fallback_priced_as
     cb.record_failure(PRIMARY)  # threshold 1: the primary's circuit is open
     task = make_task(Effects(), fallback_model=FALLBACK)
     # When the task needs a call
-    reply = calls(rig, breaker=cb, spend=spend).create(task, request(), FAR, "github")
+    reply = calls(rig, breaker=cb, gate=Gate(db, rig.clock, spend=spend, limiter=None)).create(
+        task, request(), FAR, "github"
+    )
     # Then only the fallback was asked, and the reply says so
     assert [r["model"] for r in rig.stub.requests] == [FALLBACK]
     assert reply.model == FALLBACK and reply.fallback_from == PRIMARY
@@ -193,7 +196,13 @@ def test_both_buckets_are_taken_per_call_and_a_dead_table_falls_back_to_the_per_
     limits = {f"model#{PRIMARY}": Bucket(100, 1_000_000), "source#github": Bucket(100)}
     db = rig.aws.client("dynamodb")
     admitted = calls(
-        rig, limiter=RateLimiter(db, rig.aws.state_table, clock, limits=limits, metrics=rig.metrics, log=LOG)
+        rig,
+        gate=Gate(
+            db,
+            clock,
+            spend=None,
+            limiter=RateLimiter(db, rig.aws.state_table, clock, limits=limits, metrics=rig.metrics, log=LOG),
+        ),
     )
     admitted.create(make_task(Effects()), request(), FAR, "github")
     # Then the model's and the source's buckets both moved
@@ -201,11 +210,12 @@ def test_both_buckets_are_taken_per_call_and_a_dead_table_falls_back_to_the_per_
     assert state_row(rig, "bucket#source#github", "rate") is not None
     # Given the State table now refuses writes
     broken = rig.aws.client("dynamodb")
-    fail_calls(broken, "UpdateItem", "ProvisionedThroughputExceededException")
+    for operation in ("UpdateItem", "TransactWriteItems"):
+        fail_calls(broken, operation, "ProvisionedThroughputExceededException")
     fallback = RateLimiter(
         broken, rig.aws.state_table, clock, limits=limits, metrics=rig.metrics, log=LOG, fallback_per_minute=2
     )
-    admitted = calls(rig, limiter=fallback)
+    admitted = calls(rig, gate=Gate(broken, clock, spend=None, limiter=fallback))
     # When calls keep coming: 2 a minute pass on the per-process limit, the 3rd is deferred
     for _ in range(2):
         admitted.create(make_task(Effects()), request(), clock.now() + 45, "github")

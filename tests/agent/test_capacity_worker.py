@@ -17,6 +17,7 @@ import anthropic
 import pytest
 
 from lockgate.agent.breaker import CircuitBreaker
+from lockgate.agent.gate import Gate
 from lockgate.agent.handler import route_tasks
 from lockgate.agent.ledger import Ledger
 from lockgate.agent.loop import AgentLoop
@@ -85,20 +86,24 @@ class Pipeline:
             clock=clock,
             log=LOG,
             metrics=h.metrics,
-            spend=SpendCaps(
-                db, h.aws.state_table, clock, global_cap_usd=5.0, task_caps={}, metrics=h.metrics, log=LOG
-            ),
             breaker=CircuitBreaker(
                 db, h.aws.state_table, clock, failure_threshold=2, open_seconds=30, metrics=h.metrics, log=LOG
             ),
-            limiter=RateLimiter(
+            gate=Gate(
                 db,
-                h.aws.state_table,
                 clock,
-                limits=self.limits,
-                metrics=h.metrics,
-                log=LOG,
-                sleep=self.limiter_sleep,
+                spend=SpendCaps(
+                    db, h.aws.state_table, clock, global_cap_usd=5.0, task_caps={}, metrics=h.metrics, log=LOG
+                ),
+                limiter=RateLimiter(
+                    db,
+                    h.aws.state_table,
+                    clock,
+                    limits=self.limits,
+                    metrics=h.metrics,
+                    log=LOG,
+                    sleep=self.limiter_sleep,
+                ),
             ),
         )
         route_tasks(h.router, [self.task], loop, clock)

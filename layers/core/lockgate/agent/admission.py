@@ -20,10 +20,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from lockgate.agent.breaker import CircuitBreaker, CircuitOpen
+from lockgate.agent.gate import Gate
 from lockgate.agent.model import ModelClient, ModelError, ModelReply, ModelRequest
 from lockgate.agent.pricing import cost_usd
-from lockgate.agent.ratelimit import RateLimiter
-from lockgate.agent.spend import Reservation, SpendCaps, estimate_usd, input_tokens_upper_bound
+from lockgate.agent.spend import Reservation, estimate_usd, input_tokens_upper_bound
 from lockgate.agent.tasks import Task
 from lockgate.errors import Deferred, PermanentFailure
 from lockgate.telemetry import Log, Metrics
@@ -45,15 +45,13 @@ class AdmittedCalls:
         *,
         metrics: Metrics,
         log: Log,
-        spend: SpendCaps | None = None,
         breaker: CircuitBreaker | None = None,
-        limiter: RateLimiter | None = None,
+        gate: Gate | None = None,
         count_tokens: bool = False,
     ) -> None:
         self._model = model
-        self.spend = spend
         self.breaker = breaker
-        self.limiter = limiter
+        self.gate = gate
         self._count_tokens = count_tokens
         self._metrics = metrics
         self._log = log
@@ -81,11 +79,16 @@ class AdmittedCalls:
     ) -> ModelReply:
         if self.breaker is not None:
             self.breaker.before_call(request.model)
-        if self.limiter is not None:
-            tokens = prompt_tokens + request.max_tokens
-            self.limiter.admit(f"source#{source}", tokens, deadline)
-            self.limiter.admit(f"model#{request.model}", tokens, deadline)
-        reservation = self._reserve(task, request, prompt_tokens)
+        # The budget hold and both rate buckets: one DynamoDB write (see lockgate.agent.gate).
+        reservation = None
+        if self.gate is not None:
+            reservation = self.gate.admit(
+                task.name,
+                [f"source#{source}", f"model#{request.model}"],
+                estimate_usd(request.model, prompt_tokens, request.max_tokens, cache_ttl=task.cache_ttl),
+                prompt_tokens + request.max_tokens,
+                deadline,
+            )
         try:
             reply = self._model.create(request, deadline)
         except ModelError as exc:
@@ -112,17 +115,9 @@ class AdmittedCalls:
             )
         return tokens
 
-    def _reserve(self, task: Task, request: ModelRequest, prompt_tokens: int) -> Reservation | None:
-        if self.spend is None:
-            return None
-        return self.spend.reserve(
-            task.name,
-            estimate_usd(request.model, prompt_tokens, request.max_tokens, cache_ttl=task.cache_ttl),
-        )
-
     def _settle(self, reservation: Reservation | None, actual_usd: float) -> None:
-        if reservation is not None and self.spend is not None:
-            self.spend.settle(reservation, actual_usd)
+        if self.gate is not None:
+            self.gate.settle(reservation, actual_usd)
 
 
 def _endpoint_fault(exc: ModelError) -> bool:

@@ -13,14 +13,13 @@ from typing import Any
 
 from lockgate.agent.admission import AdmittedCalls, InputTooLarge
 from lockgate.agent.breaker import CircuitBreaker
+from lockgate.agent.gate import Gate
 from lockgate.agent.guard import Decision, RunState, decide
 from lockgate.agent.ledger import Ledger, LedgerConflict, OpState, operation_key
 from lockgate.agent.model import ModelClient, ModelReply, ModelRequest, Usage
 from lockgate.agent.pricing import cost_usd
-from lockgate.agent.ratelimit import RateLimiter
 from lockgate.agent.runs import Run, RunStore
 from lockgate.agent.screen import Screener
-from lockgate.agent.spend import SpendCaps
 from lockgate.agent.tasks import Task
 from lockgate.agent.tools import OutcomeUnknown, Tool, ToolContext, ToolError, fingerprint
 from lockgate.approvals.requests import ApprovalRequests
@@ -82,9 +81,8 @@ class AgentLoop:
         tracing: Tracing | None = None,
         screener: Screener | None = None,
         approvals: ApprovalRequests | None = None,
-        spend: SpendCaps | None = None,
         breaker: CircuitBreaker | None = None,
-        limiter: RateLimiter | None = None,
+        gate: Gate | None = None,
         count_tokens: bool = False,
     ) -> None:
         self._model = model
@@ -100,9 +98,8 @@ class AgentLoop:
             model,
             metrics=metrics,
             log=log,
-            spend=spend,
             breaker=breaker,
-            limiter=limiter,
+            gate=gate,
             count_tokens=count_tokens,
         )
 

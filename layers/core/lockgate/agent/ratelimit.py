@@ -35,7 +35,7 @@ from lockgate.clock import Clock
 from lockgate.errors import Deferred
 from lockgate.telemetry import Log, Metrics
 
-__all__ = ["Bucket", "RateLimited", "RateLimiter"]
+__all__ = ["Bucket", "BucketUnavailable", "RateLimited", "RateLimiter", "Take"]
 
 BURST_SECONDS = 60.0  # a full bucket holds one minute of the limit
 DEADLINE_MARGIN_SECONDS = 30.0  # after a wait, the model call itself still needs time
@@ -55,8 +55,18 @@ class Bucket:
     tokens_per_minute: int | None = None
 
 
-class _Unavailable(Exception):
-    """The State table could not be written (internal: turned into a fallback)."""
+class BucketUnavailable(Exception):  # noqa: N818 - a signal to fall back, not a fault
+    """The State table could not be written, or the bucket is damaged: use the per-process limit."""
+
+
+@dataclass(frozen=True)
+class Take:
+    """One bucket's planned take: the conditional update to send (alone or in a transaction)."""
+
+    scope: str
+    new: tuple[Decimal, Decimal]  # (req_tat, tok_tat) once written
+    interval: float  # one request's share of the minute: the wait after losing every race
+    update: dict[str, Any]
 
 
 class RateLimiter:
@@ -86,100 +96,118 @@ class RateLimiter:
         self._fallback = _LocalWindow(fallback_per_minute)
         self._seen: dict[str, tuple[Decimal, Decimal]] = {}  # scope -> last known (req_tat, tok_tat)
 
-    def limits(self, scope: str) -> bool:
-        """True when ``scope`` (``model#<id>`` or ``source#<name>``) has a configured bucket."""
-        return scope in self._limits
-
     def admit(self, scope: str, tokens: int, deadline: float) -> None:
         """Take one request and ``tokens`` tokens from the scope's bucket, waiting within ``deadline``.
 
         Scopes without a configured bucket (e.g. ``model#<id>``, ``source#<name>``) are not limited.
         """
-        bucket = self._limits.get(scope)
-        if bucket is None:
+        if scope not in self._limits:
             return
         while True:
             now = self._clock.now()
             try:
-                wait = self._take(scope, bucket, max(0, tokens), now)
-            except _Unavailable as exc:
-                self._metrics.add_metric(name="RateLimiterFallback", unit="Count", value=1)
-                self._log.warning("rate limiter table unavailable", extra={"scope": scope, "error": str(exc)})
-                wait = self._fallback.take(scope, now)
+                wait = self._take(scope, tokens, now)
+            except BucketUnavailable as exc:
+                wait = self.fallback(scope, now, str(exc))
             if wait <= 0:
                 return
-            if now + wait > deadline - self._margin:
-                self._metrics.add_metric(name="RateLimited", unit="Count", value=1)
-                self._log.warning("rate limited", extra={"scope": scope, "wait": round(wait, 3)})
-                raise RateLimited(f"rate limit for {scope}: retry in {wait:.1f}s", max(1, math.ceil(wait)))
-            self._sleep(wait)  # the bucket refills by then; try again once
+            self.wait_or_defer(scope, wait, now, deadline)
 
-    def _take(self, scope: str, bucket: Bucket, tokens: int, now: float) -> float:
-        """0 when admitted, else the seconds until the bucket has room (nothing taken)."""
+    def plan(self, scope: str, tokens: int, now: float) -> Take | float | None:
+        """The conditional write that takes from the scope's bucket, or the seconds to wait first.
+
+        None when the scope has no bucket. Nothing is written here (see ``Take.update``).
+        """
+        bucket = self._limits.get(scope)
+        if bucket is None:
+            return None
         now_d = dec(now)
         req_cost = dec(60.0 / bucket.requests_per_minute)
+        tokens = max(0, tokens)
         tok_cost = dec(tokens * 60.0 / bucket.tokens_per_minute) if bucket.tokens_per_minute else dec(0)
         # A call larger than a whole minute's tokens goes through an idle bucket and owes the rest.
         burst_req, burst_tok = dec(BURST_SECONDS), max(dec(BURST_SECONDS), tok_cost)
         old = self._seen.get(scope)
         if old is not None and max(old) <= now_d:
             old = None  # the bucket is idle as far as we know: the cheap "idle" condition fits
-        for _ in range(MAX_WRITES):
-            req_tat = max(old[0], now_d) if old else now_d
-            tok_tat = max(old[1], now_d) if old else now_d
-            new_req, new_tok = req_tat + req_cost, tok_tat + tok_cost
-            over = max(new_req - now_d - burst_req, new_tok - now_d - burst_tok)
-            if over > 0:
-                return float(over)
-            current = self._write(scope, old, new_req, new_tok, now_d)
-            if current is None:
-                self._seen[scope] = (new_req, new_tok)
-                return 0.0
-            old = self._seen[scope] = current
-        # Lost every race: others are taking the bucket right now; wait one request's interval.
-        return float(req_cost)
+        req_tat = max(old[0], now_d) if old else now_d
+        tok_tat = max(old[1], now_d) if old else now_d
+        new = (req_tat + req_cost, tok_tat + tok_cost)
+        over = max(new[0] - now_d - burst_req, new[1] - now_d - burst_tok)
+        if over > 0:
+            return float(over)
+        return Take(scope, new, float(req_cost), self._update(scope, old, new, now_d))
 
-    def _write(
-        self,
-        scope: str,
-        old: tuple[Decimal, Decimal] | None,
-        new_req: Decimal,
-        new_tok: Decimal,
-        now: Decimal,
-    ) -> tuple[Decimal, Decimal] | None:
-        """None when written; else the tats actually stored (ALL_OLD of the failed condition)."""
+    def taken(self, take: Take) -> None:
+        """The take's write succeeded: remember the bucket as written."""
+        self._seen[take.scope] = take.new
+
+    def refused(self, take: Take, item: Mapping[str, Any] | None) -> None:
+        """The take's condition failed: learn the stored tats (ALL_OLD); a damaged bucket is unavailable."""
+        req, tok = num(item or {}, "req_tat"), num(item or {}, "tok_tat")
+        if req is None or tok is None:  # damaged: never repaired here; the fallback limits meanwhile
+            raise BucketUnavailable("damaged bucket")
+        self._seen[take.scope] = (req, tok)
+
+    def fallback(self, scope: str, now: float, why: str) -> float:
+        """The shared bucket cannot be used: the per-process limit decides, and it is counted."""
+        self._metrics.add_metric(name="RateLimiterFallback", unit="Count", value=1)
+        self._log.warning("rate limiter table unavailable", extra={"scope": scope, "error": why})
+        return self._fallback.take(scope, now)
+
+    def wait_or_defer(self, scope: str, wait: float, now: float, deadline: float) -> None:
+        """Sleep ``wait`` if it fits before ``deadline`` (less the call's margin), else raise RateLimited."""
+        if now + wait > deadline - self._margin:
+            self._metrics.add_metric(name="RateLimited", unit="Count", value=1)
+            self._log.warning("rate limited", extra={"scope": scope, "wait": round(wait, 3)})
+            raise RateLimited(f"rate limit for {scope}: retry in {wait:.1f}s", max(1, math.ceil(wait)))
+        self._sleep(wait)  # the bucket refills by then; never a busy loop
+
+    def _take(self, scope: str, tokens: int, now: float) -> float:
+        """0 when admitted, else the seconds until the bucket has room (nothing taken)."""
+        interval = 0.0
+        for _ in range(MAX_WRITES):
+            take = self.plan(scope, tokens, now)
+            if not isinstance(take, Take):
+                return take or 0.0
+            interval = take.interval
+            try:
+                self._db.update_item(**take.update)
+            except ClientError as exc:
+                if error_code(exc) != "ConditionalCheckFailedException":
+                    raise BucketUnavailable(error_code(exc)) from exc
+                self.refused(take, exc.response.get("Item"))  # type: ignore[arg-type]
+                continue
+            except BotoCoreError as exc:
+                raise BucketUnavailable(type(exc).__name__) from exc
+            self.taken(take)
+            return 0.0
+        # Lost every race: others are taking the bucket right now; wait one request's interval.
+        return interval
+
+    def _update(
+        self, scope: str, old: tuple[Decimal, Decimal] | None, new: tuple[Decimal, Decimal], now: Decimal
+    ) -> dict[str, Any]:
         if old is None:
             condition = "attribute_not_exists(req_tat) OR (req_tat <= :now AND tok_tat <= :now)"
             values = {":now": {"N": str(now)}}
         else:
             condition = "req_tat = :old_req AND tok_tat = :old_tok"
             values = {":old_req": {"N": str(old[0])}, ":old_tok": {"N": str(old[1])}}
-        try:
-            self._db.update_item(
-                TableName=self._table,
-                Key={"pk": {"S": f"bucket#{scope}"}, "sk": {"S": "rate"}},
-                UpdateExpression="SET req_tat = :req, tok_tat = :tok, #ttl = :ttl",
-                ConditionExpression=condition,
-                ExpressionAttributeNames={"#ttl": "ttl"},
-                ExpressionAttributeValues={
-                    **values,
-                    ":req": {"N": str(new_req)},
-                    ":tok": {"N": str(new_tok)},
-                    ":ttl": {"N": str(int(now) + TTL_SECONDS)},
-                },
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )
-        except ClientError as exc:
-            if error_code(exc) != "ConditionalCheckFailedException":
-                raise _Unavailable(error_code(exc)) from exc
-            item: dict[str, Any] = exc.response.get("Item") or {}  # type: ignore[assignment]
-            req, tok = num(item, "req_tat"), num(item, "tok_tat")
-            if req is None or tok is None:  # damaged: never repaired here; the fallback limits meanwhile
-                raise _Unavailable("damaged bucket") from exc
-            return req, tok
-        except BotoCoreError as exc:
-            raise _Unavailable(type(exc).__name__) from exc
-        return None
+        return {
+            "TableName": self._table,
+            "Key": {"pk": {"S": f"bucket#{scope}"}, "sk": {"S": "rate"}},
+            "UpdateExpression": "SET req_tat = :req, tok_tat = :tok, #ttl = :ttl",
+            "ConditionExpression": condition,
+            "ExpressionAttributeNames": {"#ttl": "ttl"},
+            "ExpressionAttributeValues": {
+                **values,
+                ":req": {"N": str(new[0])},
+                ":tok": {"N": str(new[1])},
+                ":ttl": {"N": str(int(now) + TTL_SECONDS)},
+            },
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
 
 
 class _LocalWindow:

@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from lockgate.agent.breaker import CircuitBreaker
+from lockgate.agent.gate import Gate
 from lockgate.agent.handler import route_tasks
 from lockgate.agent.ledger import Ledger
 from lockgate.agent.loop import AgentLoop
@@ -116,10 +117,15 @@ def wire_agent_tasks(
         tracing=tracing,
         screener=Screener(model, clock),
         approvals=requests,
-        spend=spend,
         # An outage is not hammered: after repeated endpoint failures calls wait, then one probes.
         breaker=CircuitBreaker(dynamodb, state_table, clock, metrics=metrics, log=log),
-        limiter=rate_limiter(capacity, dynamodb, state_table, clock, metrics, log),
+        # Budget holds and rate buckets: one DynamoDB write before each call, one after.
+        gate=Gate(
+            dynamodb,
+            clock,
+            spend=spend,
+            limiter=rate_limiter(capacity, dynamodb, state_table, clock, metrics, log),
+        ),
         count_tokens=capacity.count_tokens,
     )
     route_tasks(setup.router, setup.tasks, loop, clock)
