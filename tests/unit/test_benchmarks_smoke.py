@@ -54,3 +54,19 @@ def test_prompt_caching_benchmark_bills_less_with_caching() -> None:
     assert on["usage"]["output_tokens"] == off["usage"]["output_tokens"]
     assert off["usage"]["cache_read_input_tokens"] == 0 and on["usage"]["cache_read_input_tokens"] > 0
     assert on["usd"] < off["usd"]
+
+
+def test_admission_calls_adds_at_most_two_dynamodb_calls_per_model_call() -> None:
+    from benchmarks import admission_calls
+
+    # Given the same events through the loop with no controls, the gate, and the controls one by one
+    results = admission_calls.measure(events=3, warmup=1)
+    # Then each event made one model call, and the gate adds exactly its two writes
+    assert {f.model_calls for f in results.values()} == {3}
+    assert admission_calls.added(results, "gate (budget + rate limits)") == 2
+    gate_ops = results["gate (budget + rate limits)"].operations - results["no controls"].operations
+    assert gate_ops == {"dynamodb.TransactWriteItems": 6}
+    # And the one-by-one design it replaces needs six (2 counters x reserve + settle, 2 buckets)
+    assert admission_calls.added(results, "one by one (before the gate)") == 6
+    assert admission_calls.added(results, "gate + circuit breaker") == 3  # + the breaker's GetItem
+    assert "target <= 2: MET" in admission_calls.render(results)
