@@ -241,3 +241,53 @@ def test_retries_stop_when_the_process_retry_budget_is_spent(rig: AgentRig, cloc
     # Then retries added at most half the first attempts' load: 4 firsts + 2 retries, not 16 requests
     assert rig.stub.calls == 6
     assert rig.metrics.totals["RetryBudgetExhausted"] == 4  # every call ended on a refused retry
+
+
+# -- wiring ----------------------------------------------------------------------------------------
+
+
+def test_the_worker_wiring_admits_each_call_through_the_configured_model_and_source_buckets(
+    rig: AgentRig, clock: FixedClock
+) -> None:
+    from lockgate.agent.wiring import wire_agent_tasks
+    from lockgate.config import BudgetConfig, CapacityConfig, RateLimitConfig
+    from lockgate.routing import Router, TaskContext
+    from lockgate.secrets import SecretResolver
+    from lockgate.telemetry import NoTracing
+    from lockgate.workflows import Setup
+
+    # Given [capacity] limits for the task's model and for the github source, and a daily cap
+    rig.stub.set_model(Scripted([DONE]))
+    setup = Setup(router=Router(), environ={}, client=rig.aws.client)
+    setup.add_task(make_task(Effects(), max_output_tokens=300))
+    wire_agent_tasks(
+        setup,
+        environ={"ANTHROPIC_API_KEY_REF": "env:KEY", "ANTHROPIC_BASE_URL": rig.stub.base_url},
+        secrets=SecretResolver({"KEY": "test-key"}),
+        dynamodb=rig.aws.client("dynamodb"),
+        state_table=rig.aws.state_table,
+        clock=clock,
+        log=LOG,
+        metrics=rig.metrics,
+        tracing=NoTracing(),
+        budget=BudgetConfig(daily_usd=5.0),
+        capacity=CapacityConfig(
+            models={PRIMARY: RateLimitConfig(60, 100_000)}, sources={"github": RateLimitConfig(30)}
+        ),
+    )
+    # When the worker routes a github event to the task
+    handler = setup.router.route("github", "push")
+    context = TaskContext(
+        run_id="run#github#w", remaining_seconds=lambda: 300.0, versions=None, log=LOG, metrics=rig.metrics
+    )  # type: ignore[arg-type]
+    assert handler(event("w"), context) == "test-task: completed: done"
+    # Then both buckets moved by one request (1 s at 60/min, 2 s at 30/min), and the budget holds the cost
+    now = Decimal(int(clock.now()))
+    model_bucket = state_row(rig, f"bucket#model#{PRIMARY}", "rate")
+    source_bucket = state_row(rig, "bucket#source#github", "rate")
+    assert model_bucket is not None and Decimal(model_bucket["req_tat"]["N"]) == now + 1
+    assert source_bucket is not None and Decimal(source_bucket["req_tat"]["N"]) == now + 2
+    assert Decimal(source_bucket["tok_tat"]["N"]) == now  # requests-only limit
+    spend = state_row(rig, "spend#2026-01-01", "global")
+    assert spend is not None and Decimal(spend["spent"]["N"]) > 0
+    assert rig.stub.requests[0]["max_tokens"] == 300
