@@ -177,8 +177,8 @@ def test_without_a_fallback_an_open_circuit_defers_and_a_4xx_never_falls_back(ri
     cb = breaker(rig)
     cb.record_failure(PRIMARY)
     with pytest.raises(CircuitOpen):
-        calls(rig, breaker=cb).create(make_task(Effects()), request(), FAR, "github")
-    assert rig.stub.calls == 0
+        calls(rig, breaker=cb, count_tokens=True).create(make_task(Effects()), request(), FAR, "github")
+    assert rig.stub.calls == 0 and rig.stub.count_requests == []  # not even asked to count
     # A task with a fallback does not use it for a client error (the request itself is wrong)
     rig.stub.set_model(Scripted([bad_request()]))
     with pytest.raises(ModelError):

@@ -1,11 +1,13 @@
 """Admission for each paid model call: input guard, breaker, rate limits, spend caps, fallback.
 
-Order, cheapest refusal first: clamp the output cap to the task's; measure the prompt and refuse
-it when over the task's input limit (``InputTooLarge``, nothing sent); ask the breaker (an open
-circuit is not hammered); take from the event source's and the model's rate buckets (waiting
-within the deadline); reserve the day's budget; call; settle the reservation to the real cost
-and tell the breaker how it went. Every capacity refusal is a Deferred, so the worker hands the
-event back to the queue with a delay instead of dropping it.
+Order: clamp the output cap to the task's; ask the breaker (an open circuit is not hammered,
+not even for a token count); measure the prompt and refuse it when over the task's input limit
+(``InputTooLarge``, nothing sent); hold the day's budget and take from the event source's and
+the model's rate buckets in one write (``lockgate.agent.gate``, waiting within the deadline);
+call; settle the hold to the real cost and tell the breaker how it went. Every capacity refusal
+is a Deferred, so the worker hands the event back to the queue with a delay instead of dropping
+it. A half-open breaker's probe claimed by a call that the gate then defers stays claimed until
+its lease runs out (the open time): the next probe waits that long.
 
 Fallback: when the primary model's circuit is open, or it still fails with overloaded/5xx after
 the client's retries, a task with ``fallback_model`` makes the same call to that model, admitted
@@ -59,9 +61,8 @@ class AdmittedCalls:
     def create(self, task: Task, request: ModelRequest, deadline: float, source: str) -> ModelReply:
         """One admitted call for ``task`` on an event from ``source``; refusals raise before sending."""
         request = replace(request, max_tokens=min(request.max_tokens, task.max_output_tokens))
-        prompt_tokens = self._prompt_tokens(task, request, deadline)
         try:
-            return self._admitted(task, request, prompt_tokens, deadline, source)
+            return self._admitted(task, request, deadline, source)
         except (CircuitOpen, ModelError) as exc:
             if task.fallback_model is None or task.fallback_model == request.model or not _endpoint_down(exc):
                 raise
@@ -71,14 +72,14 @@ class AdmittedCalls:
                 extra={"model": request.model, "fallback": task.fallback_model, "why": str(exc)[:200]},
             )
         fallback = replace(request, model=task.fallback_model)
-        reply = self._admitted(task, fallback, prompt_tokens, deadline, source)
+        reply = self._admitted(task, fallback, deadline, source)
         return replace(reply, fallback_from=request.model)
 
-    def _admitted(
-        self, task: Task, request: ModelRequest, prompt_tokens: int, deadline: float, source: str
-    ) -> ModelReply:
+    def _admitted(self, task: Task, request: ModelRequest, deadline: float, source: str) -> ModelReply:
         if self.breaker is not None:
             self.breaker.before_call(request.model)
+        # Counted after the breaker: an endpoint that is down is not asked to count either.
+        prompt_tokens = self._prompt_tokens(task, request, deadline)
         # The budget hold and both rate buckets: one DynamoDB write (see lockgate.agent.gate).
         reservation = None
         if self.gate is not None:

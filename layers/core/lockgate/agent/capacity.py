@@ -3,6 +3,9 @@
 - ``ratelimit``: shared requests/tokens-per-minute buckets per model and per source (GCRA).
 - ``breaker``: a circuit breaker per model endpoint.
 - ``retrybudget``: retries capped at a share of first attempts.
+
+``gate`` writes a call's budget holds and bucket takes together; ``admission`` puts them all
+in front of each model call.
 """
 
 from __future__ import annotations

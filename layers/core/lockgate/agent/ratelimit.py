@@ -8,8 +8,10 @@ a scope is ``model#<id>`` or ``source#<name>``. A call costing ``c`` units again
 at most ``BURST_SECONDS`` (one minute) ahead of now, i.e. a full bucket holds one minute of
 limit and refills continuously. Requests and tokens are two tats on one item, taken together.
 
-The client computes the new tats and writes them with ONE conditional UpdateItem whose
-condition is the old tats it assumed (or "idle": both tats in the past). A lost race returns
+The client computes the new tats and writes them with ONE conditional update whose
+condition is the old tats it assumed (or "idle": both tats in the past): a plain UpdateItem
+(``admit``), or one item of the model call's single transaction (``plan``, used by
+``lockgate.agent.gate``). A lost race returns
 the current item (ALL_OLD) at no extra read, so the next attempt is exact; a quiet bucket, or
 one only this process uses, costs one call per admission. Empty bucket: sleep the wait when
 it fits before the deadline, else raise ``RateLimited`` (Deferred) so the event goes back to
