@@ -20,34 +20,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from lockgate.agent.modelerrors import ModelError, classify, retry_after
 from lockgate.agent.retrybudget import RetryBudget
 from lockgate.clock import Clock
-from lockgate.errors import LockgateError
 from lockgate.telemetry import Log, Metrics, NoTracing, Tracing
 
 SAFETY_SECONDS = 5.0  # leave this much of the deadline for recording the outcome
-RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
-FAIL_FAST_STATUS = frozenset({400, 401, 402, 403, 404, 413, 422})
 COUNT_TIMEOUT_SECONDS = 10.0
 
-
-class ModelError(LockgateError):
-    """A model call failed; ``retryable`` says whether trying later can help."""
-
-    def __init__(
-        self,
-        kind: str,
-        message: str,
-        *,
-        retryable: bool,
-        request_id: str | None = None,
-        status: int | None = None,
-    ) -> None:
-        super().__init__(f"{kind}: {message}")
-        self.kind = kind
-        self.retryable = retryable
-        self.request_id = request_id
-        self.status = status
+__all__ = ["ModelClient", "ModelError", "ModelReply", "ModelRequest", "Usage", "classify"]
 
 
 @dataclass(frozen=True)
@@ -258,62 +239,10 @@ class ModelClient:
         return self._client
 
     def _delay(self, attempt: int, exc: Exception) -> float:
-        retry_after = _retry_after(exc)
-        if retry_after is not None:
-            return min(retry_after, 60.0)
+        retry_after_seconds = retry_after(exc)
+        if retry_after_seconds is not None:
+            return min(retry_after_seconds, 60.0)
         return self.rng.uniform(0, min(self._cap, self._base * 2**attempt))
-
-
-def classify(exc: BaseException) -> ModelError:
-    """Map an SDK exception to a ModelError (by type and status, never by message text)."""
-    import anthropic  # the worker has it; the receiver never reaches this module
-
-    request_id = getattr(exc, "request_id", None)
-    if isinstance(exc, anthropic.APITimeoutError):
-        return ModelError("timeout", "the model call timed out", retryable=True, request_id=request_id)
-    if isinstance(exc, anthropic.APIConnectionError):
-        return ModelError("connection", "could not reach the API", retryable=True, request_id=request_id)
-    if isinstance(exc, anthropic.APIStatusError):
-        status = exc.status_code
-        kind = _error_type(exc.body) or f"http_{status}"
-        if kind == "billing_error" or status == 402:
-            return ModelError(
-                "billing",
-                "billing or credit problem: check the account",
-                retryable=False,
-                request_id=request_id,
-                status=status,
-            )
-        if status in RETRYABLE_STATUS:
-            return ModelError(kind, f"HTTP {status}", retryable=True, request_id=request_id, status=status)
-        return ModelError(
-            kind,
-            f"HTTP {status}",
-            retryable=status not in FAIL_FAST_STATUS and status >= 500,
-            request_id=request_id,
-            status=status,
-        )
-    return ModelError("unexpected", type(exc).__name__, retryable=False)
-
-
-def _error_type(body: object) -> str | None:
-    if isinstance(body, dict):
-        error = body.get("error")
-        if isinstance(error, dict) and isinstance(error.get("type"), str):
-            return str(error["type"])
-    return None
-
-
-def _retry_after(exc: Exception) -> float | None:
-    response = getattr(exc, "response", None)
-    headers = getattr(response, "headers", None)
-    if headers is None:
-        return None
-    raw = headers.get("retry-after")
-    try:
-        return max(0.0, float(raw)) if raw is not None else None
-    except ValueError:
-        return None
 
 
 def _reply(message: Any, attempts: int) -> ModelReply:
