@@ -28,6 +28,7 @@ from typing import Any, NoReturn
 from botocore.exceptions import BotoCoreError, ClientError
 
 from lockgate.agent.pricing import estimate_usd
+from lockgate.agent.stateitems import error_code
 from lockgate.clock import Clock
 from lockgate.errors import Deferred
 from lockgate.telemetry import Log, Metrics
@@ -279,8 +280,8 @@ class SpendCaps:
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as exc:
-            if _code(exc) != "ConditionalCheckFailedException":
-                raise self._unavailable(day, sk, _code(exc)) from exc
+            if error_code(exc) != "ConditionalCheckFailedException":
+                raise self._unavailable(day, sk, error_code(exc)) from exc
             old: dict[str, Any] | None = exc.response.get("Item")  # type: ignore[assignment]
             return old or None, None
         except BotoCoreError as exc:
@@ -305,8 +306,8 @@ class SpendCaps:
                 ConditionExpression="attribute_not_exists(pk)",
             )
         except ClientError as exc:
-            if _code(exc) != "ConditionalCheckFailedException":
-                raise self._unavailable(day, sk, _code(exc)) from exc
+            if error_code(exc) != "ConditionalCheckFailedException":
+                raise self._unavailable(day, sk, error_code(exc)) from exc
             # Another Lambda opened the day first: its item stands, never overwritten.
         except BotoCoreError as exc:
             raise self._unavailable(day, sk, type(exc).__name__) from exc
@@ -357,10 +358,6 @@ def _remaining(item: Mapping[str, Any]) -> Decimal | None:
         return Decimal(value["N"])
     except InvalidOperation:
         return None
-
-
-def _code(exc: ClientError) -> str:
-    return str(exc.response.get("Error", {}).get("Code", ""))
 
 
 def _seconds_to_next_day(now: float) -> int:
