@@ -79,6 +79,7 @@ model = wire_agent_tasks(
     approvals=config.approvals,
     sqs=sqs,
     budget=settings.budget(config.budget),
+    capacity=config.capacity,
     # Per-call dollars and tokens by task and model (its own EMF blob: its own dimensions).
     usage_metrics=EmfUsageMetrics(EphemeralMetrics, frozenset(t.name for t in setup.tasks)),
 )

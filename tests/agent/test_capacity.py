@@ -22,6 +22,7 @@ from lockgate.telemetry import CountingMetrics
 from tests.support import LOG, Aws, fail_calls, serialized_moto
 
 MODEL = "claude-haiku"
+SCOPE = f"model#{MODEL}"
 FAR = 10_000_000_000.0  # a deadline that never limits
 
 
@@ -79,7 +80,7 @@ def row(aws: Aws, pk: str, sk: str) -> dict[str, Any] | None:
 
 
 def tats(aws: Aws) -> tuple[Decimal, Decimal]:
-    item = row(aws, f"bucket#{MODEL}", "rate")
+    item = row(aws, f"bucket#{SCOPE}", "rate")
     assert item is not None
     return Decimal(item["req_tat"]["N"]), Decimal(item["tok_tat"]["N"])
 
@@ -105,7 +106,7 @@ def test_requests_under_the_limit_pass_and_move_the_shared_bucket(
     t0 = Decimal(int(clock.now()))
     # When 3 calls of 1,000 tokens arrive at once
     for _ in range(3):
-        rate.admit(MODEL, 1_000, FAR)
+        rate.admit(SCOPE, 1_000, FAR)
     # Then all pass without waiting, and the row holds a full minute of requests
     assert sleep.waits == []
     assert tats(aws) == (t0 + 60, t0 + Decimal("1.8"))  # 3 x 1,000 tokens at 100k/min = 1.8 s
@@ -118,9 +119,9 @@ def test_over_the_limit_waits_once_for_exactly_the_refill(
     rate = limiter(aws, clock, metrics, sleep=sleep)
     t0 = Decimal(int(clock.now()))
     for _ in range(3):
-        rate.admit(MODEL, 10, FAR)
+        rate.admit(SCOPE, 10, FAR)
     # When a 4th call arrives with time to spare
-    rate.admit(MODEL, 10, FAR)
+    rate.admit(SCOPE, 10, FAR)
     # Then it slept once, for one request's interval (20 s at 3/min), then went through
     assert sleep.waits == [20.0]
     assert tats(aws)[0] == t0 + 80
@@ -132,11 +133,11 @@ def test_a_wait_that_does_not_fit_the_deadline_defers_the_event(
     sleep = Sleeper(clock)
     rate = limiter(aws, clock, metrics, sleep=sleep)
     for _ in range(3):
-        rate.admit(MODEL, 10, FAR)
+        rate.admit(SCOPE, 10, FAR)
     before = tats(aws)
     # When the 4th call has only 40 s left (the wait of 20 s + the 30 s margin does not fit)
     with pytest.raises(RateLimited) as caught:
-        rate.admit(MODEL, 10, clock.now() + 40)
+        rate.admit(SCOPE, 10, clock.now() + 40)
     # Then it is deferred with the wait, nothing slept and nothing was taken
     assert isinstance(caught.value, Deferred) and caught.value.delay_seconds == 20
     assert sleep.waits == []
@@ -147,12 +148,12 @@ def test_a_wait_that_does_not_fit_the_deadline_defers_the_event(
 def test_the_bucket_refills_continuously(aws: Aws, clock: FixedClock, metrics: CountingMetrics) -> None:
     rate = limiter(aws, clock, metrics)
     for _ in range(3):
-        rate.admit(MODEL, 10, FAR)
+        rate.admit(SCOPE, 10, FAR)
     # When 20 s pass, one request's worth is back; a second one is not
     clock.advance(20)
-    rate.admit(MODEL, 10, clock.now() + 31)
+    rate.admit(SCOPE, 10, clock.now() + 31)
     with pytest.raises(RateLimited):
-        rate.admit(MODEL, 10, clock.now() + 31)
+        rate.admit(SCOPE, 10, clock.now() + 31)
 
 
 def test_the_tokens_per_minute_limit_applies_on_its_own(
@@ -161,10 +162,10 @@ def test_the_tokens_per_minute_limit_applies_on_its_own(
     # Given plenty of requests but 1,000 tokens / minute
     rate = limiter(aws, clock, metrics, rpm=100, tpm=1_000)
     t0 = Decimal(int(clock.now()))
-    rate.admit(MODEL, 600, FAR)
+    rate.admit(SCOPE, 600, FAR)
     # When a second call needs 600 tokens (1,200 in the minute)
     with pytest.raises(RateLimited) as caught:
-        rate.admit(MODEL, 600, clock.now() + 35)
+        rate.admit(SCOPE, 600, clock.now() + 35)
     # Then it waits for 200 tokens to refill: 12 s; the row shows only the first call
     assert caught.value.delay_seconds == 12
     assert tats(aws) == (t0 + Decimal("0.6"), t0 + 36)
@@ -175,10 +176,10 @@ def test_a_call_larger_than_a_minute_of_tokens_takes_an_idle_bucket_and_owes_the
 ) -> None:
     rate = limiter(aws, clock, metrics, rpm=100, tpm=1_000)
     t0 = Decimal(int(clock.now()))
-    rate.admit(MODEL, 1_500, FAR)  # not refused forever
+    rate.admit(SCOPE, 1_500, FAR)  # not refused forever
     assert tats(aws)[1] == t0 + 90
     with pytest.raises(RateLimited) as caught:
-        rate.admit(MODEL, 1, clock.now() + 35)
+        rate.admit(SCOPE, 1, clock.now() + 35)
     assert caught.value.delay_seconds == 31  # 90 s + 0.06 s of tokens, less the 60 s burst
 
 
@@ -192,7 +193,7 @@ def test_eight_threads_against_three_a_minute_admit_exactly_three(
         one = limiter(aws, clock, metrics, db=aws.client("dynamodb"))  # a Lambda of its own
         barrier.wait()
         try:
-            one.admit(MODEL, 100, clock.now() + 31)  # too near to wait
+            one.admit(SCOPE, 100, clock.now() + 31)  # too near to wait
             results.append("ok")
         except RateLimited:
             results.append("limited")
@@ -215,12 +216,12 @@ def test_one_update_item_per_admission(aws: Aws, clock: FixedClock, metrics: Cou
     sent = count_calls(db)
     rate = limiter(aws, clock, metrics, rpm=10, db=db)
     for _ in range(4):  # an idle bucket, then this process's own known state
-        rate.admit(MODEL, 10, FAR)
+        rate.admit(SCOPE, 10, FAR)
     assert sent == ["UpdateItem"] * 4
     # Another Lambda took from the bucket: one failed condition (ALL_OLD, no read), then the write
-    limiter(aws, clock, metrics, rpm=10).admit(MODEL, 10, FAR)
+    limiter(aws, clock, metrics, rpm=10).admit(SCOPE, 10, FAR)
     sent.clear()
-    rate.admit(MODEL, 10, FAR)
+    rate.admit(SCOPE, 10, FAR)
     assert sent == ["UpdateItem", "UpdateItem"]
 
 
@@ -229,7 +230,7 @@ def test_a_model_without_a_bucket_is_not_limited(
 ) -> None:
     db = aws.client("dynamodb")
     sent = count_calls(db)
-    limiter(aws, clock, metrics, db=db).admit("other-model", 10**6, FAR)
+    limiter(aws, clock, metrics, db=db).admit("model#other-model", 10**6, FAR)
     assert sent == []
 
 
@@ -243,28 +244,28 @@ def test_table_down_falls_back_to_a_per_process_limit_and_says_so(
     rate = limiter(aws, clock, metrics, rpm=1_000, db=db, sleep=sleep)
     # When 6 calls arrive in one minute
     for _ in range(5):
-        rate.admit(MODEL, 10, clock.now() + 45)
+        rate.admit(SCOPE, 10, clock.now() + 45)
     # Then 5 (the fallback limit) pass, the 6th is deferred, and every one is counted
     with pytest.raises(RateLimited) as caught:
-        rate.admit(MODEL, 10, clock.now() + 45)
+        rate.admit(SCOPE, 10, clock.now() + 45)
     assert caught.value.delay_seconds == 60
     assert metrics.totals["RateLimiterFallback"] == 6
-    assert row(aws, f"bucket#{MODEL}", "rate") is None
+    assert row(aws, f"bucket#{SCOPE}", "rate") is None
     assert sleep.waits == []
     # And the per-process window slides: a minute later calls pass again
     clock.advance(60)
-    rate.admit(MODEL, 10, clock.now() + 45)
+    rate.admit(SCOPE, 10, clock.now() + 45)
 
 
 def test_a_damaged_bucket_is_not_repaired_and_the_fallback_limits(
     aws: Aws, clock: FixedClock, metrics: CountingMetrics
 ) -> None:
     # (a tat of the wrong type would be the other damage; moto raises TypeError on it)
-    damaged = {"pk": {"S": f"bucket#{MODEL}"}, "sk": {"S": "rate"}, "req_tat": {"N": "5"}}
+    damaged = {"pk": {"S": f"bucket#{SCOPE}"}, "sk": {"S": "rate"}, "req_tat": {"N": "5"}}
     aws.client("dynamodb").put_item(TableName=aws.state_table, Item=damaged)
-    limiter(aws, clock, metrics).admit(MODEL, 10, FAR)
+    limiter(aws, clock, metrics).admit(SCOPE, 10, FAR)
     assert metrics.totals["RateLimiterFallback"] == 1
-    assert row(aws, f"bucket#{MODEL}", "rate") == damaged
+    assert row(aws, f"bucket#{SCOPE}", "rate") == damaged
 
 
 # -- circuit breaker ------------------------------------------------------------------------

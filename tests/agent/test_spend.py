@@ -289,6 +289,7 @@ def test_a_negative_estimate_is_refused(aws: Aws, clock: FixedClock, metrics: Co
 
 def test_the_loop_defers_before_sending_when_the_daily_cap_is_reached(aws: Aws, clock: FixedClock) -> None:
     # Given an agent whose task has spent its daily cap
+    from lockgate.agent.gate import Gate
     from lockgate_infra.stub.models import Scripted
     from lockgate_infra.stub.replies import Reply
     from lockgate_infra.stub.server import StubAnthropic
@@ -309,7 +310,7 @@ def test_the_loop_defers_before_sending_when_the_daily_cap_is_reached(aws: Aws, 
             log=LOG,
         )
         loop = rig.loop()
-        loop._calls.spend = caps  # noqa: SLF001
+        loop._calls.gate = Gate(aws.client("dynamodb"), clock, spend=caps, limiter=None)  # noqa: SLF001
         # a first run fits (the reservation is settled to the real, smaller cost)
         assert loop.run(make_task(Effects()), event("a"), 10_000_000_000.0).status == "completed"
         calls = stub.calls

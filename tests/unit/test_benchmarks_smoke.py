@@ -68,3 +68,19 @@ def test_model_costs_benchmark_each_control_lowers_dollars_per_event() -> None:
     assert [row["response_cache_hits"] for row in rows] == [0, 0, 1, 1]
     assert rows[-1]["extraction_model"] == "claude-haiku-5-5"
     assert "all controls / no controls" in render(rows)
+
+
+def test_admission_calls_adds_at_most_two_dynamodb_calls_per_model_call() -> None:
+    from benchmarks import admission_calls
+
+    # Given the same events through the loop with no controls, the gate, and the controls one by one
+    results = admission_calls.measure(events=3, warmup=1)
+    # Then each event made one model call, and the gate adds exactly its two writes
+    assert {f.model_calls for f in results.values()} == {3}
+    assert admission_calls.added(results, "gate (budget + rate limits)") == 2
+    gate_ops = results["gate (budget + rate limits)"].operations - results["no controls"].operations
+    assert gate_ops == {"dynamodb.TransactWriteItems": 6}
+    # And the one-by-one design it replaces needs six (2 counters x reserve + settle, 2 buckets)
+    assert admission_calls.added(results, "one by one (before the gate)") == 6
+    assert admission_calls.added(results, "gate + circuit breaker") == 3  # + the breaker's GetItem
+    assert "target <= 2: MET" in admission_calls.render(results)

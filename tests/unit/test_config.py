@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from lockgate.config import load_config, parse_config
+from lockgate.config import RateLimitConfig, load_config, parse_config
 from lockgate.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -141,3 +141,55 @@ def test_given_the_shop_model_parameter_then_the_support_task_uses_it():
     assert chosen is not None and chosen.model == "claude-haiku-4-5"
     default = ShopSettings.from_env(tables)
     assert default is not None and default.model == DEFAULT_MODEL
+
+
+def test_capacity_limits_parse_per_model_and_per_source() -> None:
+    # Given a model limit with both rates and a source limit with requests only
+    config = parse_config(
+        {
+            "capacity": {
+                "models": {"claude-haiku-4-5": {"requests_per_minute": 50, "tokens_per_minute": 40_000}},
+                "sources": {"helpdesk": {"requests_per_minute": 20}},
+                "fallback_requests_per_minute": 3,
+                "retry_budget_ratio": 0.1,
+                "count_tokens": True,
+            }
+        }
+    )
+    # Then each limit is kept as written; an absent tokens limit is None (requests only)
+    capacity = config.capacity
+    assert capacity.models["claude-haiku-4-5"] == RateLimitConfig(50, 40_000)
+    assert capacity.sources["helpdesk"] == RateLimitConfig(20, None)
+    assert (capacity.fallback_requests_per_minute, capacity.retry_budget_ratio, capacity.count_tokens) == (
+        3,
+        0.1,
+        True,
+    )
+    # And no [capacity] section means no shared limits and the conservative defaults
+    default = parse_config({}).capacity
+    assert (dict(default.models), dict(default.sources), default.fallback_requests_per_minute) == ({}, {}, 5)
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        (
+            {"models": {"m": {"tokens_per_minute": 10}}},
+            r"models.m: requests_per_minute is required",
+        ),
+        ({"models": {"m": {"requests_per_minute": 0}}}, r"models.m.requests_per_minute must be a positive"),
+        (
+            {"sources": {"s": {"requests_per_minute": 5, "tokens_per_minute": "many"}}},
+            r"sources.s.tokens_per",
+        ),
+        ({"sources": {"s": {"rpm": 5}}}, r"sources.s: unknown key\(s\) \['rpm'\]"),
+        ({"models": {"m": 50}}, r"models.m must be a table"),
+        ({"retry_budget_ratio": 1.5}, r"retry_budget_ratio must be a number from 0 to 1"),
+        ({"count_tokens": "yes"}, r"count_tokens must be true or false"),
+        ({"fallback_requests_per_minute": -1}, r"fallback_requests_per_minute must be a positive"),
+        ({"limits": {}}, r"\[capacity\]: unknown key"),
+    ],
+)
+def test_capacity_mistakes_are_refused_with_the_place_named(bad: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        parse_config({"capacity": bad})

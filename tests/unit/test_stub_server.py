@@ -269,6 +269,7 @@ def test_given_a_request_when_counting_tokens_then_it_matches_the_billed_input(
     )
     assert counted.input_tokens == billed == count_input_tokens(stub.requests[0])
     assert stub.calls == 1  # count_tokens is not a message request
+    assert len(stub.count_requests) == 1 and stub.count_requests[0]["messages"] == messages
 
 
 # --- errors ----------------------------------------------------------------------------------

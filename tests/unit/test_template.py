@@ -156,16 +156,6 @@ def resolve(value: Any, parameters: dict[str, Any], cfn: dict[str, Any]) -> Any:
     return value
 
 
-
-
-
-
-
-
-
-
-
-
 def data_access(role: dict[str, Any]) -> set[tuple[str, str]]:
     return {
         (action, resource)
@@ -915,9 +905,10 @@ def test_given_samconfig_then_each_environment_deploys_its_own_stack_with_valid_
 ):
     config = tomllib.loads((TEMPLATE.parent / "samconfig.toml").read_text(encoding="utf-8"))[environment_name]
     deploy = config["deploy"]["parameters"]
-    assert config["global"]["parameters"]["stack_name"] == {"default": "lockgate", "prod": "lockgate-prod"}[
-        environment_name
-    ]
+    assert (
+        config["global"]["parameters"]["stack_name"]
+        == {"default": "lockgate", "prod": "lockgate-prod"}[environment_name]
+    )
     assert deploy["capabilities"] == "CAPABILITY_IAM"
     assert config["build"]["parameters"]["template_file"] == "template.yaml"
     declared = sam_template["Parameters"]
@@ -928,3 +919,30 @@ def test_given_samconfig_then_each_environment_deploys_its_own_stack_with_valid_
         assert allowed is None or value in {str(v) for v in allowed}, override
     overrides = dict(o.partition("=")[::2] for o in deploy["parameter_overrides"].split())
     assert overrides["Stage"] == ("prod" if environment_name == "prod" else "dev")
+
+
+CORE = Path(__file__).resolve().parents[2] / "layers" / "core" / "lockgate" / "agent"
+
+
+@pytest.mark.parametrize(
+    ("alarm", "metric", "emitter"),
+    [
+        ("SpendNearCapAlarm", "SpendNearCap", "spend.py"),
+        ("SpendCapReachedAlarm", "SpendCapReached", "spend.py"),
+        ("CircuitOpenedAlarm", "CircuitOpened", "breaker.py"),
+        ("RateLimiterFallbackAlarm", "RateLimiterFallback", "ratelimit.py"),
+    ],
+)
+def test_given_the_capacity_alarms_then_each_watches_the_metric_the_worker_emits(cfn, alarm, metric, emitter):
+    # Given the metric name the core code emits (a renamed metric would leave the alarm deaf)
+    assert f'name="{metric}"' in (CORE / emitter).read_text(encoding="utf-8")
+    # Then the alarm watches it where Powertools publishes it: the worker's namespace, service dimension
+    variables = environment(cfn, "AgentWorkerFunction")
+    props = properties(cfn, alarm)
+    assert props["Namespace"] == variables["POWERTOOLS_METRICS_NAMESPACE"] == "Lockgate"
+    assert props["MetricName"] == metric
+    assert props["Dimensions"] == [{"Name": "service", "Value": variables["POWERTOOLS_SERVICE_NAME"]}]
+    assert (props["Statistic"], props["Threshold"]) == ("Sum", 0)
+    assert props["ComparisonOperator"] == "GreaterThanThreshold"
+    assert props["TreatMissingData"] == "notBreaching"
+    assert props["AlarmActions"] == [{"Ref": "AlertsTopic"}]

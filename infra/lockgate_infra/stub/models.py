@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from lockgate_infra.stub.conversation import (
@@ -31,6 +31,7 @@ from lockgate_infra.stub.replies import Model, Reply, StubError
 from lockgate_infra.stub.shop_model import shop_model
 
 __all__ = [
+    "ByModel",
     "ErrorSequence",
     "Model",
     "Reply",
@@ -64,6 +65,17 @@ class ErrorSequence:
             if self._errors:
                 return self._errors.pop(0)
         return self._then(request)
+
+
+class ByModel:
+    """Answers each request with the scripted model named by its ``model`` field, else ``default``."""
+
+    def __init__(self, models: Mapping[str, Model], default: Model) -> None:
+        self._models = dict(models)
+        self._default = default
+
+    def __call__(self, request: JSON) -> Reply | StubError:
+        return self._models.get(str(request.get("model")), self._default)(request)
 
 
 class Scripted:

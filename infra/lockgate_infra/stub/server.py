@@ -45,6 +45,7 @@ class StubAnthropic:
         self._port = port
         self._lock = threading.Lock()
         self._requests: list[Any] = []
+        self._counted: list[Any] = []
         self._totals = dict.fromkeys(USAGE_KEYS, 0)
         self._ids = itertools.count(1)
         self._stopping = threading.Event()
@@ -104,6 +105,12 @@ class StubAnthropic:
             return len(self._requests)
 
     @property
+    def count_requests(self) -> list[Any]:
+        """Every JSON body received at /v1/messages/count_tokens, in order (a snapshot)."""
+        with self._lock:
+            return list(self._counted)
+
+    @property
     def usage_totals(self) -> dict[str, int]:
         """Input, output, cache-write and cache-read tokens summed over every successful reply."""
         with self._lock:
@@ -137,6 +144,8 @@ class StubAnthropic:
         if batch:
             return self._batch(handler, request_id, path, body)
         if path == COUNT_TOKENS_PATH:
+            with self._lock:
+                self._counted.append(body)
             problem = request_problem(body, count_tokens=True)
             if problem:
                 return self._error(handler, request_id, StubError(400, "invalid_request_error", problem))

@@ -107,6 +107,25 @@ class BudgetConfig:
 
 
 @dataclass(frozen=True)
+class RateLimitConfig:
+    """A shared per-minute limit; ``tokens_per_minute`` None limits requests only."""
+
+    requests_per_minute: int
+    tokens_per_minute: int | None = None
+
+
+@dataclass(frozen=True)
+class CapacityConfig:
+    """Shared rate limits per model and per source, and the per-process fallbacks."""
+
+    models: Mapping[str, RateLimitConfig] = field(default_factory=dict)
+    sources: Mapping[str, RateLimitConfig] = field(default_factory=dict)
+    fallback_requests_per_minute: int = 5  # per process, while the State table is unavailable
+    retry_budget_ratio: float = 0.2  # retries may add at most this share of first attempts
+    count_tokens: bool = False  # input guard: ask the API's count_tokens endpoint (else estimate)
+
+
+@dataclass(frozen=True)
 class LockgateConfig:
     """The whole file."""
 
@@ -115,6 +134,7 @@ class LockgateConfig:
     workflows_package: str | None = None
     approvals: ApprovalsConfig = field(default_factory=ApprovalsConfig)
     budget: BudgetConfig = field(default_factory=BudgetConfig)
+    capacity: CapacityConfig = field(default_factory=CapacityConfig)
 
     def source(self, name: str) -> SourceConfig | None:
         """The source called ``name``, or None."""
@@ -139,7 +159,7 @@ def load_config(path: str | Path) -> LockgateConfig:
 
 def parse_config(raw: Mapping[str, Any], origin: str = "lockgate.toml") -> LockgateConfig:
     """Validate an already-parsed TOML document."""
-    unknown = set(raw) - {"sources", "inbox", "workflows", "approvals", "budget"}
+    unknown = set(raw) - {"sources", "inbox", "workflows", "approvals", "budget", "capacity"}
     if unknown:
         raise ConfigError(f"{origin}: unknown section(s) {sorted(unknown)}")
     sources_raw = _table(raw.get("sources", {}), f"{origin}: [sources]")
@@ -157,8 +177,53 @@ def parse_config(raw: Mapping[str, Any], origin: str = "lockgate.toml") -> Lockg
         raise ConfigError(f"{origin}: workflows.package must be a Python package name")
     approvals = _approvals(_table(raw.get("approvals", {}), f"{origin}: [approvals]"), origin)
     budget = _budget(_table(raw.get("budget", {}), f"{origin}: [budget]"), origin)
+    capacity = _capacity(_table(raw.get("capacity", {}), f"{origin}: [capacity]"), origin)
     return LockgateConfig(
-        sources=sources, inbox=inbox, workflows_package=package, approvals=approvals, budget=budget
+        sources=sources,
+        inbox=inbox,
+        workflows_package=package,
+        approvals=approvals,
+        budget=budget,
+        capacity=capacity,
+    )
+
+
+def _capacity(body: Mapping[str, Any], origin: str) -> CapacityConfig:
+    where = f"{origin}: [capacity]"
+    _no_unknown(body, set(CapacityConfig.__dataclass_fields__), where)
+    limits = {
+        kind: {
+            name: _rate_limit(_table(entry, f"{where} {kind}.{name}"), f"{where} {kind}.{name}")
+            for name, entry in _table(body.get(kind, {}), f"{where} {kind}").items()
+        }
+        for kind in ("models", "sources")
+    }
+    ratio = body.get("retry_budget_ratio", 0.2)
+    if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 <= ratio <= 1:
+        raise ConfigError(f"{where} retry_budget_ratio must be a number from 0 to 1, got {ratio!r}")
+    count_tokens = body.get("count_tokens", False)
+    if not isinstance(count_tokens, bool):
+        raise ConfigError(f"{where} count_tokens must be true or false, got {count_tokens!r}")
+    fallback = _positive_int(
+        body.get("fallback_requests_per_minute", 5), f"{where} fallback_requests_per_minute"
+    )
+    return CapacityConfig(
+        models=limits["models"],
+        sources=limits["sources"],
+        fallback_requests_per_minute=fallback,
+        retry_budget_ratio=float(ratio),
+        count_tokens=count_tokens,
+    )
+
+
+def _rate_limit(entry: Mapping[str, Any], where: str) -> RateLimitConfig:
+    _no_unknown(entry, {"requests_per_minute", "tokens_per_minute"}, where)
+    if "requests_per_minute" not in entry:
+        raise ConfigError(f"{where}: requests_per_minute is required (tokens_per_minute is optional)")
+    tokens = entry.get("tokens_per_minute")
+    return RateLimitConfig(
+        requests_per_minute=_positive_int(entry["requests_per_minute"], f"{where}.requests_per_minute"),
+        tokens_per_minute=None if tokens is None else _positive_int(tokens, f"{where}.tokens_per_minute"),
     )
 
 

@@ -1,21 +1,42 @@
-"""Admission for each paid model call: spend caps and the circuit breaker, shared by every Lambda.
+"""Admission for each paid model call: input guard, breaker, rate limits, spend caps, fallback.
 
-Order: reserve the day's budget (a capped call is never sent), ask the breaker (an open circuit
-is not hammered), call, then settle the reservation to the real cost and tell the breaker how it
-went. Every refusal is a Deferred, so the worker hands the event back instead of dropping it.
+Order: clamp the output cap to the task's; ask the breaker (an open circuit is not hammered,
+not even for a token count); measure the prompt and refuse it when over the task's input limit
+(``InputTooLarge``, nothing sent); hold the day's budget and take from the event source's and
+the model's rate buckets in one write (``lockgate.agent.gate``, waiting within the deadline);
+call; settle the hold to the real cost and tell the breaker how it went. Every capacity refusal
+is a Deferred, so the worker hands the event back to the queue with a delay instead of dropping
+it. A half-open breaker's probe claimed by a call that the gate then defers stays claimed until
+its lease runs out (the open time): the next probe waits that long.
+
+Fallback: when the primary model's circuit is open, or it still fails with overloaded/5xx after
+the client's retries, a task with ``fallback_model`` makes the same call to that model, admitted
+through the same steps as that model (its own breaker, bucket and price). The reply records
+``fallback_from``. Tasks without one raise, and the event is retried later.
+
+A rate bucket taken for a call that a later step refuses stays taken (the safe direction).
 """
 
 from __future__ import annotations
 
-from lockgate.agent.capacity import CircuitBreaker
+from dataclasses import replace
+
+from lockgate.agent.breaker import CircuitBreaker, CircuitOpen
+from lockgate.agent.gate import Gate
 from lockgate.agent.model import ModelClient, ModelError, ModelReply, ModelRequest
 from lockgate.agent.pricing import cost_usd
 from lockgate.agent.response_cache import ResponseCache
-from lockgate.agent.spend import Reservation, SpendCaps, estimate_usd, input_tokens_upper_bound
-from lockgate.errors import Deferred
+from lockgate.agent.spend import Reservation, estimate_usd, input_tokens_upper_bound
+from lockgate.agent.tasks import Task
+from lockgate.errors import Deferred, PermanentFailure
+from lockgate.telemetry import Log, Metrics
 
 # Failures that say the endpoint is unhealthy; 4xx, billing and 429 (the rate limit's business) are not.
 ENDPOINT_FAULTS = frozenset({"overloaded_error", "api_error", "timeout", "connection", "timeout_error"})
+
+
+class InputTooLarge(PermanentFailure):
+    """The prompt is over the task's input limit: refused before sending; retrying cannot shrink it."""
 
 
 class AdmittedCalls:
@@ -25,59 +46,100 @@ class AdmittedCalls:
         self,
         model: ModelClient,
         *,
-        spend: SpendCaps | None = None,
+        metrics: Metrics,
+        log: Log,
         breaker: CircuitBreaker | None = None,
+        gate: Gate | None = None,
+        count_tokens: bool = False,
         responses: ResponseCache | None = None,
     ) -> None:
         self._model = model
-        self.spend = spend
         self.breaker = breaker
+        self.gate = gate
         self.responses = responses
+        self._count_tokens = count_tokens
+        self._metrics = metrics
+        self._log = log
 
     def create(
-        self,
-        task_name: str,
-        request: ModelRequest,
-        deadline: float,
-        cache_ttl: str,
-        *,
-        cacheable: bool = False,
+        self, task: Task, request: ModelRequest, deadline: float, source: str, *, cacheable: bool = False
     ) -> ModelReply:
-        """One admitted call; raises Deferred (cap reached, circuit open) before anything is sent."""
-        # A saved answer costs nothing, so it is served before (and whatever) the budget says.
+        """One admitted call for ``task`` on an event from ``source``; refusals raise before sending.
+
+        ``cacheable`` (a classification-like call of a task not marked fresh) may be answered from
+        the response cache: a saved answer costs nothing, so it is served whatever the budget says.
+        """
+        request = replace(request, max_tokens=min(request.max_tokens, task.max_output_tokens))
         responses = self.responses if cacheable else None
         saved = responses.get(request) if responses is not None else None
         if saved is not None:
             return saved
-        reservation = self._reserve(task_name, request, cache_ttl)
         try:
-            if self.breaker is not None:
-                self.breaker.before_call(request.model)
-            reply = self._model.create(request, deadline)
-        except ModelError as exc:
-            if self.breaker is not None and (exc.kind in ENDPOINT_FAULTS or (exc.status or 0) >= 500):
-                self.breaker.record_failure(request.model)
-            if exc.status is not None:  # the API answered with an error: nothing was billed
-                self._settle(reservation, 0.0)
-            raise  # a timeout or lost connection keeps the hold: it may have been billed
-        except Deferred:
-            self._settle(reservation, 0.0)  # refused before sending
-            raise
-        if self.breaker is not None:
-            self.breaker.record_success(request.model)
-        self._settle(reservation, cost_usd(reply.model, reply.usage, cache_ttl))
+            reply = self._admitted(task, request, deadline, source)
+        except (CircuitOpen, ModelError) as exc:
+            if task.fallback_model is None or task.fallback_model == request.model or not _endpoint_down(exc):
+                raise
+            self._metrics.add_metric(name="FallbackModelUsed", unit="Count", value=1)
+            self._log.warning(
+                "model endpoint down: using the fallback",
+                extra={"model": request.model, "fallback": task.fallback_model, "why": str(exc)[:200]},
+            )
+            fallback = replace(request, model=task.fallback_model)
+            reply = replace(self._admitted(task, fallback, deadline, source), fallback_from=request.model)
         if responses is not None:
             responses.put(request, reply)
         return reply
 
-    def _reserve(self, task_name: str, request: ModelRequest, cache_ttl: str) -> Reservation | None:
-        if self.spend is None:
-            return None
-        prompt = input_tokens_upper_bound(request.system, request.tools, request.messages)
-        return self.spend.reserve(
-            task_name, estimate_usd(request.model, prompt, request.max_tokens, cache_ttl=cache_ttl)
-        )
+    def _admitted(self, task: Task, request: ModelRequest, deadline: float, source: str) -> ModelReply:
+        if self.breaker is not None:
+            self.breaker.before_call(request.model)
+        # Counted after the breaker: an endpoint that is down is not asked to count either.
+        prompt_tokens = self._prompt_tokens(task, request, deadline)
+        # The budget hold and both rate buckets: one DynamoDB write (see lockgate.agent.gate).
+        reservation = None
+        if self.gate is not None:
+            reservation = self.gate.admit(
+                task.name,
+                [f"source#{source}", f"model#{request.model}"],
+                estimate_usd(request.model, prompt_tokens, request.max_tokens, cache_ttl=request.cache_ttl),
+                prompt_tokens + request.max_tokens,
+                deadline,
+            )
+        try:
+            reply = self._model.create(request, deadline)
+        except ModelError as exc:
+            if self.breaker is not None and _endpoint_fault(exc):
+                self.breaker.record_failure(request.model)
+            if exc.status is not None:  # the API answered with an error: nothing was billed
+                self._settle(reservation, 0.0)
+            raise  # a timeout or lost connection keeps the hold: it may have been billed
+        if self.breaker is not None:
+            self.breaker.record_success(request.model)
+        self._settle(reservation, cost_usd(reply.model, reply.usage, request.cache_ttl))
+        return reply
+
+    def _prompt_tokens(self, task: Task, request: ModelRequest, deadline: float) -> int:
+        """The prompt's size (the API's count when enabled, else a cautious estimate), checked."""
+        counted = self._model.count_tokens(request, deadline) if self._count_tokens else None
+        tokens = counted or input_tokens_upper_bound(request.system, request.tools, request.messages)
+        if task.max_input_tokens is not None and tokens > task.max_input_tokens:
+            self._metrics.add_metric(name="InputTooLarge", unit="Count", value=1)
+            how = "counted by the API" if counted else "estimated"
+            raise InputTooLarge(
+                f"prompt of {tokens} input tokens ({how}) is over the task's limit of "
+                f"{task.max_input_tokens}; nothing was sent"
+            )
+        return tokens
 
     def _settle(self, reservation: Reservation | None, actual_usd: float) -> None:
-        if reservation is not None and self.spend is not None:
-            self.spend.settle(reservation, actual_usd)
+        if self.gate is not None:
+            self.gate.settle(reservation, actual_usd)
+
+
+def _endpoint_fault(exc: ModelError) -> bool:
+    return exc.kind in ENDPOINT_FAULTS or (exc.status or 0) >= 500
+
+
+def _endpoint_down(exc: Deferred | ModelError) -> bool:
+    """The primary cannot serve now: its circuit is open, or it failed overloaded/5xx after retries."""
+    return isinstance(exc, CircuitOpen) or (isinstance(exc, ModelError) and _endpoint_fault(exc))

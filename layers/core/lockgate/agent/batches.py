@@ -19,7 +19,8 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from lockgate.agent.model import ModelRequest, classify, reply_from_message
+from lockgate.agent.model import ModelRequest, reply_from_message
+from lockgate.agent.modelerrors import classify
 from lockgate.agent.pricing import cost_usd, estimate_usd
 from lockgate.agent.runs import Run, RunStore
 from lockgate.agent.spend import Reservation, SpendCaps, input_tokens_upper_bound

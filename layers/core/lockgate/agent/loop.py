@@ -11,9 +11,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from lockgate.agent.admission import AdmittedCalls
+from lockgate.agent.admission import AdmittedCalls, InputTooLarge
 from lockgate.agent.batches import Batches
-from lockgate.agent.capacity import CircuitBreaker
+from lockgate.agent.breaker import CircuitBreaker
+from lockgate.agent.gate import Gate
 from lockgate.agent.guard import Decision, RunState, decide
 from lockgate.agent.intake import AdmittedReplies, IntakeResult, take_in, with_request
 from lockgate.agent.ledger import Ledger, LedgerConflict, OpState, operation_key
@@ -23,7 +24,6 @@ from lockgate.agent.response_cache import ResponseCache
 from lockgate.agent.run_totals import Totals
 from lockgate.agent.runs import Run, RunStore
 from lockgate.agent.screen import Screener
-from lockgate.agent.spend import SpendCaps
 from lockgate.agent.tasks import Task
 from lockgate.agent.tools import OutcomeUnknown, Tool, ToolContext, ToolError, fingerprint
 from lockgate.agent.usage import NoUsageMetrics, UsageMetrics, UsageRollup
@@ -57,12 +57,13 @@ class AgentLoop:
         tracing: Tracing | None = None,
         screener: Screener | None = None,
         approvals: ApprovalRequests | None = None,
-        spend: SpendCaps | None = None,
         breaker: CircuitBreaker | None = None,
         responses: ResponseCache | None = None,
         batches: Batches | None = None,
         rollup: UsageRollup | None = None,
         usage_metrics: UsageMetrics | None = None,
+        gate: Gate | None = None,
+        count_tokens: bool = False,
     ) -> None:
         self._model = model
         self._runs = runs
@@ -73,7 +74,15 @@ class AgentLoop:
         self._tracing = tracing or NoTracing()
         self._screener = screener
         self._approvals = approvals
-        self._calls = AdmittedCalls(model, spend=spend, breaker=breaker, responses=responses)
+        self._calls = AdmittedCalls(
+            model,
+            metrics=metrics,
+            log=log,
+            breaker=breaker,
+            gate=gate,
+            count_tokens=count_tokens,
+            responses=responses,
+        )
         self._batches = batches
         self._rollup = rollup
         self._usage_metrics = usage_metrics or NoUsageMetrics()
@@ -97,7 +106,11 @@ class AgentLoop:
             prompt = with_request(prompt, taken)
         messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
         for n in range(1, task.max_steps + 1):
-            reply = self._reply(task, run, n, tools, messages, deadline, totals, cache_ttl)
+            try:
+                reply = self._reply(task, run, n, tools, messages, deadline, totals, cache_ttl, event)
+            except InputTooLarge as exc:
+                self._finish(run, "input_too_large", str(exc), totals, state)
+                raise  # set aside with this reason: a person must shorten or handle the input
             messages.append({"role": "assistant", "content": reply.content})
             if reply.stop_reason == "max_tokens":
                 return self._finish(
@@ -130,6 +143,7 @@ class AgentLoop:
         deadline: float,
         totals: Totals,
         cache_ttl: str,
+        event: InboxEvent,
     ) -> ModelReply:
         recorded = run.step(n, "model")
         if recorded is not None:
@@ -147,7 +161,7 @@ class AgentLoop:
         )
         if n == 1 and task.batch and self._batches is not None:
             self._batches.first_call(task.name, run, request)  # waits (Deferred) unless the batch failed
-        fresh = self._calls.create(task.name, request, deadline, cache_ttl, cacheable=_cacheable(task))
+        fresh = self._calls.create(task, request, deadline, event.delivery.source, cacheable=_cacheable(task))
         totals.model_calls += 1
         # If another attempt recorded this step first, its reply is the one that counts.
         reply = ModelReply.from_dict(self._runs.record(run, n, "model", fresh.as_dict()).data)
@@ -163,10 +177,9 @@ class AgentLoop:
         recorded = run.step(0, "intake")
         if recorded is None:
             cacheable = task.intake.cacheable and not task.fresh
+            source = event.delivery.source
             replies = AdmittedReplies(
-                lambda request, until: self._calls.create(
-                    task.name, request, until, request.cache_ttl, cacheable=cacheable
-                )
+                lambda request, until: self._calls.create(task, request, until, source, cacheable=cacheable)
             )
             taken = take_in(task.intake, event, task.services, replies, deadline)
             recorded = self._runs.record(run, 0, "intake", taken.as_dict())

@@ -2,6 +2,14 @@
 
 The SDK's own retries are off (its defaults, 600 s and 2 retries, outlive any Lambda);
 each attempt's timeout and the backoff between attempts are sized to the deadline.
+
+Retries also draw on a ``RetryBudget`` (``lockgate.agent.retrybudget``), one per process and
+shared by every task the process runs: when retries already add their share of the first
+attempts' load, a failure is raised at once (``RetryBudgetExhausted`` metric) and the event is
+retried later by the queue, so retries cannot multiply load on a struggling endpoint. Per
+process, not shared in DynamoDB: a shared budget would cost a write per attempt, and the fleet's
+amplification is still bounded (SQS concurrency x the ratio); the shared circuit breaker is what
+stops the whole fleet during an outage.
 """
 
 from __future__ import annotations
@@ -12,32 +20,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from lockgate.agent.modelerrors import ModelError, classify, retry_after
+from lockgate.agent.retrybudget import RetryBudget
 from lockgate.clock import Clock
-from lockgate.errors import LockgateError
-from lockgate.telemetry import Log, NoTracing, Tracing
+from lockgate.telemetry import Log, Metrics, NoTracing, Tracing
 
 SAFETY_SECONDS = 5.0  # leave this much of the deadline for recording the outcome
-RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
-FAIL_FAST_STATUS = frozenset({400, 401, 402, 403, 404, 413, 422})
+COUNT_TIMEOUT_SECONDS = 10.0
 
-
-class ModelError(LockgateError):
-    """A model call failed; ``retryable`` says whether trying later can help."""
-
-    def __init__(
-        self,
-        kind: str,
-        message: str,
-        *,
-        retryable: bool,
-        request_id: str | None = None,
-        status: int | None = None,
-    ) -> None:
-        super().__init__(f"{kind}: {message}")
-        self.kind = kind
-        self.retryable = retryable
-        self.request_id = request_id
-        self.status = status
+__all__ = ["ModelClient", "ModelError", "ModelReply", "ModelRequest", "Usage", "classify"]
 
 
 @dataclass(frozen=True)
@@ -71,6 +62,7 @@ class ModelReply:
     attempts: int = 1
     cache_hit: bool = False  # answered from the response cache: nothing was sent or billed
     batch: bool = False  # answered through Message Batches: billed at the batch discount
+    fallback_from: str | None = None  # the task's primary model, when this reply came from its fallback
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready, for the run record."""
@@ -86,6 +78,8 @@ class ModelReply:
             data["cache_hit"] = True
         if self.batch:
             data["batch"] = True
+        if self.fallback_from is not None:
+            data["fallback_from"] = self.fallback_from
         return data
 
     @classmethod
@@ -100,6 +94,7 @@ class ModelReply:
             attempts=data.get("attempts", 1),
             cache_hit=bool(data.get("cache_hit", False)),
             batch=bool(data.get("batch", False)),
+            fallback_from=data.get("fallback_from"),
         )
 
 
@@ -153,6 +148,8 @@ class ModelClient:
         per_call_timeout: float = 90.0,
         backoff_base: float = 1.0,
         backoff_cap: float = 20.0,
+        retry_budget: RetryBudget | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self._factory = client_factory
         self._client: Any = None
@@ -165,6 +162,8 @@ class ModelClient:
         self._per_call_timeout = per_call_timeout
         self._base = backoff_base
         self._cap = backoff_cap
+        self._budget = retry_budget
+        self._metrics = metrics
 
     def refresh(self) -> None:
         """Drop the SDK client (its connections) so the next call makes a new one."""
@@ -177,6 +176,8 @@ class ModelClient:
             remaining = deadline - self._clock.now() - SAFETY_SECONDS
             if remaining < 1:
                 raise ModelError("deadline", "no time left for a model call", retryable=True)
+            if self._budget is not None:
+                self._budget.record_attempt(first=attempt == 1)
             try:
                 with self._tracing.span("model call", model=request.model, attempt=attempt):
                     message = (
@@ -195,7 +196,7 @@ class ModelClient:
                         "attempt": attempt,
                     },
                 )
-                if not error.retryable or attempt == self._max_attempts:
+                if not error.retryable or attempt == self._max_attempts or not self._may_retry(request):
                     raise error from exc
                 delay = self._delay(attempt, exc)
                 if self._clock.now() + delay > deadline - SAFETY_SECONDS:
@@ -215,68 +216,41 @@ class ModelClient:
             return reply
         raise ModelError("retries", "no attempt succeeded", retryable=True)  # pragma: no cover
 
+    def count_tokens(self, request: ModelRequest, deadline: float) -> int | None:
+        """Input tokens as the API's count endpoint reports them; None when it cannot answer in time."""
+        remaining = min(COUNT_TIMEOUT_SECONDS, deadline - self._clock.now() - SAFETY_SECONDS)
+        if remaining < 1:
+            return None
+        params = request.to_params()
+        del params["max_tokens"]  # not a count_tokens parameter
+        try:
+            counted = (
+                self._sdk().with_options(timeout=remaining, max_retries=0).messages.count_tokens(**params)
+            )
+        except Exception as exc:  # noqa: BLE001 - a failed count falls back to the estimate, by design
+            error = classify(exc)
+            self._log.warning("token count failed", extra={"kind": error.kind, "status": error.status})
+            return None
+        return int(counted.input_tokens)
+
+    def _may_retry(self, request: ModelRequest) -> bool:
+        if self._budget is None or self._budget.allow_retry():
+            return True
+        if self._metrics is not None:
+            self._metrics.add_metric(name="RetryBudgetExhausted", unit="Count", value=1)
+        self._log.warning("retry budget spent: not retrying", extra={"model": request.model})
+        return False
+
     def _sdk(self) -> Any:
         if self._client is None:
             self._client = self._factory()
         return self._client
 
     def _delay(self, attempt: int, exc: Exception) -> float:
-        retry_after = _retry_after(exc)
-        if retry_after is not None:
-            return min(retry_after, 60.0)
+        retry_after_seconds = retry_after(exc)
+        if retry_after_seconds is not None:
+            return min(retry_after_seconds, 60.0)
         return self.rng.uniform(0, min(self._cap, self._base * 2**attempt))
-
-
-def classify(exc: BaseException) -> ModelError:
-    """Map an SDK exception to a ModelError (by type and status, never by message text)."""
-    import anthropic  # the worker has it; the receiver never reaches this module
-
-    request_id = getattr(exc, "request_id", None)
-    if isinstance(exc, anthropic.APITimeoutError):
-        return ModelError("timeout", "the model call timed out", retryable=True, request_id=request_id)
-    if isinstance(exc, anthropic.APIConnectionError):
-        return ModelError("connection", "could not reach the API", retryable=True, request_id=request_id)
-    if isinstance(exc, anthropic.APIStatusError):
-        status = exc.status_code
-        kind = _error_type(exc.body) or f"http_{status}"
-        if kind == "billing_error" or status == 402:
-            return ModelError(
-                "billing",
-                "billing or credit problem: check the account",
-                retryable=False,
-                request_id=request_id,
-                status=status,
-            )
-        if status in RETRYABLE_STATUS:
-            return ModelError(kind, f"HTTP {status}", retryable=True, request_id=request_id, status=status)
-        return ModelError(
-            kind,
-            f"HTTP {status}",
-            retryable=status not in FAIL_FAST_STATUS and status >= 500,
-            request_id=request_id,
-            status=status,
-        )
-    return ModelError("unexpected", type(exc).__name__, retryable=False)
-
-
-def _error_type(body: object) -> str | None:
-    if isinstance(body, dict):
-        error = body.get("error")
-        if isinstance(error, dict) and isinstance(error.get("type"), str):
-            return str(error["type"])
-    return None
-
-
-def _retry_after(exc: Exception) -> float | None:
-    response = getattr(exc, "response", None)
-    headers = getattr(response, "headers", None)
-    if headers is None:
-        return None
-    raw = headers.get("retry-after")
-    try:
-        return max(0.0, float(raw)) if raw is not None else None
-    except ValueError:
-        return None
 
 
 def reply_from_message(message: Any) -> ModelReply:

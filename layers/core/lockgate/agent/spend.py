@@ -28,11 +28,13 @@ from typing import Any, NoReturn
 from botocore.exceptions import BotoCoreError, ClientError
 
 from lockgate.agent.pricing import estimate_usd
+from lockgate.agent.stateitems import error_code
 from lockgate.clock import Clock
 from lockgate.errors import Deferred
 from lockgate.telemetry import Log, Metrics
 
 __all__ = [
+    "Hold",
     "Reservation",
     "SpendCapReached",
     "SpendCaps",
@@ -58,6 +60,21 @@ class SpendCapReached(Deferred):
 
 class SpendUnavailable(Deferred):
     """The spend counter could not be read or is damaged: no call (fail closed); retry shortly."""
+
+
+@dataclass(frozen=True)
+class Hold:
+    """The conditional update that holds an estimate on one counter (sent alone or in a transaction).
+
+    ``guarded`` holds also demand the near-cap margin, so a success proves the counter is not near
+    its cap; a refusal only for the margin is how a crossing of 80% is seen without ALL_NEW.
+    """
+
+    day: str
+    counter: str
+    estimate: Decimal
+    guarded: bool
+    update: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -107,12 +124,9 @@ class SpendCaps:
             raise ValueError("a spend estimate cannot be negative")
         now = self._clock.now()
         day = time.strftime("%Y-%m-%d", time.gmtime(now))
-        counters = [(GLOBAL, self._global_cap)]
-        if task in self._task_caps:
-            counters.append((f"task#{task}", self._task_caps[task]))
         taken: list[str] = []
         try:
-            for sk, cap in counters:
+            for sk, cap in self._counters(task):
                 self._take(day, sk, cap, estimate, now)
                 taken.append(sk)
         except (SpendCapReached, SpendUnavailable):
@@ -120,6 +134,61 @@ class SpendCaps:
                 self._adjust(day, sk, estimate)
             raise
         return Reservation(day=day, task=task, estimate_usd=estimate, counters=tuple(taken))
+
+    def holds(self, task: str, estimate_usd: float, now: float, unguarded: frozenset[str]) -> list[Hold]:
+        """The updates that hold ``estimate_usd`` on the global and the task's counter, for one transaction.
+
+        Counters named in ``unguarded`` (already seen near their cap) are held without the margin.
+        """
+        estimate = _usd(estimate_usd)
+        if estimate < 0:
+            raise ValueError("a spend estimate cannot be negative")
+        day = time.strftime("%Y-%m-%d", time.gmtime(now))
+        found = []
+        for sk, cap in self._counters(task):
+            guarded = sk not in unguarded
+            at_least = estimate + cap * (1 - NEAR_CAP) if guarded else estimate
+            found.append(Hold(day, sk, estimate, guarded, self._hold_update(day, sk, estimate, at_least)))
+        return found
+
+    def hold_refused(self, hold: Hold, old: Mapping[str, Any] | None, now: float) -> None:
+        """Read a refused hold (ALL_OLD): open a new day's counter, or count crossing 80%; raise when spent.
+
+        Returns when the hold may be tried again (unguarded if it was near its cap).
+        """
+        if old is None:
+            self._open_day(hold.day, hold.counter, self._cap_of(hold.counter), now)
+            return
+        remaining = _remaining(old)
+        if remaining is None:
+            self._damaged(hold.day, hold.counter, f"unreadable counter {old.get('remaining')!r}")
+        if remaining < hold.estimate:
+            raise self._cap_reached(hold.day, hold.counter, remaining, hold.estimate, now)
+        if hold.guarded and remaining > self._cap_of(hold.counter) * (1 - NEAR_CAP):
+            self._near_cap(hold.day, hold.counter, remaining, remaining - hold.estimate)
+
+    def reservation(self, task: str, holds: list[Hold]) -> Reservation:
+        """The reservation that the (now written) holds make."""
+        return Reservation(holds[0].day, task, holds[0].estimate, tuple(h.counter for h in holds))
+
+    def unavailable(self, day: str, why: str) -> SpendUnavailable:
+        """The error (and metric) for counters that could not be written: no call is made."""
+        return self._unavailable(day, GLOBAL, why)
+
+    def settle_updates(self, reservation: Reservation, actual_usd: float) -> list[dict[str, Any]]:
+        """The updates that replace the held estimate by the actual cost (none when they match)."""
+        refund = reservation.estimate_usd - _usd(actual_usd)
+        if refund == 0:
+            return []
+        return [self._adjust_update(reservation.day, sk, refund) for sk in reservation.counters]
+
+    def settle_failed(self, reservation: Reservation, exc: Exception) -> None:
+        """Say loudly that a settle was lost; the counter keeps the estimate (an over-count)."""
+        self._metrics.add_metric(name="SpendSettleFailed", unit="Count", value=1)
+        self._log.error(
+            "spend settle failed",
+            extra={"day": reservation.day, "counters": list(reservation.counters), "error": repr(exc)[:200]},
+        )
 
     def settle(self, reservation: Reservation, actual_usd: float) -> None:
         """Replace the held estimate by the actual cost (may leave a counter below zero)."""
@@ -145,15 +214,55 @@ class SpendCaps:
             remaining = _remaining(old)
             if remaining is None:
                 self._damaged(day, sk, f"unreadable counter {old.get('remaining')!r}")
-            self._metrics.add_metric(name="SpendCapReached", unit="Count", value=1)
-            self._log.warning(
-                "spend cap reached",
-                extra={"day": day, "counter": sk, "remaining": str(remaining), "estimate": str(estimate)},
-            )
-            raise SpendCapReached(
-                f"daily spend cap reached ({sk}, {day})", _seconds_to_next_day(now), scope=sk
-            )
+            raise self._cap_reached(day, sk, remaining, estimate, now)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _counters(self, task: str) -> list[tuple[str, Decimal]]:
+        counters = [(GLOBAL, self._global_cap)]
+        if task in self._task_caps:
+            counters.append((f"task#{task}", self._task_caps[task]))
+        return counters
+
+    def _cap_of(self, sk: str) -> Decimal:
+        return self._global_cap if sk == GLOBAL else self._task_caps[sk.removeprefix("task#")]
+
+    def _cap_reached(
+        self, day: str, sk: str, remaining: Decimal, estimate: Decimal, now: float
+    ) -> SpendCapReached:
+        self._metrics.add_metric(name="SpendCapReached", unit="Count", value=1)
+        self._log.warning(
+            "spend cap reached",
+            extra={"day": day, "counter": sk, "remaining": str(remaining), "estimate": str(estimate)},
+        )
+        return SpendCapReached(f"daily spend cap reached ({sk}, {day})", _seconds_to_next_day(now), scope=sk)
+
+    def _hold_update(self, day: str, sk: str, estimate: Decimal, at_least: Decimal) -> dict[str, Any]:
+        return {
+            "TableName": self._table,
+            "Key": _key(day, sk),
+            "UpdateExpression": "SET remaining = remaining - :est ADD spent :est",
+            # The type test first: a string counter must fail the condition, not compare.
+            "ConditionExpression": "attribute_type(remaining, :n) AND remaining >= :least",
+            "ExpressionAttributeValues": {
+                ":est": {"N": str(estimate)},
+                ":least": {"N": str(at_least)},
+                ":n": {"S": "N"},
+            },
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+
+    def _adjust_update(self, day: str, sk: str, refund: Decimal) -> dict[str, Any]:
+        return {
+            "TableName": self._table,
+            "Key": _key(day, sk),
+            "UpdateExpression": "SET remaining = remaining + :refund ADD spent :charge",
+            "ConditionExpression": "attribute_type(remaining, :n)",
+            "ExpressionAttributeValues": {
+                ":refund": {"N": str(refund)},
+                ":charge": {"N": str(-refund)},
+                ":n": {"S": "N"},
+            },
+        }
 
     def _decrement(
         self, day: str, sk: str, estimate: Decimal
@@ -171,8 +280,8 @@ class SpendCaps:
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as exc:
-            if _code(exc) != "ConditionalCheckFailedException":
-                raise self._unavailable(day, sk, _code(exc)) from exc
+            if error_code(exc) != "ConditionalCheckFailedException":
+                raise self._unavailable(day, sk, error_code(exc)) from exc
             old: dict[str, Any] | None = exc.response.get("Item")  # type: ignore[assignment]
             return old or None, None
         except BotoCoreError as exc:
@@ -197,8 +306,8 @@ class SpendCaps:
                 ConditionExpression="attribute_not_exists(pk)",
             )
         except ClientError as exc:
-            if _code(exc) != "ConditionalCheckFailedException":
-                raise self._unavailable(day, sk, _code(exc)) from exc
+            if error_code(exc) != "ConditionalCheckFailedException":
+                raise self._unavailable(day, sk, error_code(exc)) from exc
             # Another Lambda opened the day first: its item stands, never overwritten.
         except BotoCoreError as exc:
             raise self._unavailable(day, sk, type(exc).__name__) from exc
@@ -206,17 +315,7 @@ class SpendCaps:
     def _adjust(self, day: str, sk: str, refund: Decimal) -> None:
         """Give back (or, negative, charge) dollars; never creates or repairs an item."""
         try:
-            self._db.update_item(
-                TableName=self._table,
-                Key=_key(day, sk),
-                UpdateExpression="SET remaining = remaining + :refund ADD spent :charge",
-                ConditionExpression="attribute_type(remaining, :n)",
-                ExpressionAttributeValues={
-                    ":refund": {"N": str(refund)},
-                    ":charge": {"N": str(-refund)},
-                    ":n": {"S": "N"},
-                },
-            )
+            self._db.update_item(**self._adjust_update(day, sk, refund))
         except (ClientError, BotoCoreError) as exc:
             # The call already happened; the counter keeps the estimate (an over-count when the
             # estimate was an upper bound). Say so loudly rather than fail the run.
@@ -227,8 +326,7 @@ class SpendCaps:
             )
 
     def _near_cap(self, day: str, sk: str, before: Decimal, after: Decimal) -> None:
-        cap = self._global_cap if sk == GLOBAL else self._task_caps[sk.removeprefix("task#")]
-        threshold = cap * (1 - NEAR_CAP)
+        threshold = self._cap_of(sk) * (1 - NEAR_CAP)
         if before > threshold >= after:
             self._metrics.add_metric(name="SpendNearCap", unit="Count", value=1)
             self._log.warning("spend near cap", extra={"day": day, "counter": sk, "remaining": str(after)})
@@ -260,10 +358,6 @@ def _remaining(item: Mapping[str, Any]) -> Decimal | None:
         return Decimal(value["N"])
     except InvalidOperation:
         return None
-
-
-def _code(exc: ClientError) -> str:
-    return str(exc.response.get("Error", {}).get("Code", ""))
 
 
 def _seconds_to_next_day(now: float) -> int:

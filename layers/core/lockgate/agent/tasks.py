@@ -53,6 +53,11 @@ class Task:
     max_steps: int = 8
     max_output_tokens: int = 1024
     budget_usd: float = 0.50
+    # Refuse (before sending) a prompt larger than this many input tokens; None: no limit.
+    max_input_tokens: int | None = None
+    # Where the primary model's endpoint is down (breaker open, overloaded/5xx after retries), use
+    # this model instead, priced and budgeted as itself; None: the event waits and is retried.
+    fallback_model: str | None = None
     screen_model: str | None = None  # screen untrusted content with this small model first
     cache_ttl: str = "5m"  # prompt cache lifetime for the fixed prefix: "5m", "1h", "off" or "auto"
     services: Mapping[str, Any] = field(default_factory=dict)

@@ -6,12 +6,15 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from lockgate.agent.batches import Batches
-from lockgate.agent.capacity import CircuitBreaker
+from lockgate.agent.breaker import CircuitBreaker
+from lockgate.agent.gate import Gate
 from lockgate.agent.handler import route_tasks
 from lockgate.agent.ledger import Ledger
 from lockgate.agent.loop import AgentLoop
 from lockgate.agent.model import ModelClient
+from lockgate.agent.ratelimit import Bucket, RateLimiter
 from lockgate.agent.response_cache import ResponseCache
+from lockgate.agent.retrybudget import RetryBudget
 from lockgate.agent.runs import RunStore
 from lockgate.agent.screen import Screener
 from lockgate.agent.spend import SpendCaps
@@ -22,7 +25,7 @@ from lockgate.approvals.executor import ApprovalExecutor
 from lockgate.approvals.proposals import ProposalStore
 from lockgate.approvals.requests import ApprovalRequests
 from lockgate.clock import Clock
-from lockgate.config import ApprovalsConfig, BudgetConfig
+from lockgate.config import ApprovalsConfig, BudgetConfig, CapacityConfig
 from lockgate.inbox.queue import InboxQueue
 from lockgate.inbox.store import InboxStore
 from lockgate.secrets import SecretResolver
@@ -57,10 +60,12 @@ def wire_agent_tasks(
     sqs: Any = None,
     budget: BudgetConfig | None = None,
     usage_metrics: UsageMetrics | None = None,
+    capacity: CapacityConfig | None = None,
 ) -> ModelClient | None:
     """Route every registered task through one agent loop; returns its model client (for refresh)."""
     if not setup.tasks:
         return None
+    capacity = capacity or CapacityConfig()
     key_ref = environ.get("ANTHROPIC_API_KEY_REF", "env:ANTHROPIC_API_KEY")
     sdk = anthropic_factory(lambda: secrets.resolve(key_ref), environ.get("ANTHROPIC_BASE_URL") or None)
     model = ModelClient(
@@ -68,6 +73,10 @@ def wire_agent_tasks(
         clock,
         log,
         tracing,
+        # One budget per process, shared by every task it runs (see lockgate.agent.model); the
+        # floor lets a quiet process still retry a few times a minute.
+        retry_budget=RetryBudget(capacity.retry_budget_ratio, min_retries_per_minute=10, clock=clock),
+        metrics=metrics,
     )
     ledger = Ledger(dynamodb, state_table, clock)
     approvals_table, decisions_table = environ.get("APPROVALS_TABLE"), environ.get("DECISIONS_TABLE")
@@ -117,7 +126,6 @@ def wire_agent_tasks(
         tracing=tracing,
         screener=Screener(model, clock),
         approvals=requests,
-        spend=spend,
         # An outage is not hammered: after repeated endpoint failures calls wait, then one probes.
         breaker=CircuitBreaker(dynamodb, state_table, clock, metrics=metrics, log=log),
         # Cost controls: saved answers for cacheable tasks, a daily rollup per run, batches.
@@ -125,6 +133,36 @@ def wire_agent_tasks(
         batches=batches,
         rollup=UsageRollup(dynamodb, state_table, clock, log=log, metrics=metrics),
         usage_metrics=usage_metrics,
+        # Budget holds and rate buckets: one DynamoDB write before each call, one after.
+        gate=Gate(
+            dynamodb,
+            clock,
+            spend=spend,
+            limiter=rate_limiter(capacity, dynamodb, state_table, clock, metrics, log),
+        ),
+        count_tokens=capacity.count_tokens,
     )
     route_tasks(setup.router, setup.tasks, loop, clock)
     return model
+
+
+def rate_limiter(
+    capacity: CapacityConfig, dynamodb: Any, state_table: str, clock: Clock, metrics: Metrics, log: Log
+) -> RateLimiter | None:
+    """The shared rate buckets from ``[capacity]`` (``model#<id>``, ``source#<name>``); None without any."""
+    limits = {
+        f"{kind}#{name}": Bucket(limit.requests_per_minute, limit.tokens_per_minute)
+        for kind, table in (("model", capacity.models), ("source", capacity.sources))
+        for name, limit in table.items()
+    }
+    if not limits:
+        return None
+    return RateLimiter(
+        dynamodb,
+        state_table,
+        clock,
+        limits=limits,
+        metrics=metrics,
+        log=log,
+        fallback_per_minute=capacity.fallback_requests_per_minute,
+    )

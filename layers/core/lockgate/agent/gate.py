@@ -1,0 +1,175 @@
+"""The spend holds and rate-bucket takes for one model call, written in ONE DynamoDB call.
+
+Taken one by one, budget and rate limit cost a write per counter (global, task) and per bucket
+(source, model) before the call, and one per counter after it: up to six calls per model call.
+Here every conditional update of the admission goes into a single ``TransactWriteItems`` (a lone
+update is sent as a plain ``UpdateItem``), and the settle after the call is one more: two calls
+per model call, whatever the number of counters and buckets (``benchmarks/admission_calls.py``).
+
+Trade-offs, chosen on purpose:
+
+- A transaction returns no new values, so "spend crossed 80%" cannot be read from ALL_NEW. Each
+  hold also demands the near-cap margin (``remaining >= estimate + 20% of the cap``); a hold
+  refused only for that margin is the crossing (counted once, when the old value was above it)
+  and is retried without the margin: one extra call, only for calls in the last 20% of a budget.
+- Transactional writes cost twice the write capacity of plain ones (on-demand: twice the price
+  of those writes); calls, not capacity units, are what add latency to every model call.
+- Every refusal comes back with the item as it was (``ALL_OLD`` per cancellation reason), so a
+  lost race costs no read; the day's first call also opens its counters (one put each).
+- Holds and takes succeed or fail together: no bucket is taken for a call the budget refuses.
+- The State table failing: spend fails closed (no call); without spend caps, each bucket falls
+  back to the per-process limit (``RateLimiterFallback``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from lockgate.agent.ratelimit import BucketUnavailable, RateLimited, RateLimiter, Take
+from lockgate.agent.spend import Hold, Reservation, SpendCaps
+from lockgate.agent.stateitems import error_code
+from lockgate.clock import Clock
+
+MAX_TRIES = 6  # transactions per admission before treating the buckets as contended
+
+
+class _Failed(Exception):
+    """Internal: the write's conditions failed; one reason per item (None where it held)."""
+
+    def __init__(self, reasons: list[dict[str, Any] | None]) -> None:
+        super().__init__("conditions failed")
+        self.reasons = reasons
+
+
+class Gate:
+    """Admits one model call through the spend caps and the rate buckets with one write."""
+
+    def __init__(
+        self, dynamodb: Any, clock: Clock, *, spend: SpendCaps | None, limiter: RateLimiter | None
+    ) -> None:
+        self._db = dynamodb
+        self._clock = clock
+        self.spend = spend
+        self.limiter = limiter
+
+    def admit(
+        self, task: str, scopes: list[str], estimate_usd: float, tokens: int, deadline: float
+    ) -> Reservation | None:
+        """Hold the estimate and take every scope's bucket together; wait, or raise Deferred."""
+        unguarded: set[str] = set()  # counters seen near their cap: held without the margin
+        local: set[str] = set()  # scopes on the per-process limit for this admission
+        interval = 1.0
+        for _ in range(MAX_TRIES):
+            now = self._clock.now()
+            takes = self._plan([s for s in scopes if s not in local], tokens, now, deadline)
+            if takes is None:
+                continue  # slept for a bucket to refill: plan again
+            holds = self.spend.holds(task, estimate_usd, now, frozenset(unguarded)) if self.spend else []
+            try:
+                self._write([h.update for h in holds] + [t.update for t in takes])
+            except _Failed as failed:
+                self._refused(holds, takes, failed.reasons, now, deadline, unguarded, local)
+                interval = max([interval, *(t.interval for t in takes)])
+                continue
+            except (ClientError, BotoCoreError) as exc:
+                why = error_code(exc) if isinstance(exc, ClientError) else type(exc).__name__
+                if self.spend is not None and holds:
+                    raise self.spend.unavailable(holds[0].day, why) from exc
+                for take in takes:
+                    self._local(take.scope, now, deadline, why)
+                return None
+            for take in takes:
+                assert self.limiter is not None  # takes come only from the limiter
+                self.limiter.taken(take)
+            return self.spend.reservation(task, holds) if self.spend and holds else None
+        raise RateLimited("rate buckets are contended: retry shortly", max(1, math.ceil(interval)))
+
+    def settle(self, reservation: Reservation | None, actual_usd: float) -> None:
+        """Replace the held estimate by the actual cost on every counter, in one write."""
+        if reservation is None or self.spend is None:
+            return
+        updates = self.spend.settle_updates(reservation, actual_usd)
+        if not updates:
+            return
+        try:
+            self._write(updates)
+        except (_Failed, ClientError, BotoCoreError) as exc:
+            self.spend.settle_failed(reservation, exc)
+
+    def _plan(self, scopes: list[str], tokens: int, now: float, deadline: float) -> list[Take] | None:
+        """Each limited scope's take; None after sleeping for a bucket (raises when it cannot wait)."""
+        takes = []
+        for scope in scopes:
+            plan = self.limiter.plan(scope, tokens, now) if self.limiter is not None else None
+            if isinstance(plan, float):
+                assert self.limiter is not None
+                self.limiter.wait_or_defer(scope, plan, now, deadline)
+                return None
+            if plan is not None:
+                takes.append(plan)
+        return takes
+
+    def _refused(
+        self,
+        holds: list[Hold],
+        takes: list[Take],
+        reasons: list[dict[str, Any] | None],
+        now: float,
+        deadline: float,
+        unguarded: set[str],
+        local: set[str],
+    ) -> None:
+        """Learn from each failed condition; raise when the budget is spent or the table is damaged."""
+        for hold, reason in zip(holds, reasons, strict=False):
+            if reason is not None:
+                assert self.spend is not None
+                old = reason.get("Item")
+                self.spend.hold_refused(hold, old, now)
+                if old is not None:
+                    unguarded.add(hold.counter)
+        for take, reason in zip(takes, reasons[len(holds) :], strict=True):
+            if reason is None or reason.get("Code") == "TransactionConflict":
+                continue  # held, or another transaction was on the item: plan again
+            assert self.limiter is not None
+            try:
+                self.limiter.refused(take, reason.get("Item"))
+            except BucketUnavailable:
+                local.add(take.scope)
+                self._local(take.scope, now, deadline, "damaged bucket")
+
+    def _local(self, scope: str, now: float, deadline: float, why: str) -> None:
+        assert self.limiter is not None
+        wait = self.limiter.fallback(scope, now, why)
+        if wait > 0:
+            self.limiter.wait_or_defer(scope, wait, now, deadline)
+
+    def _write(self, updates: list[dict[str, Any]]) -> None:
+        """One call: a plain UpdateItem for one update, else one transaction; raise _Failed on conditions."""
+        if not updates:
+            return
+        if len(updates) == 1:
+            try:
+                self._db.update_item(**updates[0])
+            except ClientError as exc:
+                if error_code(exc) != "ConditionalCheckFailedException":
+                    raise
+                item = exc.response.get("Item")
+                raise _Failed([{"Code": "ConditionalCheckFailed", "Item": item}]) from exc
+            return
+        try:
+            self._db.transact_write_items(TransactItems=[{"Update": u} for u in updates])
+        except ClientError as exc:
+            if error_code(exc) != "TransactionCanceledException":
+                raise
+            reasons: list[dict[str, Any]] = exc.response.get("CancellationReasons") or []  # type: ignore[assignment]
+            codes = {r.get("Code", "None") for r in reasons}
+            if len(reasons) != len(updates) or not codes <= {
+                "None",
+                "ConditionalCheckFailed",
+                "TransactionConflict",
+            }:
+                raise  # throttled, validation, ...: the table is not usable right now
+            raise _Failed([None if r.get("Code", "None") == "None" else r for r in reasons]) from exc

@@ -1,0 +1,231 @@
+"""A shared requests- and tokens-per-minute limit per scope (a model, a source), in the State table.
+
+GCRA, "virtual scheduling". DynamoDB cannot compute ``min(capacity, level + rate * elapsed)`` in
+an expression, so a bucket is stored as the next free time instead: ``req_tat`` and ``tok_tat``
+(theoretical arrival times, epoch seconds) on the State item ``bucket#<scope>`` / ``rate``, where
+a scope is ``model#<id>`` or ``source#<name>``. A call costing ``c`` units against a limit of
+``L`` a minute moves a tat to ``max(tat, now) + c * 60 / L``; it is admitted while the new tat is
+at most ``BURST_SECONDS`` (one minute) ahead of now, i.e. a full bucket holds one minute of
+limit and refills continuously. Requests and tokens are two tats on one item, taken together.
+
+The client computes the new tats and writes them with ONE conditional update whose
+condition is the old tats it assumed (or "idle": both tats in the past): a plain UpdateItem
+(``admit``), or one item of the model call's single transaction (``plan``, used by
+``lockgate.agent.gate``). A lost race returns
+the current item (ALL_OLD) at no extra read, so the next attempt is exact; a quiet bucket, or
+one only this process uses, costs one call per admission. Empty bucket: sleep the wait when
+it fits before the deadline, else raise ``RateLimited`` (Deferred) so the event goes back to
+the queue with that delay. Table unavailable or bucket damaged: a conservative per-process
+limit, counted as ``RateLimiterFallback``.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from lockgate.agent.stateitems import dec, error_code, num
+from lockgate.clock import Clock
+from lockgate.errors import Deferred
+from lockgate.telemetry import Log, Metrics
+
+__all__ = ["Bucket", "BucketUnavailable", "RateLimited", "RateLimiter", "Take"]
+
+BURST_SECONDS = 60.0  # a full bucket holds one minute of the limit
+DEADLINE_MARGIN_SECONDS = 30.0  # after a wait, the model call itself still needs time
+MAX_WRITES = 4  # conditional writes per admission attempt before treating it as contention
+TTL_SECONDS = 86_400
+
+
+class RateLimited(Deferred):
+    """The scope's rate bucket is empty and the wait does not fit the deadline: retry later."""
+
+
+@dataclass(frozen=True)
+class Bucket:
+    """Per-minute limits for one scope; ``tokens_per_minute`` None limits requests only."""
+
+    requests_per_minute: int
+    tokens_per_minute: int | None = None
+
+
+class BucketUnavailable(Exception):  # noqa: N818 - a signal to fall back, not a fault
+    """The State table could not be written, or the bucket is damaged: use the per-process limit."""
+
+
+@dataclass(frozen=True)
+class Take:
+    """One bucket's planned take: the conditional update to send (alone or in a transaction)."""
+
+    scope: str
+    new: tuple[Decimal, Decimal]  # (req_tat, tok_tat) once written
+    interval: float  # one request's share of the minute: the wait after losing every race
+    update: dict[str, Any]
+
+
+class RateLimiter:
+    """Requests- and tokens-per-minute limits per scope, shared by every Lambda through the State table."""
+
+    def __init__(
+        self,
+        dynamodb: Any,
+        table: str,
+        clock: Clock,
+        *,
+        limits: Mapping[str, Bucket],
+        metrics: Metrics,
+        log: Log,
+        fallback_per_minute: int = 5,
+        sleep: Callable[[float], None] = time.sleep,
+        deadline_margin_seconds: float = DEADLINE_MARGIN_SECONDS,
+    ) -> None:
+        self._db = dynamodb
+        self._table = table
+        self._clock = clock
+        self._limits = dict(limits)
+        self._metrics = metrics
+        self._log = log
+        self._sleep = sleep
+        self._margin = deadline_margin_seconds
+        self._fallback = _LocalWindow(fallback_per_minute)
+        self._seen: dict[str, tuple[Decimal, Decimal]] = {}  # scope -> last known (req_tat, tok_tat)
+
+    def admit(self, scope: str, tokens: int, deadline: float) -> None:
+        """Take one request and ``tokens`` tokens from the scope's bucket, waiting within ``deadline``.
+
+        Scopes without a configured bucket (e.g. ``model#<id>``, ``source#<name>``) are not limited.
+        """
+        if scope not in self._limits:
+            return
+        while True:
+            now = self._clock.now()
+            try:
+                wait = self._take(scope, tokens, now)
+            except BucketUnavailable as exc:
+                wait = self.fallback(scope, now, str(exc))
+            if wait <= 0:
+                return
+            self.wait_or_defer(scope, wait, now, deadline)
+
+    def plan(self, scope: str, tokens: int, now: float) -> Take | float | None:
+        """The conditional write that takes from the scope's bucket, or the seconds to wait first.
+
+        None when the scope has no bucket. Nothing is written here (see ``Take.update``).
+        """
+        bucket = self._limits.get(scope)
+        if bucket is None:
+            return None
+        now_d = dec(now)
+        req_cost = dec(60.0 / bucket.requests_per_minute)
+        tokens = max(0, tokens)
+        tok_cost = dec(tokens * 60.0 / bucket.tokens_per_minute) if bucket.tokens_per_minute else dec(0)
+        # A call larger than a whole minute's tokens goes through an idle bucket and owes the rest.
+        burst_req, burst_tok = dec(BURST_SECONDS), max(dec(BURST_SECONDS), tok_cost)
+        old = self._seen.get(scope)
+        if old is not None and max(old) <= now_d:
+            old = None  # the bucket is idle as far as we know: the cheap "idle" condition fits
+        req_tat = max(old[0], now_d) if old else now_d
+        tok_tat = max(old[1], now_d) if old else now_d
+        new = (req_tat + req_cost, tok_tat + tok_cost)
+        over = max(new[0] - now_d - burst_req, new[1] - now_d - burst_tok)
+        if over > 0:
+            return float(over)
+        return Take(scope, new, float(req_cost), self._update(scope, old, new, now_d))
+
+    def taken(self, take: Take) -> None:
+        """The take's write succeeded: remember the bucket as written."""
+        self._seen[take.scope] = take.new
+
+    def refused(self, take: Take, item: Mapping[str, Any] | None) -> None:
+        """The take's condition failed: learn the stored tats (ALL_OLD); a damaged bucket is unavailable."""
+        req, tok = num(item or {}, "req_tat"), num(item or {}, "tok_tat")
+        if req is None or tok is None:  # damaged: never repaired here; the fallback limits meanwhile
+            raise BucketUnavailable("damaged bucket")
+        self._seen[take.scope] = (req, tok)
+
+    def fallback(self, scope: str, now: float, why: str) -> float:
+        """The shared bucket cannot be used: the per-process limit decides, and it is counted."""
+        self._metrics.add_metric(name="RateLimiterFallback", unit="Count", value=1)
+        self._log.warning("rate limiter table unavailable", extra={"scope": scope, "error": why})
+        return self._fallback.take(scope, now)
+
+    def wait_or_defer(self, scope: str, wait: float, now: float, deadline: float) -> None:
+        """Sleep ``wait`` if it fits before ``deadline`` (less the call's margin), else raise RateLimited."""
+        if now + wait > deadline - self._margin:
+            self._metrics.add_metric(name="RateLimited", unit="Count", value=1)
+            self._log.warning("rate limited", extra={"scope": scope, "wait": round(wait, 3)})
+            raise RateLimited(f"rate limit for {scope}: retry in {wait:.1f}s", max(1, math.ceil(wait)))
+        self._sleep(wait)  # the bucket refills by then; never a busy loop
+
+    def _take(self, scope: str, tokens: int, now: float) -> float:
+        """0 when admitted, else the seconds until the bucket has room (nothing taken)."""
+        interval = 0.0
+        for _ in range(MAX_WRITES):
+            take = self.plan(scope, tokens, now)
+            if not isinstance(take, Take):
+                return take or 0.0
+            interval = take.interval
+            try:
+                self._db.update_item(**take.update)
+            except ClientError as exc:
+                if error_code(exc) != "ConditionalCheckFailedException":
+                    raise BucketUnavailable(error_code(exc)) from exc
+                self.refused(take, exc.response.get("Item"))  # type: ignore[arg-type]
+                continue
+            except BotoCoreError as exc:
+                raise BucketUnavailable(type(exc).__name__) from exc
+            self.taken(take)
+            return 0.0
+        # Lost every race: others are taking the bucket right now; wait one request's interval.
+        return interval
+
+    def _update(
+        self, scope: str, old: tuple[Decimal, Decimal] | None, new: tuple[Decimal, Decimal], now: Decimal
+    ) -> dict[str, Any]:
+        if old is None:
+            condition = "attribute_not_exists(req_tat) OR (req_tat <= :now AND tok_tat <= :now)"
+            values = {":now": {"N": str(now)}}
+        else:
+            condition = "req_tat = :old_req AND tok_tat = :old_tok"
+            values = {":old_req": {"N": str(old[0])}, ":old_tok": {"N": str(old[1])}}
+        return {
+            "TableName": self._table,
+            "Key": {"pk": {"S": f"bucket#{scope}"}, "sk": {"S": "rate"}},
+            "UpdateExpression": "SET req_tat = :req, tok_tat = :tok, #ttl = :ttl",
+            "ConditionExpression": condition,
+            "ExpressionAttributeNames": {"#ttl": "ttl"},
+            "ExpressionAttributeValues": {
+                **values,
+                ":req": {"N": str(new[0])},
+                ":tok": {"N": str(new[1])},
+                ":ttl": {"N": str(int(now) + TTL_SECONDS)},
+            },
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+
+
+class _LocalWindow:
+    """A sliding-minute request count per scope, for when the shared table is down."""
+
+    def __init__(self, per_minute: int) -> None:
+        self._per_minute = per_minute
+        self._calls: dict[str, deque[float]] = {}
+        self._lock = threading.Lock()
+
+    def take(self, scope: str, now: float) -> float:
+        with self._lock:
+            calls = self._calls.setdefault(scope, deque())
+            while calls and calls[0] <= now - 60:
+                calls.popleft()
+            if len(calls) < self._per_minute:
+                calls.append(now)
+                return 0.0
+            return calls[0] + 60 - now if calls else 60.0
