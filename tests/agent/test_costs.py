@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from lockgate.agent.gate import Gate
 from lockgate.agent.model import Usage
 from lockgate.agent.pricing import cost_usd
 from lockgate.agent.response_cache import ResponseCache
@@ -55,7 +56,8 @@ def test_a_cacheable_task_gets_the_saved_answer_free_even_when_the_budget_is_spe
     assert int(saved["ttl"]["N"]) > rig.clock.now()
 
     # When the same request comes again and today's budget is zero
-    spent = {"responses": responses(rig), "spend": caps(rig, 0.0)}
+    gate = Gate(rig.aws.client("dynamodb"), rig.clock, spend=caps(rig, 0.0), limiter=None)
+    spent = {"responses": responses(rig), "gate": gate}
     outcome = rig.loop(spent).run(classifier(cacheable=True), event("b"), DEADLINE)
 
     # Then it is answered from the State table: no call, a cache hit at zero cost on the run step
