@@ -107,6 +107,15 @@ class BudgetConfig:
 
 
 @dataclass(frozen=True)
+class ScheduleConfig:
+    """A task triggered by a schedule: ``[schedules.<name>]`` (its event type is the name)."""
+
+    expression: str  # as in template.yaml: "cron(17 6 ? * MON-FRI *)" (UTC)
+    catch_up: str = "each"  # missed occurrences: "each" enqueues every one, "once" only the latest
+    description: str = ""
+
+
+@dataclass(frozen=True)
 class LockgateConfig:
     """The whole file."""
 
@@ -115,6 +124,7 @@ class LockgateConfig:
     workflows_package: str | None = None
     approvals: ApprovalsConfig = field(default_factory=ApprovalsConfig)
     budget: BudgetConfig = field(default_factory=BudgetConfig)
+    schedules: Mapping[str, ScheduleConfig] = field(default_factory=dict)
 
     def source(self, name: str) -> SourceConfig | None:
         """The source called ``name``, or None."""
@@ -139,7 +149,7 @@ def load_config(path: str | Path) -> LockgateConfig:
 
 def parse_config(raw: Mapping[str, Any], origin: str = "lockgate.toml") -> LockgateConfig:
     """Validate an already-parsed TOML document."""
-    unknown = set(raw) - {"sources", "inbox", "workflows", "approvals", "budget"}
+    unknown = set(raw) - {"sources", "inbox", "workflows", "approvals", "budget", "schedules"}
     if unknown:
         raise ConfigError(f"{origin}: unknown section(s) {sorted(unknown)}")
     sources_raw = _table(raw.get("sources", {}), f"{origin}: [sources]")
@@ -157,9 +167,32 @@ def parse_config(raw: Mapping[str, Any], origin: str = "lockgate.toml") -> Lockg
         raise ConfigError(f"{origin}: workflows.package must be a Python package name")
     approvals = _approvals(_table(raw.get("approvals", {}), f"{origin}: [approvals]"), origin)
     budget = _budget(_table(raw.get("budget", {}), f"{origin}: [budget]"), origin)
+    schedules = _schedules(_table(raw.get("schedules", {}), f"{origin}: [schedules]"), origin)
     return LockgateConfig(
-        sources=sources, inbox=inbox, workflows_package=package, approvals=approvals, budget=budget
+        sources=sources,
+        inbox=inbox,
+        workflows_package=package,
+        approvals=approvals,
+        budget=budget,
+        schedules=schedules,
     )
+
+
+def _schedules(body: Mapping[str, Any], origin: str) -> dict[str, ScheduleConfig]:
+    schedules = {}
+    for name, raw in body.items():
+        where = f"{origin}: [schedules.{name}]"
+        entry = _table(raw, where)
+        _no_unknown(entry, set(ScheduleConfig.__dataclass_fields__), where)
+        expression, catch_up = entry.get("expression"), entry.get("catch_up", "each")
+        if not isinstance(expression, str) or not expression.startswith(("rate(", "cron(")):
+            raise ConfigError(f"{where}: expression must be a rate(...) or cron(...) expression")
+        if catch_up not in ("each", "once"):
+            raise ConfigError(f'{where}: catch_up must be "each" or "once"')
+        if not all(c.isalnum() or c == "-" for c in name):
+            raise ConfigError(f"{where}: a schedule name is letters, digits and '-'")
+        schedules[name] = ScheduleConfig(expression, catch_up, str(entry.get("description", "")))
+    return schedules
 
 
 def _budget(body: Mapping[str, Any], origin: str) -> BudgetConfig:

@@ -7,6 +7,8 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from lockgate.dynamo import conditional_failed as _conditional_failed
+from lockgate.dynamo import error_code as _code
 from lockgate.errors import Deferred, DeliveryNotFound, LeaseLost, NotClaimable, StoreUnavailable
 from lockgate.inbox.models import Delivery, Status, to_attribute
 
@@ -234,14 +236,6 @@ def _why_not_claimable(pk: str, old: Delivery | None, now: int) -> Exception:
 
 def _attributes(values: dict[str, Any]) -> dict[str, Any]:
     return {k: to_attribute(v) for k, v in values.items()}
-
-
-def _conditional_failed(exc: ClientError) -> bool:
-    return _code(exc) == "ConditionalCheckFailedException"
-
-
-def _code(exc: ClientError) -> str:
-    return str(exc.response.get("Error", {}).get("Code", "ClientError"))
 
 
 def _old_item(exc: ClientError) -> Delivery | None:
