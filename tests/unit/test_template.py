@@ -48,7 +48,11 @@ WORKER_ACCESS = {
     *{
         (f"sqs:{action}", "InboxQueue.Arn")
         for action in (
-            "ReceiveMessage", "DeleteMessage", "GetQueueAttributes", "ChangeMessageVisibility", "SendMessage"
+            "ReceiveMessage",
+            "DeleteMessage",
+            "GetQueueAttributes",
+            "ChangeMessageVisibility",
+            "SendMessage",
         )
     },
     ("sqs:SendMessage", "InboxDLQ.Arn"),
@@ -63,6 +67,7 @@ WORKER_ACCESS = {
     ("dynamodb:Query", "${ShopOrdersTable.Arn}/index/by-customer"),
     ("dynamodb:GetItem", "ShopPaymentsTable.Arn"),
     ("dynamodb:PutItem", "ShopPaymentsTable.Arn"),
+    ("dynamodb:Scan", "ShopPaymentsTable.Arn"),  # list_refunds (the scheduled refund summary)
     ("dynamodb:GetItem", "ShopMailTable.Arn"),
     ("dynamodb:PutItem", "ShopMailTable.Arn"),
     ("dynamodb:Query", "${ShopMailTable.Arn}/index/by-sender"),
@@ -103,7 +108,12 @@ NOTIFIER_ACCESS = {
     ("ses:SendEmail", "arn:${AWS::Partition}:ses:${AWS::Region}:${AWS::AccountId}:identity/*"),
 }
 APPROVAL_FUNCTIONS = ("ApprovalCallbackFunction", "ApprovalNotifierFunction")
-ALL_FUNCTIONS = ("WebhookReceiverFunction", "AgentWorkerFunction", *APPROVAL_FUNCTIONS)
+ALL_FUNCTIONS = (
+    "WebhookReceiverFunction",
+    "AgentWorkerFunction",
+    *APPROVAL_FUNCTIONS,
+    "ScheduledJobsFunction",
+)
 WRITE_ACTIONS = ("Put", "Update", "Delete", "BatchWrite", "TransactWrite", "Create", "Restore", "Import")
 SHOP_TABLES = ("ShopOrdersTable", "ShopPaymentsTable", "ShopMailTable")
 
@@ -466,6 +476,7 @@ def test_given_the_worker_then_it_is_told_where_the_shops_data_lives(cfn):
         "SHOP_MAIL_TABLE": {"Ref": "ShopMailTable"},
         "SHOP_FROM_ADDRESS": {"Ref": "ShopFromAddress"},
         "SHOP_HOST": "shop.example.com",
+        "SHOP_OWNER_ADDRESS": "owner@shop.example.com",
     }
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from lockgate_infra.stub import refund_summary
 from lockgate_infra.stub.conversation import (
     JSON,
     Call,
@@ -93,6 +94,8 @@ class ShopModel:
     def respond(self, request: JSON, extras: Extras) -> Reply:
         """The next assistant message for this conversation."""
         turn = _Turn(request)
+        if "list_refunds" in turn.tools:  # the scheduled refund summary, not a customer email
+            return refund_summary.respond(request)
         emails, wanted, failures = self._emails(turn)
         if wanted:
             return turn.ask("Let me read the customer's email first.", wanted)
