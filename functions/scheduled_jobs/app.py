@@ -12,6 +12,7 @@ from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
 from lockgate.clock import SystemClock
 from lockgate.config import load_config
+from lockgate.errors import LockgateError
 from lockgate.jobs.health import job_health
 from lockgate.jobs.registry import JobResources, job_registry
 from lockgate.jobs.runner import JobRunner
@@ -69,6 +70,6 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, object]:
     finally:
         try:
             publish_heartbeats()
-        except Exception:  # the watchdog must never hide the job's own outcome
+        except LockgateError:  # the State table unreachable: the job's own outcome still stands
             logger.exception("could not publish heartbeats")
     return outcome.as_dict()

@@ -7,6 +7,9 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from lockgate.jobs.registry import JobNotWired
 from lockgate.jobs.schedule import parse_iso
 from lockgate_infra.local.model import local_model
 from lockgate_infra.local.scheduler import LocalScheduler
@@ -119,6 +122,10 @@ def test_given_the_local_stack_when_the_refund_summary_fires_then_the_owner_gets
         body = sent[0].body
         assert "2 refund(s) on 2026-01-04, $35.50 in total" in body
         assert "A-1043: $20.00" in body and "A-2001: $15.50" in body and "A-1042" not in body
+
+        # And a job whose code is not installed fails the invocation (Scheduler retries, then the DLQ)
+        with pytest.raises(JobNotWired):
+            stack.invoke("ScheduledJobsFunction", {"job": "eval", "scheduled_time": "2026-01-05T03:00:00Z"})
 
 
 def _sent_emails(stack: LocalStack) -> list[Any]:
