@@ -100,14 +100,17 @@ def _dimension(alarm: dict[str, Any], name: str) -> str | None:
     return next((d["Value"] for d in alarm.get("Dimensions", []) if d["Name"] == name), None)
 
 
-def test_the_jobs_role_reads_no_secret_writes_no_decision_and_no_shop_data(resources: dict[str, Any]) -> None:
+def test_the_jobs_role_reads_only_the_link_key_writes_no_decision_and_no_shop_data(
+    resources: dict[str, Any],
+) -> None:
     statements = resources["ScheduledJobsRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]
     granted = [
         (action, json.dumps(s["Resource"]))
         for s in statements
         for action in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])
     ]
-    assert not [a for a, _ in granted if a.startswith("secretsmanager:")]
+    secrets = [r for a, r in granted if a.startswith("secretsmanager:")]
+    assert secrets == [json.dumps({"Ref": "ApprovalLinkSecret"})]  # the digest's signed links
     assert not [
         a for a, r in granted if "DecisionsTable" in r and a not in ("dynamodb:GetItem", "dynamodb:Query")
     ]

@@ -668,7 +668,7 @@ def test_given_an_approval_function_then_it_cannot_read_the_model_key_webhook_se
     assert not {"ANTHROPIC_API_KEY_REF", "SECRETS_PREFIX", "STATE_TABLE"} & set(environment(cfn, function_id))
 
 
-def test_given_every_role_then_only_the_approval_functions_can_read_the_link_secret(cfn):
+def test_given_every_role_then_only_the_approval_functions_and_the_digest_can_read_the_link_secret(cfn):
     link_key_name = properties(cfn, "ApprovalLinkSecret")["Name"]["Fn::Sub"]
     readers = set()
     for role_id in resources_of_type(cfn, "AWS::IAM::Role"):
@@ -680,7 +680,8 @@ def test_given_every_role_then_only_the_approval_functions_can_read_the_link_sec
                 link_key_name + "-AbCdEf", pattern
             ):
                 readers.add(role_id)
-    assert readers == {"ApprovalCallbackRole", "ApprovalNotifierRole"}
+    # ScheduledJobsRole: the approval digest emails each reviewer their signed links.
+    assert readers == {"ApprovalCallbackRole", "ApprovalNotifierRole", "ScheduledJobsRole"}
     for function_id in ALL_FUNCTIONS:
         assert set(properties(cfn, function_id).get("ManagedPolicyArns", [])) <= BASIC_MANAGED_POLICIES
 

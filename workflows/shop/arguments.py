@@ -55,10 +55,13 @@ def to_cents(value: Any) -> Decimal:
         amount = Decimal(str(value).strip())
     except InvalidOperation as exc:
         raise ValueError("amount must be a number of dollars, e.g. 25.00") from exc
-    if not amount.is_finite() or amount != amount.quantize(Decimal("0.01")):
-        raise ValueError("amount must be dollars with at most two decimals, e.g. 25.00")
+    if not amount.is_finite():
+        raise ValueError("amount must be a number of dollars, e.g. 25.00")
+    # The range first: quantizing a huge value raises instead of answering.
     if amount <= 0 or amount >= Decimal("1000000"):
         raise ValueError("amount must be more than 0 and less than 1000000")
+    if amount != amount.quantize(Decimal("0.01")):
+        raise ValueError("amount must be dollars with at most two decimals, e.g. 25.00")
     return amount.quantize(Decimal("0.01"))
 
 

@@ -80,6 +80,7 @@ REFUND_ORDER: Tool[RefundOrderArgs] = Tool(
     needs_person_when_tainted=True,  # a refund after reading an email waits for a person
     approval_threshold=refund_needs_person,
     identity=refund_identity,
+    reconcile=reconcile,
     # Tool.high_stakes is one flag per tool; shop.policies.refund_is_high_stakes (> $200) is
     # the per-call rule, ready for when the approvals flow takes a predicate.
     high_stakes=False,

@@ -123,4 +123,5 @@ def send_email_tool(host: str, shop_address: str) -> Tool[SendEmailArgs]:
         # only the customer's own orders. A tainted run may still reply.
         needs_person_when_tainted=False,
         identity=None,  # run + tool + canonical arguments: one send per distinct reply in a run
+        reconcile=reconcile,
     )

@@ -191,8 +191,7 @@ class Gateway:
 
     def start(self) -> Self:
         """Bind and serve in a daemon thread."""
-        self._server = ThreadingHTTPServer(self._address, _handler_for(self))
-        self._server.daemon_threads = True
+        self._server = _Server(self._address, _handler_for(self))
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="gateway", daemon=True
         )
@@ -223,6 +222,14 @@ class Gateway:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.stop()
+
+
+class _Server(ThreadingHTTPServer):
+    """Threads per connection, and a listen backlog deep enough for many concurrent senders
+    (the default of 5 resets connections under load, which API Gateway never does)."""
+
+    daemon_threads = True
+    request_queue_size = 128
 
 
 def _handler_for(gateway: Gateway) -> type[BaseHTTPRequestHandler]:

@@ -1,12 +1,43 @@
-"""What DynamoDB's errors mean for the adapters, by error code (never by message text)."""
+"""Two DynamoDB moves the stores repeat: read one page, and make one conditional write."""
 
 from __future__ import annotations
 
-from botocore.exceptions import ClientError
+from collections.abc import Callable
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from lockgate.errors import StoreUnavailable
+
+Page = tuple[list[dict[str, Any]], dict[str, Any] | None]
+
+
+def read_page(call: Callable[..., Any], start: dict[str, Any] | None, **request: Any) -> Page:
+    """One page of ``client.query`` or ``client.scan`` from ``start``, and where the next begins (or None)."""
+    if start:
+        request["ExclusiveStartKey"] = start
+    try:
+        response = call(**request)
+    except (ClientError, BotoCoreError) as exc:
+        raise StoreUnavailable(type(exc).__name__) from exc
+    return response.get("Items", []), response.get("LastEvaluatedKey")
+
+
+def write_if(call: Callable[..., Any], **request: Any) -> bool:
+    """Make one conditional write; False when its condition failed, StoreUnavailable on other errors."""
+    try:
+        call(**request)
+    except ClientError as exc:
+        if conditional_failed(exc):
+            return False
+        raise StoreUnavailable(error_code(exc)) from exc
+    except BotoCoreError as exc:
+        raise StoreUnavailable(type(exc).__name__) from exc
+    return True
 
 
 def error_code(exc: ClientError) -> str:
-    """The service's error code, e.g. ConditionalCheckFailedException."""
+    """The service's error code, e.g. ConditionalCheckFailedException (never the message text)."""
     return str(exc.response.get("Error", {}).get("Code", "ClientError"))
 
 

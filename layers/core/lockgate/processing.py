@@ -163,13 +163,22 @@ class Worker:
             self._log.warning("could not shorten the retry delay", extra={"error": str(exc)})
 
     def _give_up(self, delivery: Delivery, owner: str, error: str) -> str:
-        # Dead-letter first: if marking failed then fails, the pointer is already set aside.
-        self._dead_letters.send(delivery.pk, error)
-        try:
-            self._inbox.fail(delivery.pk, owner, error, int(self._clock.now()))
-        except LeaseLost:
+        if not set_aside(self._inbox, self._dead_letters, delivery.pk, owner, error, int(self._clock.now())):
             self._log.warning("lease lost before failing", extra={"delivery": delivery.pk})
             return "lease lost"
         self._metrics.add_metric(name="DeliveryFailed", unit="Count", value=1)
         self._log.error("delivery set aside as failed", extra={"delivery": delivery.pk, "error": error[:200]})
         return f"failed: {error}"
+
+
+def set_aside(
+    inbox: InboxStore, dead_letters: DeadLetters, pk: str, owner: str, error: str, now: int
+) -> bool:
+    """Dead-letter a delivery and mark it failed while ``owner`` holds it; False if the lease moved on."""
+    # Dead-letter first: if marking failed then fails, the pointer is already set aside.
+    dead_letters.send(pk, error)
+    try:
+        inbox.fail(pk, owner, error, now)
+    except LeaseLost:
+        return False
+    return True

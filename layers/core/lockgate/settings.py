@@ -125,5 +125,9 @@ class JobsSettings:
             config_path=environ.get("LOCKGATE_CONFIG", "lockgate.toml"),
             state_table=_required(environ, "STATE_TABLE"),
             timeout_seconds=_int(environ, "JOBS_TIMEOUT_SECONDS", 300),
-            names={k: v for k, v in environ.items() if k.endswith(("_TABLE", "_URL", "_ADDRESS", "_BUCKET"))},
+            names={
+                k: v
+                for k, v in environ.items()
+                if k.endswith(("_TABLE", "_URL", "_ADDRESS", "_BUCKET", "_ARN"))
+            },
         )

@@ -18,9 +18,13 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from lockgate.clock import Clock
+from lockgate.dynamo import read_page, write_if
 from lockgate.errors import Deferred, LockgateError, StoreUnavailable
 
 RETENTION_SECONDS = 90 * 86_400
+# A sparse index: only IN_PROGRESS and UNKNOWN entries carry ``open_state``, so the reconcile job
+# lists what needs attention without reading the settled history.
+OPEN_INDEX = "open-operations"
 
 
 class OpState(StrEnum):
@@ -148,7 +152,7 @@ class Ledger:
             self._db.update_item(
                 TableName=self._table,
                 Key=_key(op_key),
-                UpdateExpression="SET #st = :unknown, updated_at = :now, #err = :why",
+                UpdateExpression="SET #st = :unknown, open_state = :unknown, updated_at = :now, #err = :why",
                 ConditionExpression="#st = :running AND lease_expires_at < :now",
                 ExpressionAttributeNames={"#st": "state", "#err": "error"},
                 ExpressionAttributeValues={
@@ -164,6 +168,44 @@ class Ledger:
             raise StoreUnavailable(_code(exc)) from exc
         return True
 
+    def open_page(
+        self, state: OpState, start: dict[str, Any] | None = None, limit: int = 50
+    ) -> tuple[list[Operation], dict[str, Any] | None]:
+        """One page of IN_PROGRESS or UNKNOWN entries, oldest first, and where the next page starts."""
+        items, after = read_page(
+            self._db.query,
+            start,
+            TableName=self._table,
+            IndexName=OPEN_INDEX,
+            KeyConditionExpression="open_state = :s",
+            ExpressionAttributeValues={":s": {"S": state.value}},
+            Limit=limit,
+        )
+        return [Operation.from_item(item) for item in items], after
+
+    def resolve_unknown(self, op_key: str, state: OpState, result: Any, error: str | None) -> bool:
+        """Settle an UNKNOWN entry: SUCCEEDED with its result, or FAILED with why; False if not UNKNOWN."""
+        values = {
+            ":state": {"S": state.value},
+            ":unknown": {"S": OpState.UNKNOWN.value},
+            ":now": {"N": str(int(self._clock.now()))},
+        }
+        if state is OpState.SUCCEEDED:
+            values[":value"] = {"S": json.dumps(result, default=str)[:100_000]}
+            update = "SET #st = :state, #res = :value, updated_at = :now REMOVE open_state, #err"
+        else:
+            values[":value"] = {"S": (error or "settled as failed")[:1000]}
+            update = "SET #st = :state, #err = :value, updated_at = :now REMOVE open_state, #res"
+        return write_if(
+            self._db.update_item,
+            TableName=self._table,
+            Key=_key(op_key),
+            UpdateExpression=update,
+            ConditionExpression="#st = :unknown",
+            ExpressionAttributeNames={"#st": "state", "#res": "result", "#err": "error"},
+            ExpressionAttributeValues=values,
+        )
+
     def _begin(
         self, op_key: str, fingerprint: str, tool: str, run_id: str, summary: str, owner: str, now: int
     ) -> Operation | None:
@@ -176,6 +218,8 @@ class Ledger:
             "summary": {"S": summary[:500]},
             "idempotency_key": {"S": idempotency_key_for(op_key)},
             "state": {"S": OpState.IN_PROGRESS.value},
+            "open_state": {"S": OpState.IN_PROGRESS.value},
+            "opened_at": {"N": str(now)},  # the open index's sort key (a name no other State item uses)
             "owner": {"S": owner},
             "lease_expires_at": {"N": str(now + self._lease_seconds)},
             "created_at": {"N": str(now)},
@@ -235,11 +279,17 @@ class Ledger:
             values[":error"] = {"S": error}
             names["#err"] = "error"
             sets.append("#err = :error")
+        # UNKNOWN stays in the open index for the reconcile job; a settled entry leaves it.
+        removes = ["lease_expires_at"]
+        if state is OpState.UNKNOWN:
+            sets.append("open_state = :state")
+        else:
+            removes.append("open_state")
         try:
             self._db.update_item(
                 TableName=self._table,
                 Key=_key(op_key),
-                UpdateExpression="SET " + ", ".join(sets) + " REMOVE lease_expires_at",
+                UpdateExpression="SET " + ", ".join(sets) + " REMOVE " + ", ".join(removes),
                 ConditionExpression="#st = :running AND #owner = :owner",
                 ExpressionAttributeNames=names,
                 ExpressionAttributeValues=values,

@@ -91,6 +91,10 @@ class Tool[Args: BaseModel]:
     reversible: bool = False  # may run after a veto window instead of waiting for approval
     # For untrusted_result tools: how a person should read "this run read …" (e.g. "an email from x@y").
     taint_label: Callable[[Args, Any], str] | None = None
+    # For side-effect tools: what a call with this idempotency key did downstream (the
+    # reconcile-operations job asks when the ledger says UNKNOWN). Returns the call's result if it
+    # happened, None if no trace of it was found; raises OutcomeUnknown if it cannot tell.
+    reconcile: Callable[[str, Mapping[str, Any]], Any] | None = None
 
     def schema(self) -> dict[str, Any]:
         """The tool definition the Messages API expects."""

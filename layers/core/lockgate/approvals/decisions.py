@@ -9,6 +9,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from lockgate.approvals.proposals import RETENTION_SECONDS, Proposal
+from lockgate.dynamo import write_if
 from lockgate.errors import StoreUnavailable
 
 
@@ -76,27 +77,20 @@ class DecisionStore:
 
     def record(self, decision: DecisionRecord) -> bool:
         """Write a reviewer's decision once; False if this reviewer already decided (nothing changes)."""
-        try:
-            self._db.put_item(
-                TableName=self._table,
-                Item={
-                    "approval_id": {"S": decision.approval_id},
-                    "reviewer": {"S": decision.reviewer},
-                    "verdict": {"S": decision.verdict.value},
-                    "decided_at": {"N": str(decision.decided_at)},
-                    "digest": {"S": decision.digest},
-                    "via": {"S": decision.via},
-                    "ttl": {"N": str(decision.decided_at + RETENTION_SECONDS)},
-                },
-                ConditionExpression="attribute_not_exists(reviewer)",
-            )
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
-                return False
-            raise StoreUnavailable(type(exc).__name__) from exc
-        except BotoCoreError as exc:
-            raise StoreUnavailable(type(exc).__name__) from exc
-        return True
+        return write_if(
+            self._db.put_item,
+            TableName=self._table,
+            Item={
+                "approval_id": {"S": decision.approval_id},
+                "reviewer": {"S": decision.reviewer},
+                "verdict": {"S": decision.verdict.value},
+                "decided_at": {"N": str(decision.decided_at)},
+                "digest": {"S": decision.digest},
+                "via": {"S": decision.via},
+                "ttl": {"N": str(decision.decided_at + RETENTION_SECONDS)},
+            },
+            ConditionExpression="attribute_not_exists(reviewer)",
+        )
 
     def for_approval(self, approval_id: str) -> list[DecisionRecord]:
         """Every decision on a proposal."""

@@ -16,7 +16,7 @@ from lockgate.approvals.links import LinkInvalid, new_claims, sign_link, verify_
 from lockgate.approvals.pages import DigestItem, Page, digest_page, outcome_page
 from lockgate.approvals.proposals import ProposalStore
 from lockgate.clock import Clock
-from lockgate.config import ApprovalsConfig
+from lockgate.config import ApprovalsConfig, Reviewer
 
 DIGEST_ID = "digest"
 DIGEST_TTL_SECONDS = 24 * 3_600
@@ -69,6 +69,11 @@ class ReviewDigest:
         reviewer = next((r for r in self._config.reviewers if r.id == claims.reviewer), None)
         if reviewer is None or claims.digest != reviewer_digest(reviewer.id):
             return outcome_page("This link is not valid", "Nothing is shown.", status=403)
+        return digest_page(reviewer.name, self.items_for(reviewer), int(now))
+
+    def items_for(self, reviewer: Reviewer) -> list[DigestItem]:
+        """What waits for this reviewer now (pending, not yet decided by them), soonest deadline first."""
+        now = self._clock.now()
         items = []
         for proposal in self._proposals.created_since(int(now) - LOOKBACK_SECONDS):
             if reviewer.id not in {r.id for r in self._config.reviewers_for(proposal.tool)}:
@@ -82,4 +87,4 @@ class ReviewDigest:
             if link:
                 items.append(DigestItem(proposal.summary, "; ".join(proposal.why), proposal.expires_at, link))
         items.sort(key=lambda item: item.expires_at)
-        return digest_page(reviewer.name, items, int(now))
+        return items

@@ -18,18 +18,21 @@ from lockgate.agent.tasks import DecisionNotice, Task
 from lockgate.agent.tools import (
     OutcomeUnknown,
     RunFacts,
+    Tool,
     ToolArgumentsInvalid,
     ToolContext,
     ToolError,
     fingerprint,
 )
-from lockgate.approvals.decisions import DecisionStore, State, Verdict, state_of
-from lockgate.approvals.proposals import Proposal, ProposalStore
+from lockgate.approvals.decisions import DecisionRecord, DecisionStore, State, Verdict, state_of
+from lockgate.approvals.proposals import Proposal, ProposalStore, answers_only
 from lockgate.clock import Clock
 from lockgate.config import ApprovalsConfig
 from lockgate.errors import BadDelivery, Deferred
 from lockgate.routing import InboxEvent, TaskContext
 from lockgate.telemetry import Log, Metrics
+
+EXPIRED_EVENT = "expired"  # sent by the expire-approvals job; never runs anything
 
 
 class ApprovalExecutor:
@@ -63,11 +66,15 @@ class ApprovalExecutor:
         proposal = self._proposals.get(approval_id) if isinstance(approval_id, str) else None
         if proposal is None:
             raise BadDelivery("approval event for an unknown proposal")
+        if answers_only(proposal):
+            return self._not_run(proposal.approval_id, "an answer about an operation: reconcile applies it")
         decisions = self._decisions.for_approval(proposal.approval_id)
         allowed = frozenset(r.id for r in self._config.reviewers_for(proposal.tool))
         now = self._clock.now()
         state = state_of(proposal, decisions, now, allowed)
         task = self._tasks.get(proposal.task)
+        if data.get("state") == EXPIRED_EVENT:
+            return self._expire(task, proposal, state, approved_at(proposal, decisions, allowed), now)
         if state is State.REJECTED:
             by = ", ".join(sorted(d.reviewer for d in decisions if d.verdict is Verdict.REJECT))
             self._tell(task, proposal, "rejected", f"rejected by {by}")
@@ -91,10 +98,23 @@ class ApprovalExecutor:
                 if d.verdict is Verdict.APPROVE and d.reviewer in allowed and d.digest == proposal.digest
             }
         )
-        approved_at = max(d.decided_at for d in decisions if d.reviewer in approvers)
-        if now > approved_at + proposal.run_within_seconds:
+        approved = approved_at(proposal, decisions, allowed)
+        if now > approved + proposal.run_within_seconds:
             return self._not_run(proposal.approval_id, "approved too long ago: the run window has passed")
-        return self._run(task, proposal, approvers, approved_at)
+        return self._run(task, proposal, approvers, approved)
+
+    def _expire(
+        self, task: Task | None, proposal: Proposal, state: State, approved: float, now: float
+    ) -> str:
+        """Tell the task "expired" only if nobody decided in time, or it was approved but never ran."""
+        if state is State.EXPIRED:
+            self._tell(task, proposal, "expired", "nobody decided in time")
+            return self._not_run(proposal.approval_id, "expired: nobody decided in time")
+        window_passed = state is State.APPROVED and now > approved + proposal.run_within_seconds
+        if window_passed and not action_ran(self._ledger, task, proposal):
+            self._tell(task, proposal, "expired", "approved, but not run within the run window")
+            return self._not_run(proposal.approval_id, "expired: approved but not run in time")
+        return self._not_run(proposal.approval_id, f"not expired ({state.value})")
 
     def _run(self, task: Task | None, proposal: Proposal, approvers: list[str], approved_at: float) -> str:
         """Digest, task, arguments and hard policies re-checked; then the ledger runs it once."""
@@ -114,9 +134,7 @@ class ApprovalExecutor:
             verdict = policy(args, facts)
             if not verdict.allowed:
                 return self._not_run(proposal.approval_id, f"refused by policy now: {verdict.reason}")
-        key = operation_key(
-            proposal.run_id, tool.name, tool.identity(args) if tool.identity else None, proposal.args
-        )
+        key = proposal_operation_key(tool, args, proposal)
 
         def effect(idempotency_key: str | None) -> Any:
             return tool.run(args, ToolContext(proposal.run_id, facts, idempotency_key, task.services))
@@ -181,3 +199,32 @@ class ApprovalExecutor:
         self._metrics.add_metric(name="ApprovedActionNotRun", unit="Count", value=1)
         self._log.info("approval not executed", extra={"approval": approval_id, "why": why})
         return f"not run: {why}"
+
+
+def approved_at(proposal: Proposal, decisions: list[DecisionRecord], allowed: frozenset[str]) -> float:
+    """When the last counted approval was given (0 if none)."""
+    times = [
+        d.decided_at
+        for d in decisions
+        if d.verdict is Verdict.APPROVE and d.reviewer in allowed and d.digest == proposal.digest
+    ]
+    return max(times, default=0)
+
+
+def proposal_operation_key(tool: Tool[Any], args: Any, proposal: Proposal) -> str:
+    """The ledger key the agent loop would have used for this call."""
+    return operation_key(
+        proposal.run_id, tool.name, tool.identity(args) if tool.identity else None, proposal.args
+    )
+
+
+def action_ran(ledger: Ledger, task: Task | None, proposal: Proposal) -> bool:
+    """Whether the ledger holds the proposed action (in any state): then it was run, not expired."""
+    tool = task.tool(proposal.tool) if task else None
+    if tool is None:
+        return False
+    try:
+        args = tool.validate(proposal.args)
+    except ToolArgumentsInvalid:
+        return False
+    return ledger.get(proposal_operation_key(tool, args, proposal)) is not None

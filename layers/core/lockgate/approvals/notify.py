@@ -55,16 +55,19 @@ class EmailChannel:
 
     def send(self, reviewer: Reviewer, proposal: Proposal, link: str) -> None:
         """One email to the reviewer's address; skipped when they have none."""
+        text = f"{message_text(proposal)}\n\n{link}\n"
+        self.send_text(reviewer, f"Approval needed: {proposal.summary}", text)
+
+    def send_text(self, reviewer: Reviewer, subject: str, text: str) -> bool:
+        """A plain-text email to this reviewer only (its links are theirs); False without an address."""
         if not reviewer.email:
-            return
+            return False
         self._ses.send_email(
             Source=self._from,
             Destination={"ToAddresses": [reviewer.email]},
-            Message={
-                "Subject": {"Data": f"Approval needed: {proposal.summary}"[:200]},
-                "Body": {"Text": {"Data": f"{message_text(proposal)}\n\n{link}\n"}},
-            },
+            Message={"Subject": {"Data": subject[:200]}, "Body": {"Text": {"Data": text}}},
         )
+        return True
 
 
 class WebhookChannel:
@@ -121,6 +124,16 @@ def post_json(url: str, body: bytes) -> None:
             raise OSError(f"webhook answered {response.status}")
 
 
+class PersonalChannel(Protocol):
+    """A channel that reaches one reviewer privately, so it may carry their links (the digest)."""
+
+    name: str
+
+    def send_text(self, reviewer: Reviewer, subject: str, text: str) -> bool:
+        """Send to this reviewer only; False if they cannot be reached this way."""
+        ...
+
+
 class PrintChannel:
     """The embedded stack's channel: print the link (a local credential, fine on your own machine)."""
 
@@ -141,6 +154,11 @@ class PrintChannel:
             }
         )
         self._sink(f"[approval] {reviewer.id}: {proposal.summary} -> {link}")
+
+    def send_text(self, reviewer: Reviewer, subject: str, text: str) -> bool:
+        """Print a message for one reviewer (the local digest)."""
+        self._sink(f"[{reviewer.id}] {subject}\n{text}")
+        return True
 
 
 class Notifier:

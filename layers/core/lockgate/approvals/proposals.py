@@ -9,11 +9,16 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from lockgate.dynamo import read_page
 from lockgate.errors import StoreUnavailable
 
 HOUR = 3_600
 RETENTION_SECONDS = 30 * 86_400
 POLICY_VERSION = "1"
+# "Did this happen?" proposals (reconcile-operations): a person's answer is applied to the ledger
+# by that job and never executed. Reviewers come from [approvals.tools.resolve_operation].
+RESOLVE_TOOL = "resolve_operation"
+RESOLVE_TASK = "lockgate.operations"
 
 
 def approval_id_for(run_id: str, call_id: str) -> str:
@@ -92,6 +97,11 @@ class Proposal:
         )
 
 
+def answers_only(proposal: Proposal) -> bool:
+    """True for a "did this happen?" proposal: the reconcile job applies its answer; nothing runs."""
+    return proposal.tool == RESOLVE_TOOL and proposal.task == RESOLVE_TASK
+
+
 class ProposalStore:
     """The Approvals table: conditional, write-once puts; reads for the pages and the executor."""
 
@@ -131,20 +141,26 @@ class ProposalStore:
     def created_since(self, since: int) -> list[Proposal]:
         """Every proposal created since ``since`` (a filtered scan: the table holds weeks, not years)."""
         found: list[Proposal] = []
-        kwargs: dict[str, Any] = {
-            "TableName": self._table,
-            "FilterExpression": "created_at >= :since",
-            "ExpressionAttributeValues": {":since": {"N": str(since)}},
-        }
-        try:
-            while True:
-                response = self._db.scan(**kwargs)
-                found.extend(Proposal.from_item(i) for i in response.get("Items", []))
-                if "LastEvaluatedKey" not in response:
-                    return found
-                kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
-        except (ClientError, BotoCoreError) as exc:
-            raise StoreUnavailable(type(exc).__name__) from exc
+        start: dict[str, Any] | None = None
+        while True:
+            page, start = self.page_since(since, start)
+            found.extend(page)
+            if start is None:
+                return found
+
+    def page_since(
+        self, since: int, start: dict[str, Any] | None = None, limit: int = 100
+    ) -> tuple[list[Proposal], dict[str, Any] | None]:
+        """One page of the filtered scan, and where the next page starts (None at the end)."""
+        items, after = read_page(
+            self._db.scan,
+            start,
+            TableName=self._table,
+            FilterExpression="created_at >= :since",
+            ExpressionAttributeValues={":since": {"N": str(since)}},
+            Limit=limit,
+        )
+        return [Proposal.from_item(i) for i in items], after
 
     def recent(self, task: str, since: int, limit: int = 100) -> list[Proposal]:
         """A task's proposals created since ``since``, newest first."""

@@ -7,8 +7,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from lockgate.dynamo import conditional_failed as _conditional_failed
-from lockgate.dynamo import error_code as _code
+from lockgate.dynamo import read_page, write_if
 from lockgate.errors import Deferred, DeliveryNotFound, LeaseLost, NotClaimable, StoreUnavailable
 from lockgate.inbox.models import Delivery, Status, to_attribute
 
@@ -177,6 +176,53 @@ class InboxStore:
             raise StoreUnavailable(type(exc).__name__) from exc
         return [Delivery.from_item(item) for item in response.get("Items", [])]
 
+    def page_by_status(
+        self,
+        status: Status,
+        *,
+        received_before: int | None = None,
+        start: dict[str, Any] | None = None,
+        limit: int = 50,
+    ) -> tuple[list[Delivery], dict[str, Any] | None]:
+        """One page of a status, oldest first, and where the next page starts (None at the end)."""
+        condition, values = "#s = :s", {":s": {"S": status.value}}
+        if received_before is not None:
+            condition += " AND received_at < :before"
+            values[":before"] = {"N": str(received_before)}
+        items, after = read_page(
+            self._db.query,
+            start,
+            TableName=self._table,
+            IndexName=STATUS_INDEX,
+            KeyConditionExpression=condition,
+            ExpressionAttributeNames={"#s": "status"},
+            ExpressionAttributeValues=values,
+            ScanIndexForward=True,
+            Limit=limit,
+        )
+        return [Delivery.from_item(item) for item in items], after
+
+    def mark_requeued(self, seen: Delivery, now: int) -> bool:
+        """Note that the sweep re-queues ``seen``; False if it changed since it was read (the worker won)."""
+        condition = "#s = :status AND attempts = :attempts AND "
+        touched = seen.updated_at is not None
+        condition += "updated_at = :seen" if touched else "attribute_not_exists(updated_at)"
+        values: dict[str, Any] = {":status": seen.status.value, ":attempts": seen.attempts, ":now": now}
+        if touched:
+            values[":seen"] = seen.updated_at
+        if seen.status is Status.PROCESSING:  # only a lease that is still the one seen, and expired
+            condition += " AND lease_owner = :owner AND lease_expires_at < :now"
+            values[":owner"] = seen.lease_owner or "-"
+        return write_if(
+            self._db.update_item,
+            TableName=self._table,
+            Key={"pk": {"S": seen.pk}},
+            UpdateExpression="SET updated_at = :now",
+            ConditionExpression=condition,
+            ExpressionAttributeNames={"#s": "status"},
+            ExpressionAttributeValues=_attributes(values),
+        )
+
     def count_by_status(self) -> dict[Status, int]:
         """How many deliveries are in each status (paged COUNT queries on the index)."""
         counts: dict[Status, int] = {}
@@ -236,6 +282,14 @@ def _why_not_claimable(pk: str, old: Delivery | None, now: int) -> Exception:
 
 def _attributes(values: dict[str, Any]) -> dict[str, Any]:
     return {k: to_attribute(v) for k, v in values.items()}
+
+
+def _conditional_failed(exc: ClientError) -> bool:
+    return _code(exc) == "ConditionalCheckFailedException"
+
+
+def _code(exc: ClientError) -> str:
+    return str(exc.response.get("Error", {}).get("Code", "ClientError"))
 
 
 def _old_item(exc: ClientError) -> Delivery | None:

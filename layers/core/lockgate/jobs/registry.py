@@ -3,9 +3,8 @@
 ``template.yaml`` declares one ``AWS::Scheduler::Schedule`` per entry here, and a test reads both,
 so a job without a schedule (or a schedule without a job) fails the build, not production.
 
-Built-in jobs live in modules under ``lockgate.jobs.builtin`` (and the cost and eval packages);
-each factory imports its module only when that job runs, so one job's import error never stops
-another. A module exposes ``build(resources) -> Job``.
+Built-in jobs live in ``lockgate.jobs.builtin`` and are built by ``lockgate.jobs.wiring``; each
+factory imports its module only when that job runs, so one job's import error never stops another.
 """
 
 from __future__ import annotations
@@ -90,15 +89,8 @@ class JobSpec:
         return 2 * self.expression.longest_gap() + 60 * self.flexible_minutes
 
 
-Arguments = Callable[[JobResources], dict[str, Any]]
-
-
-def module_factory(module: str, attribute: str = "build", arguments: Arguments | None = None) -> Factory:
-    """A factory that imports ``module`` when the job runs and calls ``attribute``.
-
-    With ``arguments`` the callable (usually the job's class) gets those keyword arguments,
-    built from the resources; without, it gets the resources themselves.
-    """
+def module_factory(module: str, attribute: str = "build") -> Factory:
+    """A factory that imports ``module`` when the job runs and calls its ``build(resources)``."""
 
     def build(resources: JobResources) -> Job:
         try:
@@ -108,88 +100,51 @@ def module_factory(module: str, attribute: str = "build", arguments: Arguments |
         make = getattr(loaded, attribute, None)
         if not callable(make):
             raise JobNotWired(f"{module} has no {attribute}(resources) function")
-        job: Job = make(**arguments(resources)) if arguments is not None else make(resources)
+        job: Job = make(resources)
         return job
 
     return build
 
 
-def inbox_adapters(resources: JobResources) -> dict[str, Any]:
-    """The inbox store, queue, dead letters and settings, as the inbox sweep takes them."""
-    from lockgate.inbox.queue import DeadLetters, InboxQueue
-    from lockgate.inbox.store import InboxStore
+def _wired(name: str) -> Factory:
+    """The factory ``lockgate.jobs.wiring.<name>`` (imported when the job runs)."""
 
-    sqs = resources.client("sqs")
-    return {
-        "inbox": InboxStore(resources.client("dynamodb"), resources.name("INBOX_TABLE")),
-        "queue": InboxQueue(sqs, resources.name("INBOX_QUEUE_URL")),
-        "dead_letters": DeadLetters(sqs, resources.name("INBOX_DLQ_URL")),
-        "settings": resources.config.inbox,
-    }
+    def build(resources: JobResources) -> Job:
+        from lockgate.jobs import wiring
+
+        job: Job = getattr(wiring, name)(resources)
+        return job
+
+    return build
 
 
-def approval_adapters(resources: JobResources) -> dict[str, Any]:
-    """Proposals, decisions, the approval settings and the inbox, as the expiry job takes them."""
-    from lockgate.approvals.decisions import DecisionStore
-    from lockgate.approvals.proposals import ProposalStore
-    from lockgate.inbox.queue import InboxQueue
-    from lockgate.inbox.store import InboxStore
-
-    dynamodb = resources.client("dynamodb")
-    return {
-        "proposals": ProposalStore(dynamodb, resources.name("APPROVALS_TABLE")),
-        "decisions": DecisionStore(dynamodb, resources.name("DECISIONS_TABLE")),
-        "config": resources.config.approvals,
-        "inbox": InboxStore(dynamodb, resources.name("INBOX_TABLE")),
-        "queue": InboxQueue(resources.client("sqs"), resources.name("INBOX_QUEUE_URL")),
-    }
-
-
-def ledger_adapters(resources: JobResources) -> dict[str, Any]:
-    """The ledger, proposals, decisions and the workflows' tasks (for their reconcile hooks)."""
-    from lockgate.agent.ledger import Ledger
-    from lockgate.approvals.decisions import DecisionStore
-    from lockgate.approvals.proposals import ProposalStore
-    from lockgate.routing import Router
-    from lockgate.workflows import Setup, load_workflows
-
-    dynamodb = resources.client("dynamodb")
-    setup = Setup(router=Router(), environ=resources.names, client=resources.client)
-    load_workflows(resources.config.workflows_package, setup)
-    return {
-        "ledger": Ledger(dynamodb, resources.name("STATE_TABLE"), resources.clock),
-        "proposals": ProposalStore(dynamodb, resources.name("APPROVALS_TABLE")),
-        "decisions": DecisionStore(dynamodb, resources.name("DECISIONS_TABLE")),
-        "config": resources.config.approvals,
-        "tasks": {task.name: task for task in setup.tasks},
-    }
-
-
+# budget-report, eval and collect-batches come from the cost and eval work: registered by name so
+# their schedules exist; until their modules are installed a run fails with JobNotWired (loudly).
 BUILTIN_JOBS: tuple[JobSpec, ...] = (
     JobSpec(
         "sweep-inbox",
         "rate(5 minutes)",
-        module_factory("lockgate.jobs.builtin.sweep_inbox", "InboxSweep", inbox_adapters),
+        _wired("sweep_inbox"),
         "re-queue stranded deliveries, set aside those past the attempt limit",
     ),
     JobSpec(
         "expire-approvals",
         "rate(15 minutes)",
-        module_factory("lockgate.jobs.builtin.expire_approvals", "ApprovalExpiry", approval_adapters),
+        _wired("expire_approvals"),
         "expire proposals past their decision or run window; tell the task",
         flexible_minutes=5,
     ),
     JobSpec(
         "reconcile-operations",
         "rate(15 minutes)",
-        module_factory("lockgate.jobs.builtin.reconcile_operations", "OperationReconciler", ledger_adapters),
+        _wired("reconcile_operations"),
         "resolve UNKNOWN ledger operations through the tool's reconcile hook, or escalate",
         flexible_minutes=5,
     ),
     JobSpec(
         "approval-digest",
         "cron(0 8 * * ? *)",
-        module_factory("lockgate.jobs.builtin.approval_digest"),
+        _wired("approval_digest"),
         "a daily digest of pending proposals to the reviewers",
     ),
     JobSpec(
@@ -210,7 +165,7 @@ BUILTIN_JOBS: tuple[JobSpec, ...] = (
     JobSpec(
         "prune",
         "cron(30 2 * * ? *)",
-        module_factory("lockgate.jobs.builtin.prune"),
+        _wired("prune"),
         "old done deliveries, runs and operations past retention; report sizes",
         flexible_minutes=60,
     ),

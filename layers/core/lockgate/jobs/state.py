@@ -16,6 +16,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from lockgate.dynamo import conditional_failed as _conditional_failed
 from lockgate.dynamo import error_code as _code
+from lockgate.dynamo import write_if
 from lockgate.errors import LeaseLost, StoreUnavailable
 from lockgate.inbox.models import to_attribute
 
@@ -106,24 +107,17 @@ class JobStateStore:
 
     def queue_one(self, name: str, scheduled_time: str, now: float) -> bool:
         """Ask the lease holder for one more run; False if one is already queued or the lease is gone."""
-        try:
-            self._db.update_item(
-                TableName=self._table,
-                Key=_key(name),
-                UpdateExpression="SET queued_time = :t",
-                ConditionExpression=(
-                    "attribute_exists(lease_owner) AND lease_expires_at >= :now "
-                    "AND attribute_not_exists(queued_time)"
-                ),
-                ExpressionAttributeValues=_values({":t": scheduled_time, ":now": now}),
-            )
-        except ClientError as exc:
-            if _conditional_failed(exc):
-                return False
-            raise StoreUnavailable(_code(exc)) from exc
-        except BotoCoreError as exc:
-            raise StoreUnavailable(type(exc).__name__) from exc
-        return True
+        return write_if(
+            self._db.update_item,
+            TableName=self._table,
+            Key=_key(name),
+            UpdateExpression="SET queued_time = :t",
+            ConditionExpression=(
+                "attribute_exists(lease_owner) AND lease_expires_at >= :now "
+                "AND attribute_not_exists(queued_time)"
+            ),
+            ExpressionAttributeValues=_values({":t": scheduled_time, ":now": now}),
+        )
 
     def record(
         self,

@@ -1,0 +1,229 @@
+"""Drive one seed: send the traffic, poll the queue like Lambda's event source mapping, let
+reviewers decide, run the housekeeping jobs — all under injected faults — until nothing is left
+to do, then check the invariants.
+
+The event source mapping is AWS's side, so polling and deleting are fault-free; everything our
+functions call is not. A crashed invocation leaves its whole batch to come back after the
+queue's visibility timeout, as Lambda does.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from lockgate.approvals.pages import FORM_TOKEN_FIELD
+from lockgate.errors import LockgateError
+from lockgate.http import RawRequest, error_response
+from lockgate.processing import RetryLater, Worker
+from lockgate.webhooks.signing import sign
+from lockgate_infra.chaos.faults import FaultPlan, WorkerCrash
+from lockgate_infra.chaos.traffic import FORGED_SECRET, Send
+from lockgate_infra.chaos.world import HELPDESK_SECRET, World
+
+ROUND_SECONDS = 30  # the clock moves this much between rounds
+MAX_ROUNDS = 300  # two and a half virtual hours: far past every lease, visibility timeout and backoff cap
+APPROVE_RATE = 0.7
+
+Job = Callable[[World, FaultPlan], None]
+
+
+@dataclass
+class Tally:
+    """What happened during a run, besides the end state."""
+
+    rounds: int = 0
+    posts: int = 0
+    duplicates_absorbed: int = 0
+    receives: int = 0
+    redeliveries: int = 0
+    crashes: int = 0
+    unhandled: Counter[str] = field(default_factory=Counter)  # "function: exception type" our code let out
+    decided: dict[str, str] = field(default_factory=dict)  # approval id -> approve | reject
+
+
+def drive(
+    world: World, plan: FaultPlan, sends: Sequence[Send], jobs: Sequence[Job] = (), job_every: int = 4
+) -> Tally:
+    """Run until quiescent (or MAX_ROUNDS); returns the tally."""
+    tally = Tally()
+    pending = {(due, n) for n, send in enumerate(sends) for due in send.due}
+    for round_no in range(MAX_ROUNDS):
+        tally.rounds = round_no + 1
+        for due, n in sorted(pending):
+            if due <= round_no:
+                pending.discard((due, n))
+                retry_at = _post(world, plan, sends[n], tally)
+                if retry_at is not None:
+                    pending.add((round_no + retry_at, n))
+        _poll(world, plan, tally)
+        _review(world, plan, tally)
+        if round_no % job_every == 0:
+            for job in jobs:
+                with plan.active():
+                    _guarded(tally, "jobs", partial(job, world, plan))
+        if not pending and _quiescent(world):
+            break
+        world.clock.advance(ROUND_SECONDS)
+    return tally
+
+
+def _post(world: World, plan: FaultPlan, send: Send, tally: Tally) -> int | None:
+    """One send by the provider; returns rounds until it retries, or None."""
+    source = world.config.sources["helpdesk"]
+    body = send.body
+    headers = sign(
+        source,
+        FORGED_SECRET if send.forged else HELPDESK_SECRET,
+        body,
+        int(world.clock.now()),
+        send.delivery_id,
+    )
+    event = {
+        "pathParameters": {"source": "helpdesk"},
+        "headers": headers,
+        "body": body.decode(),
+        "isBase64Encoded": False,
+    }
+    tally.posts += 1
+    with plan.active():
+        try:
+            response = world.receiver.receive(RawRequest.from_apigw_v2(event))
+            status = response.status
+            if status == 200 and json.loads(response.body).get("status") == "duplicate":
+                tally.duplicates_absorbed += 1
+        except LockgateError as exc:
+            status = error_response(exc).status
+        except WorkerCrash:
+            status = 502  # the receiver died mid-request: API Gateway answers 502
+        except Exception as exc:  # noqa: BLE001 - a Lambda error: API Gateway answers 500, the provider retries
+            tally.unhandled[f"receiver: {type(exc).__name__}"] += 1
+            status = 500
+    send.answers.append(status)
+    send.tries_left -= 1
+    if status < 500 or send.tries_left <= 0:
+        return None
+    return int(2 ** (len(send.answers) - 1))  # the provider's backoff, in rounds
+
+
+def _poll(world: World, plan: FaultPlan, tally: Tally) -> None:
+    """Receive what is visible and invoke the worker, batch by batch, like the event source mapping."""
+    sqs = world.client("sqs")
+    while True:
+        messages = sqs.receive_message(
+            QueueUrl=world.names["InboxQueue"],
+            MaxNumberOfMessages=10,
+            AttributeNames=["ApproximateReceiveCount"],
+        ).get("Messages", [])
+        if not messages:
+            return
+        for message in messages:
+            tally.receives += 1
+            if int(message["Attributes"]["ApproximateReceiveCount"]) > 1:
+                tally.redeliveries += 1
+            try:
+                done = _invoke(world, plan, world.workers[0], message, tally)
+            except WorkerCrash:
+                tally.crashes += 1
+                break  # the invocation died: the rest of its batch comes back after the visibility timeout
+            if done:
+                sqs.delete_message(QueueUrl=world.names["InboxQueue"], ReceiptHandle=message["ReceiptHandle"])
+
+
+def _invoke(world: World, plan: FaultPlan, worker: Worker, message: dict[str, Any], tally: Tally) -> bool:
+    """One record through one worker; True when the event source mapping would delete it."""
+    pk = json.loads(message["Body"])["pk"]
+    deadline = world.clock.now() + 90
+
+    def redelivered() -> None:  # the same message reaches a second worker while the first is busy
+        tally.redeliveries += 1
+        try:
+            _invoke(world, plan, world.workers[1], message, tally)
+        except WorkerCrash:
+            tally.crashes += 1
+
+    with plan.active(reentry=redelivered if worker is world.workers[0] else None):
+        try:
+            worker.process(
+                pk, message["ReceiptHandle"], remaining_seconds=lambda: deadline - world.clock.now()
+            )
+        except RetryLater:
+            return False
+        except WorkerCrash:
+            raise
+        except LockgateError:
+            return False  # a domain error (e.g. the store unavailable): a batch item failure, retried
+        except Exception as exc:  # noqa: BLE001 - a Lambda error: the record comes back after the visibility timeout
+            tally.unhandled[f"worker: {type(exc).__name__}"] += 1
+            return False
+    return True
+
+
+def _review(world: World, plan: FaultPlan, tally: Tally) -> None:
+    """Every reviewer allowed to decide a pending proposal opens their link and decides it."""
+    for status in world.review.listing():
+        proposal = status.proposal
+        decision = tally.decided.setdefault(
+            proposal.approval_id, "approve" if plan.rng.random() < APPROVE_RATE else "reject"
+        )
+        for link in world.desk.links_for(proposal).values():
+            query = dict(_query(link))
+            with plan.active():
+                _guarded(tally, "approval", partial(_decide, world, proposal.approval_id, query, decision))
+
+
+def _decide(world: World, approval_id: str, query: dict[str, str], decision: str) -> None:
+    page = world.desk.show(approval_id, query)
+    if page.status != 200:
+        return  # already decided, settled, or the callback failed: the reviewer tries again later
+    token = page.body.split(f'name="{FORM_TOKEN_FIELD}" value="', 1)[1].split('"', 1)[0]
+    world.desk.decide(approval_id, query, {**query, FORM_TOKEN_FIELD: token, "decision": decision})
+
+
+def _query(link: str) -> list[tuple[str, str]]:
+    from urllib.parse import parse_qsl, urlsplit
+
+    return parse_qsl(urlsplit(link).query)
+
+
+def _guarded(tally: Tally, function: str, call: Callable[[], Any]) -> None:
+    """Run one invocation of a function whose failures the caller just retries later."""
+    try:
+        call()
+    except WorkerCrash:
+        tally.crashes += 1
+    except LockgateError:
+        pass  # a domain error the function reports as a clear answer
+    except Exception as exc:  # noqa: BLE001 - an invocation error: counted, retried by the next round
+        tally.unhandled[f"{function}: {type(exc).__name__}"] += 1
+
+
+def queue_depth(world: World) -> int:
+    """Messages in the inbox queue: visible, in flight or delayed."""
+    attributes = world.client("sqs").get_queue_attributes(
+        QueueUrl=world.names["InboxQueue"],
+        AttributeNames=[
+            "ApproximateNumberOfMessages",
+            "ApproximateNumberOfMessagesNotVisible",
+            "ApproximateNumberOfMessagesDelayed",
+        ],
+    )["Attributes"]
+    return sum(int(value) for value in attributes.values())
+
+
+def _quiescent(world: World) -> bool:
+    if queue_depth(world):
+        return False
+    if world.review.listing():
+        return False
+    return not any(item["status"]["S"] in ("received", "processing") for item in world.scan("InboxTable"))
+
+
+def seeded(seed: int) -> random.Random:
+    """The traffic's generator (separate from the fault plan's, so faults don't reshuffle traffic)."""
+    return random.Random(seed * 7919 + 1)  # noqa: S311 - reproducible traffic, not security

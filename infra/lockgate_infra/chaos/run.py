@@ -1,0 +1,110 @@
+"""Run seeds and print the table: ``python -m lockgate_infra.chaos --seeds 50``."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from lockgate.clock import FixedClock
+from lockgate_infra.chaos.drive import Job, Tally, drive, seeded
+from lockgate_infra.chaos.faults import FaultPlan, Rates, inject_aws
+from lockgate_infra.chaos.invariants import Verdict, judge
+from lockgate_infra.chaos.traffic import traffic
+from lockgate_infra.chaos.world import World, build_world, sqs_on
+from lockgate_infra.shoprig import ROOT
+
+START = 1_767_225_600.0  # 2026-01-01T00:00:00Z
+
+
+@dataclass
+class Row:
+    """One seed's line of the table."""
+
+    seed: int
+    events: int
+    faults: Counter[str]
+    tally: Tally
+    verdict: Verdict
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@contextmanager
+def account(plan: FaultPlan, clock: FixedClock) -> Iterator[World]:
+    """A fresh moto account from template.yaml, the shop seeded, the functions composed on it."""
+    import boto3
+    from moto import mock_aws
+
+    from lockgate_infra.local.resources import create_resources
+    from lockgate_infra.stub import StubAnthropic, StubError
+    from lockgate_infra.stub.shop_model import ShopModel
+    from lockgate_infra.template import LocalPlan, load_template
+    from shop.seed import seed as seed_shop
+
+    shop_model = ShopModel()
+
+    def model(request: dict[str, Any]) -> Any:
+        fault = plan.model_fault()
+        if fault is None:
+            return shop_model(request)
+        status, kind, retry_after = fault
+        headers = {"retry-after": str(retry_after)} if retry_after else {}
+        return StubError(status, kind, "injected fault", headers)
+
+    with mock_aws(), sqs_on(clock), StubAnthropic(model) as stub:
+        session = boto3.session.Session(region_name="us-east-1")
+        names = create_resources(LocalPlan.from_template(load_template(ROOT / "template.yaml")), session)
+        seed_shop(session.client("dynamodb"), names["ShopOrdersTable"], ses=session.client("ses"))
+        world = build_world(session, names, plan, stub.base_url, clock)
+        world.stub = stub
+        yield world
+
+
+def run_seed(seed: int, events: int = 20, rates: Rates | None = None, jobs: Sequence[Job] = ()) -> Row:
+    """One seeded run on a fresh moto account."""
+    plan = FaultPlan(seed, rates or Rates())
+    clock = FixedClock(START)
+    sends = traffic(seeded(seed), events)
+    with account(plan, clock) as world:
+        with inject_aws(plan):
+            tally = drive(world, plan, sends, jobs)
+        verdict = judge(world, sends, tally)
+    return Row(seed, events, plan.injected, tally, verdict)
+
+
+def table(rows: Sequence[Row]) -> str:
+    """The report: one line per seed, then the totals."""
+    kinds = sorted({kind for row in rows for kind in row.faults})
+    head = [
+        "seed",
+        "events",
+        "posts",
+        *kinds,
+        "redeliveries",
+        "dups absorbed",
+        "refunds",
+        "emails",
+        "set aside",
+        "unhandled",
+        "violations",
+    ]
+    lines = [" | ".join(head), " | ".join("---" for _ in head)]
+    for row in rows:
+        t, v = row.tally, row.verdict
+        cells = [
+            row.seed,
+            row.events,
+            t.posts,
+            *(row.faults.get(k, 0) for k in kinds),
+            t.redeliveries,
+            t.duplicates_absorbed,
+            v.refunds,
+            v.emails,
+            v.set_aside,
+            sum(t.unhandled.values()),
+            len(v.violations),
+        ]
+        lines.append(" | ".join(str(c) for c in cells))
+    return "\n".join(lines)

@@ -1,0 +1,91 @@
+"""expire-approvals: proposals nobody decided in time, or approved but never run, become expired.
+
+Proposals are immutable and their state is derived (decisions + clock), so "becoming expired" is
+one conditional write: the inbox event ``approval#<id>#expired`` (put only if absent, so a repeat
+run changes nothing). The worker's ApprovalExecutor re-checks that event against the proposal, its
+decisions and the ledger again, and only then tells the task (DecisionNotice, outcome "expired"): a
+proposal decided at the last second, or an approved action that did run, is not reported expired.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from lockgate.agent.ledger import Ledger
+from lockgate.agent.tasks import Task
+from lockgate.approvals.deciding import current_state
+from lockgate.approvals.decisions import DecisionStore, State
+from lockgate.approvals.events import approval_event, enqueue
+from lockgate.approvals.executor import EXPIRED_EVENT, action_ran, approved_at
+from lockgate.approvals.proposals import Proposal, ProposalStore, answers_only
+from lockgate.config import ApprovalsConfig
+from lockgate.inbox.queue import InboxQueue
+from lockgate.inbox.store import InboxStore
+from lockgate.jobs.contract import JobContext, JobResult
+
+NAME = "expire-approvals"
+# Proposals older than this were settled by earlier runs (decide windows are hours, not weeks).
+LOOKBACK_SECONDS = 7 * 86_400
+PAGE_SIZE = 100
+
+
+class ApprovalExpiry:
+    """The ``expire-approvals`` job."""
+
+    def __init__(
+        self,
+        *,
+        proposals: ProposalStore,
+        decisions: DecisionStore,
+        config: ApprovalsConfig,
+        inbox: InboxStore,
+        queue: InboxQueue,
+        ledger: Ledger,
+        tasks: Mapping[str, Task],
+    ) -> None:
+        self._proposals = proposals
+        self._decisions = decisions
+        self._config = config
+        self._inbox = inbox
+        self._queue = queue
+        self._ledger = ledger  # read only: did an approved action run?
+        self._tasks = tasks
+
+    def __call__(self, ctx: JobContext) -> JobResult:
+        """Scan recent proposals page by page; enqueue one expiry event per expired proposal."""
+        cursor = ctx.cursor or {}
+        since = int(cursor.get("since", ctx.clock.now() - LOOKBACK_SECONDS))
+        start: dict[str, Any] | None = cursor.get("start")
+        counts = {"expired": 0, "already_expired": 0, "checked": 0}
+        while True:
+            if ctx.should_stop():
+                return JobResult(done=False, cursor={"since": since, "start": start}, counts=counts)
+            page, start = self._proposals.page_since(since, start, PAGE_SIZE)
+            for proposal in page:
+                counts["checked"] += 1
+                if self._expired(proposal, ctx.clock.now()):
+                    event = approval_event(proposal.approval_id, EXPIRED_EVENT, int(ctx.clock.now()))
+                    created = enqueue(self._inbox, self._queue, event, ctx.log)
+                    counts["expired" if created else "already_expired"] += 1
+            if start is None:
+                break
+        ctx.metrics.add_metric(name="ApprovalsExpired", unit="Count", value=counts["expired"])
+        return JobResult(done=True, counts=counts)
+
+    def _expired(self, proposal: Proposal, now: float) -> bool:
+        # Veto-window proposals run on their own timer; "did this happen?" ones stay with reconcile.
+        if answers_only(proposal) or "veto_until" in proposal.extra:
+            return False
+        if now <= proposal.expires_at and now <= proposal.created_at + proposal.run_within_seconds:
+            return False  # neither window can have passed: skip the decisions read
+        decisions = self._decisions.for_approval(proposal.approval_id)
+        state = current_state(self._config, proposal, decisions, now)
+        if state is State.EXPIRED:
+            return True
+        if state is not State.APPROVED:
+            return False
+        allowed = frozenset(r.id for r in self._config.reviewers_for(proposal.tool))
+        if now <= approved_at(proposal, decisions, allowed) + proposal.run_within_seconds:
+            return False
+        return not action_ran(self._ledger, self._tasks.get(proposal.task), proposal)
