@@ -116,7 +116,7 @@ class JobRunner:
     ) -> RunOutcome:
         if state.last_success_at is not None:
             age = self._clock.now() - state.last_success_at
-            self._metrics.add_metric(name="JobHeartbeatAge", unit="Seconds", value=age)
+            self._metrics.add_metric(name="JobSecondsSinceSuccess", unit="Seconds", value=age)
         missed = missed_occurrences(spec.expression, state.last_scheduled_time, moment)
         if missed:
             self._log.warning(
