@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from lockgate.errors import LockgateError
 from lockgate.jobs.schedule import ScheduleExpression, iso
 from lockgate_infra.local.background import Background
 from lockgate_infra.template import Schedule
@@ -82,6 +83,9 @@ class LocalScheduler(Background):
         self.fired.append((schedule.name, iso(moment)))
         try:
             result = self._invoke(schedule.function, json.loads(raw))
+        except LockgateError as exc:  # a domain error says what is wrong in one line (e.g. not wired)
+            log.error("schedule %s at %s: %s: %s", schedule.name, iso(moment), type(exc).__name__, exc)
+            return
         except Exception:  # noqa: BLE001 - Scheduler would retry and dead-letter; locally we report it
             log.exception("schedule %s at %s: %s failed", schedule.name, iso(moment), schedule.function)
             return
