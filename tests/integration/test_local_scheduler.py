@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from decimal import Decimal
 from pathlib import Path
@@ -70,7 +71,7 @@ def test_given_clock_speed_1440_then_a_days_schedules_fire_in_a_minute_each_with
 
 
 def test_given_the_local_stack_when_the_refund_summary_fires_then_the_owner_gets_one_email_of_refunds(
-    monkeypatch: Any,
+    monkeypatch: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Given the local stack with the offline demo model, the shop seeded, and two refunds yesterday
     monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
@@ -122,6 +123,15 @@ def test_given_the_local_stack_when_the_refund_summary_fires_then_the_owner_gets
         body = sent[0].body
         assert "2 refund(s) on 2026-01-04, $35.50 in total" in body
         assert "A-1043: $20.00" in body and "A-2001: $15.50" in body and "A-1042" not in body
+
+        # And each invocation published the job's heartbeat age (EMF, dimensions service and Job)
+        beats = [
+            json.loads(line)
+            for line in capsys.readouterr().out.splitlines()
+            if line.startswith("{") and '"JobHeartbeatAge"' in line
+        ]
+        assert any(b.get("Job") == "refund-summary" and b.get("service") == "lockgate" for b in beats)
+        assert all(b["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [["service", "Job"]] for b in beats)
 
         # And a job whose code is not installed fails the invocation (Scheduler retries, then the DLQ)
         with pytest.raises(JobNotWired):

@@ -84,3 +84,21 @@ def test_given_a_stranded_delivery_when_sweep_inbox_runs_through_the_runner_then
     assert [json.loads(m["Body"])["pk"] for m in messages] == ["github#lost-1"]
     (state,) = JobStateStore(aws.client("dynamodb"), aws.state_table).all()
     assert state.name == "sweep-inbox" and state.last_success_at == clock.now()
+
+
+def test_the_jobs_settings_take_the_state_table_timeout_and_resource_names_only() -> None:
+    from lockgate.errors import ConfigError
+    from lockgate.settings import JobsSettings
+
+    settings = JobsSettings.from_env(
+        {
+            "STATE_TABLE": "s",
+            "JOBS_TIMEOUT_SECONDS": "120",
+            "INBOX_QUEUE_URL": "u",
+            "AWS_SECRET_ACCESS_KEY": "x",
+        }
+    )
+    assert (settings.state_table, settings.timeout_seconds) == ("s", 120)
+    assert settings.names == {"STATE_TABLE": "s", "INBOX_QUEUE_URL": "u"}  # never credentials
+    with pytest.raises(ConfigError, match="STATE_TABLE"):
+        JobsSettings.from_env({})
