@@ -51,3 +51,28 @@ def test_steps_lists_and_ranges() -> None:
 def test_expressions_scheduler_would_refuse_or_we_do_not_support_raise(text: str) -> None:
     with pytest.raises(ValueError):
         ScheduleExpression.parse(text)
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({"expression": "every day"}, "rate"),
+        ({"expression": "rate(1 day)", "catch_up": "twice"}, "catch_up"),
+        ({"expression": "rate(1 day)", "owner": "me"}, "unknown"),
+    ],
+)
+def test_a_bad_schedules_section_in_lockgate_toml_is_refused(body: dict[str, str], message: str) -> None:
+    from lockgate.config import parse_config
+    from lockgate.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=message):
+        parse_config({"schedules": {"nightly": body}})
+
+
+def test_a_schedules_section_becomes_a_job_per_task() -> None:
+    from lockgate.config import parse_config
+    from lockgate.jobs.registry import CatchUp, job_registry
+
+    config = parse_config({"schedules": {"nightly": {"expression": "cron(0 1 * * ? *)", "catch_up": "once"}}})
+    spec = job_registry(config)["nightly"]
+    assert (spec.schedule, spec.catch_up) == ("cron(0 1 * * ? *)", CatchUp.ONCE)
