@@ -15,6 +15,7 @@ from lockgate.inbox.store import InboxStore
 from lockgate_infra.approvals_cli import add_approvals_parser, run_approvals
 from lockgate_infra.cost import add_cost_parser, run_cost
 from lockgate_infra.eval_cli import add_eval_parser, run_eval
+from lockgate_infra.jobs_cli import add_jobs_parser, run_jobs
 from lockgate_infra.ops import InboxOps
 from lockgate_infra.spend_cli import add_spend_parser
 from lockgate_infra.targets import Target, TargetError, deployed_target, local_target
@@ -47,6 +48,14 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="the agent's model: the offline demo model (default), the gullible test model, "
         "or real Claude (default when ANTHROPIC_API_KEY is set)",
+    )
+    local.add_argument(
+        "--clock-speed",
+        type=float,
+        default=1.0,
+        metavar="N",
+        help="run the template's schedules N times faster than real time (1440: a day in a minute; "
+        "0: no schedules)",
     )
     local.set_defaults(run=_run_local)
 
@@ -86,7 +95,8 @@ def _parser() -> argparse.ArgumentParser:
     spend = add_spend_parser(commands, run=_spend)
     add_eval_parser(commands, run=run_eval)
     add_cost_parser(commands, run=run_cost)
-    for sub in (status, show, retry, run_show, *approvals, spend):
+    jobs = add_jobs_parser(commands, run=_jobs)
+    for sub in (status, show, retry, run_show, *approvals, spend, *jobs):
         where = sub.add_mutually_exclusive_group()
         where.add_argument("--local", action="store_true", help="the running `lockgate local` (default)")
         where.add_argument("--stack", metavar="NAME", help="a deployed CloudFormation stack")
@@ -179,12 +189,21 @@ def _approvals(args: argparse.Namespace) -> int:
     return run_approvals(args, _target(args))
 
 
+def _jobs(args: argparse.Namespace) -> int:
+    return run_jobs(args, _target(args), ROOT)
+
+
 def _run_local(args: argparse.Namespace) -> int:
     from lockgate_infra.local.model import ModelChoiceError
     from lockgate_infra.local.stack import run_local
 
     try:
-        return run_local(config_path=args.config, port=args.port, model=args.model)
+        return run_local(
+            config_path=args.config,
+            port=args.port,
+            model=args.model,
+            clock_speed=args.clock_speed or None,
+        )
     except ModelChoiceError as exc:
         print(f"lockgate: {exc}", file=sys.stderr)
         return 2

@@ -587,6 +587,19 @@ def test_given_the_real_template_then_every_table_queue_bucket_secret_route_and_
         secrets = {s["Name"] for s in stack.client("secretsmanager").list_secrets()["SecretList"]}
         for logical_id in _declared(template, "AWS::SecretsManager::Secret"):
             assert stack.resources[logical_id] in secrets, logical_id
+        # And every schedule runs locally: same expression and input, targeting a function in the plan.
+        declared_schedules = {
+            name: resource["Properties"]
+            for name, resource in template["Resources"].items()
+            if resource.get("Type") == "AWS::Scheduler::Schedule"
+        }
+        assert declared_schedules, "the template declares no schedules"
+        planned = {s.name: s for s in stack.plan.schedules}
+        for name, properties in declared_schedules.items():
+            assert planned[name].expression == properties["ScheduleExpression"], name
+            assert planned[name].input == properties["Target"]["Input"], name
+            assert planned[name].function in stack.plan.functions, name
+            assert planned[name].enabled, name
         # And every schedule (Scheduler resources and Schedule/ScheduleV2 function events) is planned.
         assert_every_schedule_is_planned(template, stack.plan)
 

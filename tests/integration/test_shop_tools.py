@@ -509,7 +509,13 @@ def test_given_the_workers_environment_when_registering_then_the_task_and_the_pa
     environ = {"SHOP_ORDERS_TABLE": "o", "SHOP_PAYMENTS_TABLE": "p", "SHOP_MAIL_TABLE": "m"}
     setup = Setup(router=Router(), environ=environ, client=aws.client)
     register(setup)
-    (task,) = setup.tasks
+    task, summary = setup.tasks
+    assert (summary.name, summary.source, summary.event_type) == (
+        "refund-summary",
+        "schedule",
+        "refund-summary",
+    )
+    assert [t.name for t in summary.tools] == ["list_refunds", "email_owner"]
     assert (task.name, task.source, task.event_type, task.model) == (
         "support-inbox",
         "helpdesk",

@@ -69,6 +69,7 @@ WORKER_ACCESS = {
     ("dynamodb:Query", "${ShopOrdersTable.Arn}/index/by-customer"),
     ("dynamodb:GetItem", "ShopPaymentsTable.Arn"),
     ("dynamodb:PutItem", "ShopPaymentsTable.Arn"),
+    ("dynamodb:Scan", "ShopPaymentsTable.Arn"),  # list_refunds (the scheduled refund summary)
     ("dynamodb:GetItem", "ShopMailTable.Arn"),
     ("dynamodb:PutItem", "ShopMailTable.Arn"),
     ("dynamodb:Query", "${ShopMailTable.Arn}/index/by-sender"),
@@ -108,6 +109,41 @@ NOTIFIER_ACCESS = {
     ),
     ("ses:SendEmail", "arn:${AWS::Partition}:ses:${AWS::Region}:${AWS::AccountId}:identity/*"),
 }
+# The scheduled jobs: the sweep and expiry (Inbox, queue, DLQ), reconciliation (the ledger in State,
+# the shop's payments and mail through the reconcile hooks, escalation proposals), the digest (SES,
+# the link key to sign reviewers' links), prune, and the runner's leases and heartbeats (State).
+JOBS_ACCESS = {
+    ("dynamodb:DeleteItem", "${StateTable.Arn}/index/*"),
+    ("dynamodb:DeleteItem", "InboxTable.Arn"),
+    ("dynamodb:DeleteItem", "StateTable.Arn"),
+    ("dynamodb:GetItem", "${StateTable.Arn}/index/*"),
+    ("dynamodb:GetItem", "ApprovalsTable.Arn"),
+    ("dynamodb:GetItem", "DecisionsTable.Arn"),
+    ("dynamodb:GetItem", "InboxTable.Arn"),
+    ("dynamodb:GetItem", "ShopMailTable.Arn"),
+    ("dynamodb:GetItem", "ShopPaymentsTable.Arn"),
+    ("dynamodb:GetItem", "StateTable.Arn"),
+    ("dynamodb:PutItem", "${StateTable.Arn}/index/*"),
+    ("dynamodb:PutItem", "ApprovalsTable.Arn"),
+    ("dynamodb:PutItem", "InboxTable.Arn"),
+    ("dynamodb:PutItem", "StateTable.Arn"),
+    ("dynamodb:Query", "${ApprovalsTable.Arn}/index/by-created"),
+    ("dynamodb:Query", "${InboxTable.Arn}/index/by-status"),
+    ("dynamodb:Query", "${StateTable.Arn}/index/*"),
+    ("dynamodb:Query", "DecisionsTable.Arn"),
+    ("dynamodb:Query", "StateTable.Arn"),
+    ("dynamodb:Scan", "${StateTable.Arn}/index/*"),
+    ("dynamodb:Scan", "ApprovalsTable.Arn"),
+    ("dynamodb:Scan", "InboxTable.Arn"),
+    ("dynamodb:Scan", "StateTable.Arn"),
+    ("dynamodb:UpdateItem", "${StateTable.Arn}/index/*"),
+    ("dynamodb:UpdateItem", "InboxTable.Arn"),
+    ("dynamodb:UpdateItem", "StateTable.Arn"),
+    ("secretsmanager:GetSecretValue", "Ref:ApprovalLinkSecret"),
+    ("ses:SendEmail", "arn:${AWS::Partition}:ses:${AWS::Region}:${AWS::AccountId}:identity/*"),
+    ("sqs:SendMessage", "InboxDLQ.Arn"),
+    ("sqs:SendMessage", "InboxQueue.Arn"),
+}
 APPROVAL_FUNCTIONS = ("ApprovalCallbackFunction", "ApprovalNotifierFunction")
 # Least privilege, one row per function: exactly the data access its role grants. A function
 # added to the template without a row here fails test_given_every_function_then_it_has_a_row.
@@ -116,6 +152,7 @@ EXPECTED_ACCESS: dict[str, set[tuple[str, str]]] = {
     "AgentWorkerFunction": WORKER_ACCESS,
     "ApprovalCallbackFunction": CALLBACK_ACCESS,
     "ApprovalNotifierFunction": NOTIFIER_ACCESS,
+    "ScheduledJobsFunction": JOBS_ACCESS,
 }
 ALL_FUNCTIONS = tuple(EXPECTED_ACCESS)
 WRITE_ACTIONS = ("Put", "Update", "Delete", "BatchWrite", "TransactWrite", "Create", "Restore", "Import")
@@ -417,6 +454,7 @@ def test_given_the_worker_then_it_is_told_where_the_shops_data_lives(cfn):
         "SHOP_FROM_ADDRESS": {"Ref": "ShopFromAddress"},
         "SHOP_HOST": "shop.example.com",
         "SHOP_MODEL": {"Ref": "ShopModelId"},
+        "SHOP_OWNER_ADDRESS": "owner@shop.example.com",
     }
 
 
@@ -609,7 +647,7 @@ def test_given_an_approval_function_then_it_cannot_read_the_model_key_webhook_se
     assert not {"ANTHROPIC_API_KEY_REF", "SECRETS_PREFIX", "STATE_TABLE"} & set(environment(cfn, function_id))
 
 
-def test_given_every_role_then_only_the_approval_functions_can_read_the_link_secret(cfn):
+def test_given_every_role_then_only_the_approval_functions_and_the_digest_can_read_the_link_secret(cfn):
     link_key_name = properties(cfn, "ApprovalLinkSecret")["Name"]["Fn::Sub"]
     readers = set()
     for role_id in resources_of_type(cfn, "AWS::IAM::Role"):
@@ -621,7 +659,8 @@ def test_given_every_role_then_only_the_approval_functions_can_read_the_link_sec
                 link_key_name + "-AbCdEf", pattern
             ):
                 readers.add(role_id)
-    assert readers == {"ApprovalCallbackRole", "ApprovalNotifierRole"}
+    # ScheduledJobsRole: the approval digest emails each reviewer their signed links.
+    assert readers == {"ApprovalCallbackRole", "ApprovalNotifierRole", "ScheduledJobsRole"}
     for function_id in ALL_FUNCTIONS:
         assert set(properties(cfn, function_id).get("ManagedPolicyArns", [])) <= BASIC_MANAGED_POLICIES
 

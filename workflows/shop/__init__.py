@@ -10,7 +10,7 @@ from shop.handlers import order_updated
 
 
 def register(setup: Setup) -> None:
-    """Tell the worker which handler takes which event, and add the support-inbox agent task.
+    """Tell the worker which handler takes which event, and add the agent tasks (inbox, refund summary).
 
     The task needs the shop's tables (SHOP_ORDERS_TABLE, SHOP_PAYMENTS_TABLE, SHOP_MAIL_TABLE);
     without any of them only the plain handler is registered.
@@ -23,10 +23,12 @@ def register(setup: Setup) -> None:
     settings = ShopSettings.from_env(setup.environ)
     if settings is None:
         return
+    from shop.summary import refund_summary_task
     from shop.task import support_inbox_task
 
     services = ShopServices.build(settings, setup.client, SystemClock())
     setup.add_task(support_inbox_task(services))
+    setup.add_task(refund_summary_task(services))  # on a schedule: [schedules.refund-summary]
 
 
 def seed_local(client: Callable[[str], Any], resources: Mapping[str, str]) -> None:

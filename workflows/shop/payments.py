@@ -92,6 +92,28 @@ class Payments:
         item = response.get("Item")
         return Refund.from_item(item) if item else None
 
+    def refunds_between(self, start: int, end: int) -> list[Refund]:
+        """Refunds created in ``[start, end)`` (epoch seconds), oldest first: a paged, filtered scan.
+
+        A scan suits the example shop's table (refunds for weeks, not years); a busy shop would
+        add an index on the day instead.
+        """
+        found: list[Refund] = []
+        kwargs: dict[str, Any] = {
+            "TableName": self.table,
+            "FilterExpression": "created_at >= :start AND created_at < :end",
+            "ExpressionAttributeValues": to_item({":start": start, ":end": end}),
+        }
+        try:
+            while True:
+                response = self._db.scan(**kwargs)
+                found += [Refund.from_item(item) for item in response.get("Items", [])]
+                if "LastEvaluatedKey" not in response:
+                    return sorted(found, key=lambda r: (r.created_at, r.idempotency_key))
+                kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+        except (ClientError, BotoCoreError) as exc:
+            raise ShopUnavailable(f"payments: {type(exc).__name__}") from exc
+
     def refund(self, refund: Refund, order: Order) -> tuple[Refund, bool]:
         """Write the refund and count it on the order; (the stored refund, whether it is new)."""
         ceiling = order.total - refund.amount

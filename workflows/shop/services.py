@@ -16,6 +16,7 @@ from shop.payments import Payments
 DEFAULT_FROM_ADDRESS = "support@shop.example.com"
 DEFAULT_HOST = "shop.example.com"
 DEFAULT_MODEL = "claude-sonnet-5-5"
+DEFAULT_OWNER_ADDRESS = "owner@shop.example.com"
 TABLE_VARIABLES = ("SHOP_ORDERS_TABLE", "SHOP_PAYMENTS_TABLE", "SHOP_MAIL_TABLE")
 
 
@@ -29,6 +30,7 @@ class ShopSettings:
     from_address: str = DEFAULT_FROM_ADDRESS
     host: str = DEFAULT_HOST
     model: str = DEFAULT_MODEL  # the template's ShopModelId
+    owner_address: str = DEFAULT_OWNER_ADDRESS  # who gets the daily refund summary
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> ShopSettings | None:
@@ -42,10 +44,9 @@ class ShopSettings:
         missing = [name for name, value in values.items() if not value]
         if missing:
             raise ConfigError(f"environment variable {missing[0]} is required by the shop workflow")
-        from_address = environ.get("SHOP_FROM_ADDRESS", "").strip() or DEFAULT_FROM_ADDRESS
+        from_address = _address(environ, "SHOP_FROM_ADDRESS", DEFAULT_FROM_ADDRESS)
+        owner = _address(environ, "SHOP_OWNER_ADDRESS", DEFAULT_OWNER_ADDRESS).lower()
         host = environ.get("SHOP_HOST", "").strip().lower() or DEFAULT_HOST
-        if from_address.count("@") != 1 or any(c.isspace() for c in from_address):
-            raise ConfigError(f"SHOP_FROM_ADDRESS is not an email address: {from_address!r}")
         if "/" in host or ":" in host or "@" in host:
             raise ConfigError(f"SHOP_HOST must be a bare host name like shop.example.com, got {host!r}")
         return cls(
@@ -55,7 +56,15 @@ class ShopSettings:
             from_address,
             host,
             environ.get("SHOP_MODEL", "").strip() or DEFAULT_MODEL,
+            owner,
         )
+
+
+def _address(environ: Mapping[str, str], name: str, default: str) -> str:
+    value = environ.get(name, "").strip() or default
+    if value.count("@") != 1 or any(c.isspace() for c in value):
+        raise ConfigError(f"{name} is not an email address: {value!r}")
+    return value
 
 
 @dataclass(frozen=True)

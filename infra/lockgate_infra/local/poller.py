@@ -11,6 +11,8 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from lockgate_infra.local.background import Background
+
 log = logging.getLogger("lockgate_infra.local")
 
 MAX_RECEIVE = 10  # SQS returns at most 10 messages per ReceiveMessage
@@ -78,7 +80,7 @@ def failed_message_ids(response: Any, message_ids: set[str]) -> set[str]:
     return failed
 
 
-class SqsPoller:
+class SqsPoller(Background):
     """One thread that feeds a queue's messages to a function in batches."""
 
     def __init__(
@@ -104,7 +106,6 @@ class SqsPoller:
         self._region = region
         self.name = name or queue_arn.rsplit(":", 1)[-1]
         self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         self._progress = threading.Condition()
         self._cycles = 0  # receive calls completed, their batch handled
         self._busy = False
@@ -115,15 +116,7 @@ class SqsPoller:
 
     def start(self) -> None:
         """Start polling in a daemon thread."""
-        self._thread = threading.Thread(target=self._run, name=f"sqs-poller {self.name}", daemon=True)
-        self._thread.start()
-
-    def stop(self, timeout: float = 5.0) -> None:
-        """Stop after the current receive (at most ``wait_seconds``) and batch."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
-        self._thread = None
+        self._start_thread(f"sqs-poller {self.name}")
 
     def _run(self) -> None:
         while not self._stop.is_set():

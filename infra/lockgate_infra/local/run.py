@@ -116,11 +116,13 @@ def run_local(
     stop: threading.Event | None = None,
     ready: Callable[[LocalStack], None] | None = None,
     model: str | None = None,
+    clock_speed: float | None = 1.0,
 ) -> int:
     """Run the embedded stack until Ctrl-C, SIGTERM or ``stop``; returns the exit status.
 
     Before the functions load, every ``secretsmanager:`` secret the config names is created with
-    its development value (printed), so the receiver's start-up secret check passes.
+    its development value (printed), so the receiver's start-up secret check passes. The template's
+    schedules run on a clock ``clock_speed`` times real time (None: no schedules).
     """
     from lockgate_infra.local.stack import LocalStack, default_template_path  # stack imports this module
 
@@ -152,6 +154,8 @@ def run_local(
         print(f"  model:        {chosen.description}", file=out)
         gateway = stack.start_gateway(port, always_base64=always_base64)
         stack.start_pollers()
+        if clock_speed is not None:
+            stack.start_scheduler(clock_speed)
         state_file.parent.mkdir(parents=True, exist_ok=True)
         state_file.write_text(json.dumps(local_state(stack, gateway), indent=2) + "\n", encoding="utf-8")
         try:
@@ -184,6 +188,12 @@ def _print_banner(stack: LocalStack, gateway: Gateway, dev_secrets: Mapping[str,
     lines += [f"  route:        {r.route_key} -> {r.function}" for r in plan.routes]
     lines += [f"  queue:        {p.name} -> {p.queue_url}" for p in stack.pollers]
     lines += [f"  stream:       {p.name} <- {p.table_name}" for p in stack.stream_pollers]
+    if stack.scheduler is not None:
+        speed = stack.scheduler.speed
+        lines += [
+            f"  schedule:     {s.name} {s.expression} -> {s.function}" for s in plan.schedules if s.enabled
+        ]
+        lines.append(f"  clock:        x{speed:g} (a day in {86_400 / speed / 60:.1f} min)")
     lines += [f"  table:        {t.name}" for t in plan.tables.values()]
     lines += [f"  dev secret:   {source} = {value}" for source, value in dev_secrets.items()]
     lines.append("Ctrl-C to stop.")

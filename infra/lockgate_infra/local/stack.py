@@ -24,6 +24,7 @@ from lockgate_infra.local.poller import SqsPoller
 from lockgate_infra.local.resources import LOCAL_PREFIX, create_resources
 from lockgate_infra.local.run import run_local
 from lockgate_infra.local.runtime import LocalFunction, import_handler_module
+from lockgate_infra.local.scheduler import LocalScheduler
 from lockgate_infra.local.streams import StreamPoller
 from lockgate_infra.template import LocalPlan, StreamSource
 
@@ -106,6 +107,7 @@ class LocalStack:
         self.gateway: Gateway | None = None
         self.pollers: list[SqsPoller] = []
         self.stream_pollers: list[StreamPoller] = []
+        self.scheduler: LocalScheduler | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -133,7 +135,10 @@ class LocalStack:
         return self
 
     def stop(self) -> None:
-        """Stop pollers, gateway and moto; restore the environment."""
+        """Stop the scheduler, pollers, gateway and moto; restore the environment."""
+        if self.scheduler is not None:
+            self.scheduler.stop()
+            self.scheduler = None
         for stream_poller in self.stream_pollers:
             stream_poller.stop()
         self.stream_pollers = []
@@ -290,6 +295,18 @@ class LocalStack:
         )
         poller.start()
         return poller
+
+    def start_scheduler(self, clock_speed: float = 1.0) -> LocalScheduler:
+        """Run the template's schedules (``AWS::Scheduler::Schedule`` and ScheduleV2 events) on a clock
+        ``clock_speed`` times faster than real time."""
+        if self.scheduler is not None:
+            raise RuntimeError("the scheduler is already running")
+        for function in {schedule.function for schedule in self.plan.schedules if schedule.enabled}:
+            self.load_function(function)  # an import error shows now, not at the first tick
+        scheduler = LocalScheduler(self.plan.schedules, self.invoke, clock_speed=clock_speed)
+        scheduler.start()
+        self.scheduler = scheduler
+        return scheduler
 
     def drain(self, timeout: float = 30.0, *, include_retries: bool = False) -> bool:
         """Wait until every polled queue is empty and nothing is being processed; False on timeout.

@@ -21,6 +21,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from lockgate_infra.local.background import Background
 from lockgate_infra.local.poller import failed_message_ids
 
 log = logging.getLogger("lockgate_infra.local")
@@ -77,7 +78,7 @@ def stream_record(record: dict[str, Any], stream_arn: str, region: str) -> dict[
     return out
 
 
-class StreamPoller:
+class StreamPoller(Background):
     """One thread that feeds a table's stream to a function in batches."""
 
     def __init__(
@@ -127,7 +128,6 @@ class StreamPoller:
         self._retry_from: str | None = None  # sequence number being retried
         self._attempts = 0
         self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         self._progress = threading.Condition()
         self._started_cycles = 0
         self._last_idle_cycle = 0
@@ -142,15 +142,7 @@ class StreamPoller:
         (shard,) = description["Shards"][-1:]  # moto keeps one shard per stream
         self._shard_id = shard["ShardId"]
         self._iterator = self._new_iterator(self._starting_position)
-        self._thread = threading.Thread(target=self._run, name=f"stream-poller {self.name}", daemon=True)
-        self._thread.start()
-
-    def stop(self, timeout: float = 5.0) -> None:
-        """Stop after the current batch."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
-        self._thread = None
+        self._start_thread(f"stream-poller {self.name}")
 
     def _new_iterator(self, kind: str, sequence_number: str | None = None) -> str:
         extra = {} if sequence_number is None else {"SequenceNumber": sequence_number}

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from lockgate_infra.stub import refund_summary
 from lockgate_infra.stub.conversation import (
     JSON,
     Call,
@@ -97,6 +98,8 @@ class ShopModel:
         if is_extraction(request):
             return extraction_reply(request)  # the task's intake: read the request out of the email
         turn = _Turn(request)
+        if "list_refunds" in turn.tools:  # the scheduled refund summary, not a customer email
+            return refund_summary.respond(request)
         emails, wanted, failures = self._emails(turn)
         if wanted:
             return turn.ask("Let me read the customer's email first.", wanted)

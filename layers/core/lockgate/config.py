@@ -126,6 +126,15 @@ class CapacityConfig:
 
 
 @dataclass(frozen=True)
+class ScheduleConfig:
+    """A task triggered by a schedule: ``[schedules.<name>]`` (its event type is the name)."""
+
+    expression: str  # as in template.yaml: "cron(17 6 ? * MON-FRI *)" (UTC)
+    catch_up: str = "each"  # missed occurrences: "each" enqueues every one, "once" only the latest
+    description: str = ""
+
+
+@dataclass(frozen=True)
 class LockgateConfig:
     """The whole file."""
 
@@ -135,6 +144,7 @@ class LockgateConfig:
     approvals: ApprovalsConfig = field(default_factory=ApprovalsConfig)
     budget: BudgetConfig = field(default_factory=BudgetConfig)
     capacity: CapacityConfig = field(default_factory=CapacityConfig)
+    schedules: Mapping[str, ScheduleConfig] = field(default_factory=dict)
 
     def source(self, name: str) -> SourceConfig | None:
         """The source called ``name``, or None."""
@@ -160,6 +170,7 @@ def load_config(path: str | Path) -> LockgateConfig:
 def parse_config(raw: Mapping[str, Any], origin: str = "lockgate.toml") -> LockgateConfig:
     """Validate an already-parsed TOML document."""
     unknown = set(raw) - {"sources", "inbox", "workflows", "approvals", "budget", "capacity"}
+    unknown = set(raw) - {"sources", "inbox", "workflows", "approvals", "budget", "capacity", "schedules"}
     if unknown:
         raise ConfigError(f"{origin}: unknown section(s) {sorted(unknown)}")
     sources_raw = _table(raw.get("sources", {}), f"{origin}: [sources]")
@@ -178,12 +189,14 @@ def parse_config(raw: Mapping[str, Any], origin: str = "lockgate.toml") -> Lockg
     approvals = _approvals(_table(raw.get("approvals", {}), f"{origin}: [approvals]"), origin)
     budget = _budget(_table(raw.get("budget", {}), f"{origin}: [budget]"), origin)
     capacity = _capacity(_table(raw.get("capacity", {}), f"{origin}: [capacity]"), origin)
+    schedules = _schedules(_table(raw.get("schedules", {}), f"{origin}: [schedules]"), origin)
     return LockgateConfig(
         sources=sources,
         inbox=inbox,
         workflows_package=package,
         approvals=approvals,
         budget=budget,
+        schedules=schedules,
         capacity=capacity,
     )
 
@@ -225,6 +238,23 @@ def _rate_limit(entry: Mapping[str, Any], where: str) -> RateLimitConfig:
         requests_per_minute=_positive_int(entry["requests_per_minute"], f"{where}.requests_per_minute"),
         tokens_per_minute=None if tokens is None else _positive_int(tokens, f"{where}.tokens_per_minute"),
     )
+
+
+def _schedules(body: Mapping[str, Any], origin: str) -> dict[str, ScheduleConfig]:
+    schedules = {}
+    for name, raw in body.items():
+        where = f"{origin}: [schedules.{name}]"
+        entry = _table(raw, where)
+        _no_unknown(entry, set(ScheduleConfig.__dataclass_fields__), where)
+        expression, catch_up = entry.get("expression"), entry.get("catch_up", "each")
+        if not isinstance(expression, str) or not expression.startswith(("rate(", "cron(")):
+            raise ConfigError(f"{where}: expression must be a rate(...) or cron(...) expression")
+        if catch_up not in ("each", "once"):
+            raise ConfigError(f'{where}: catch_up must be "each" or "once"')
+        if not all(c.isalnum() or c == "-" for c in name):
+            raise ConfigError(f"{where}: a schedule name is letters, digits and '-'")
+        schedules[name] = ScheduleConfig(expression, catch_up, str(entry.get("description", "")))
+    return schedules
 
 
 def _budget(body: Mapping[str, Any], origin: str) -> BudgetConfig:

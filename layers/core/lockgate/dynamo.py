@@ -28,10 +28,19 @@ def write_if(call: Callable[..., Any], **request: Any) -> bool:
     try:
         call(**request)
     except ClientError as exc:
-        code = str(exc.response.get("Error", {}).get("Code", "ClientError"))
-        if code == "ConditionalCheckFailedException":
+        if conditional_failed(exc):
             return False
-        raise StoreUnavailable(code) from exc
+        raise StoreUnavailable(error_code(exc)) from exc
     except BotoCoreError as exc:
         raise StoreUnavailable(type(exc).__name__) from exc
     return True
+
+
+def error_code(exc: ClientError) -> str:
+    """The service's error code, e.g. ConditionalCheckFailedException (never the message text)."""
+    return str(exc.response.get("Error", {}).get("Code", "ClientError"))
+
+
+def conditional_failed(exc: ClientError) -> bool:
+    """Whether a conditional write was refused because the item was not as expected."""
+    return error_code(exc) == "ConditionalCheckFailedException"

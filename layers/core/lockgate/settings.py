@@ -129,3 +129,27 @@ class ApprovalSettings:
             inbox_table=environ.get("INBOX_TABLE") or None,
             inbox_queue_url=environ.get("INBOX_QUEUE_URL") or None,
         )
+
+
+@dataclass(frozen=True)
+class JobsSettings:
+    """What the scheduled_jobs function needs to know about its environment."""
+
+    config_path: str
+    state_table: str
+    timeout_seconds: int
+    names: Mapping[str, str]  # every resource variable, for the jobs' factories
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> JobsSettings:
+        """Validate the environment; ConfigError names what is missing."""
+        return cls(
+            config_path=environ.get("LOCKGATE_CONFIG", "lockgate.toml"),
+            state_table=_required(environ, "STATE_TABLE"),
+            timeout_seconds=_int(environ, "JOBS_TIMEOUT_SECONDS", 300),
+            names={
+                k: v
+                for k, v in environ.items()
+                if k.endswith(("_TABLE", "_URL", "_ADDRESS", "_BUCKET", "_ARN"))
+            },
+        )

@@ -1,0 +1,75 @@
+"""Scheduled jobs Lambda: EventBridge Scheduler sends {"job": name, "scheduled_time": ...}; run it once."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import boto3
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.metrics import MetricUnit, single_metric
+
+from lockgate.clock import SystemClock
+from lockgate.config import load_config
+from lockgate.errors import LockgateError
+from lockgate.jobs.health import job_health
+from lockgate.jobs.registry import JobResources, job_registry
+from lockgate.jobs.runner import JobRunner
+from lockgate.jobs.state import JobStateStore
+from lockgate.settings import JobsSettings
+
+logger = Logger()
+metrics = Metrics()
+
+settings = JobsSettings.from_env(os.environ)
+config = load_config(Path(__file__).parent / settings.config_path)
+clock = SystemClock()
+session = boto3.session.Session()
+store = JobStateStore(session.client("dynamodb"), settings.state_table)
+jobs = job_registry(config)
+runner = JobRunner(
+    jobs=jobs,
+    store=store,
+    resources=JobResources(config, session.client, settings.names, clock, logger, metrics),  # type: ignore[arg-type]
+    timeout_seconds=settings.timeout_seconds,
+    clock=clock,
+    log=logger,
+    metrics=metrics,
+)
+
+
+def publish_heartbeats() -> None:
+    """Every job's heartbeat age, one metric per job: what the missed-heartbeat alarms watch."""
+    for health in job_health(jobs, store, clock.now()):
+        if health.age_seconds is None:
+            continue  # never ran: no data, and the alarm treats missing data as breaching
+        with single_metric(
+            name="JobHeartbeatAge",
+            unit=MetricUnit.Seconds,
+            value=health.age_seconds,
+            namespace=metrics.namespace,
+        ) as metric:
+            metric.add_dimension(name="service", value=metrics.service or "lockgate")
+            metric.add_dimension(name="Job", value=health.name)
+
+
+@metrics.log_metrics
+@logger.inject_lambda_context(clear_state=True)
+def handler(event: dict[str, Any], context: Any) -> dict[str, object]:
+    """Run one job; an exception fails the invocation so Scheduler retries and then dead-letters it."""
+    name = str(event.get("job", ""))
+    logger.append_keys(job=name)
+    metrics.add_dimension(name="Job", value=name[:100] or "unknown")
+    try:
+        outcome = runner.run(
+            name,
+            event.get("scheduled_time"),
+            remaining_seconds=lambda: context.get_remaining_time_in_millis() / 1000,
+        )
+    finally:
+        try:
+            publish_heartbeats()
+        except LockgateError:  # the State table unreachable: the job's own outcome still stands
+            logger.exception("could not publish heartbeats")
+    return outcome.as_dict()

@@ -1,0 +1,198 @@
+"""Which jobs exist: name → schedule expression, policies and a factory that builds the job.
+
+``template.yaml`` declares one ``AWS::Scheduler::Schedule`` per entry here, and a test reads both,
+so a job without a schedule (or a schedule without a job) fails the build, not production.
+
+Built-in jobs live in ``lockgate.jobs.builtin`` and are built by ``lockgate.jobs.wiring``; each
+factory imports its module only when that job runs, so one job's import error never stops another.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from lockgate.clock import Clock
+from lockgate.config import LockgateConfig
+from lockgate.errors import ConfigError, LockgateError
+from lockgate.jobs.contract import Job
+from lockgate.jobs.schedule import ScheduleExpression
+from lockgate.telemetry import Log, Metrics
+
+
+class Overlap(StrEnum):
+    """What an invocation does when another run of the same job holds the lease."""
+
+    SKIP = "skip"  # log and exit: the next occurrence does the work
+    QUEUE = "queue"  # ask the running one for one more run (at most one waits)
+
+
+class CatchUp(StrEnum):
+    """What a run does about occurrences missed since the last success."""
+
+    ONCE = "once"  # one run covers them (sweeps, expiries: the work is "whatever is due now")
+    EACH = "each"  # run every missed occurrence, oldest first (per-day reports, scheduled tasks)
+
+
+class JobNotWired(LockgateError):
+    """A registered job whose code is not installed in this deployment."""
+
+
+@dataclass(frozen=True)
+class JobResources:
+    """What factories build jobs from: injected clients, resource names, settings, clock, logs, metrics."""
+
+    config: LockgateConfig
+    client: Callable[[str], Any]  # boto3 client factory: resources.client("dynamodb")
+    names: Mapping[str, str]  # INBOX_TABLE, STATE_TABLE, INBOX_QUEUE_URL, ... (the function's environment)
+    clock: Clock
+    log: Log
+    metrics: Metrics
+
+    def name(self, variable: str) -> str:
+        """A resource name from the environment; ConfigError if this function was not given it."""
+        value = self.names.get(variable, "").strip()
+        if not value:
+            raise ConfigError(f"environment variable {variable} is required by this job")
+        return value
+
+
+Factory = Callable[[JobResources], Job]
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """One scheduled job."""
+
+    name: str
+    schedule: str  # the EventBridge Scheduler expression, UTC
+    factory: Factory
+    description: str
+    overlap: Overlap = Overlap.SKIP
+    catch_up: CatchUp = CatchUp.ONCE
+    flexible_minutes: int = 0  # Scheduler's flexible time window (0 = OFF)
+
+    @property
+    def expression(self) -> ScheduleExpression:
+        """The parsed schedule."""
+        return ScheduleExpression.parse(self.schedule)
+
+    def overdue_after(self) -> int:
+        """Seconds without a heartbeat after which the job counts as stopped (the alarm's threshold).
+
+        Two of its longest gaps plus the flexible window: one late or failed-and-retried run is
+        not an alarm, two missed in a row are.
+        """
+        return 2 * self.expression.longest_gap() + 60 * self.flexible_minutes
+
+
+def module_factory(module: str, attribute: str = "build") -> Factory:
+    """A factory that imports ``module`` when the job runs and calls its ``build(resources)``."""
+
+    def build(resources: JobResources) -> Job:
+        try:
+            loaded = importlib.import_module(module)
+        except ImportError as exc:
+            raise JobNotWired(f"job code {module} is not installed here ({exc})") from exc
+        make = getattr(loaded, attribute, None)
+        if not callable(make):
+            raise JobNotWired(f"{module} has no {attribute}(resources) function")
+        job: Job = make(resources)
+        return job
+
+    return build
+
+
+def _wired(name: str) -> Factory:
+    """The factory ``lockgate.jobs.wiring.<name>`` (imported when the job runs)."""
+
+    def build(resources: JobResources) -> Job:
+        from lockgate.jobs import wiring
+
+        job: Job = getattr(wiring, name)(resources)
+        return job
+
+    return build
+
+
+# budget-report, eval and collect-batches come from the cost and eval work: registered by name so
+# their schedules exist; until their modules are installed a run fails with JobNotWired (loudly).
+BUILTIN_JOBS: tuple[JobSpec, ...] = (
+    JobSpec(
+        "sweep-inbox",
+        "rate(5 minutes)",
+        _wired("sweep_inbox"),
+        "re-queue stranded deliveries, set aside those past the attempt limit",
+    ),
+    JobSpec(
+        "expire-approvals",
+        "rate(15 minutes)",
+        _wired("expire_approvals"),
+        "expire proposals past their decision or run window; tell the task",
+        flexible_minutes=5,
+    ),
+    JobSpec(
+        "reconcile-operations",
+        "rate(15 minutes)",
+        _wired("reconcile_operations"),
+        "resolve UNKNOWN ledger operations through the tool's reconcile hook, or escalate",
+        flexible_minutes=5,
+    ),
+    JobSpec(
+        "approval-digest",
+        "cron(0 8 * * ? *)",
+        _wired("approval_digest"),
+        "a daily digest of pending proposals to the reviewers",
+    ),
+    JobSpec(
+        "budget-report",
+        "cron(5 0 * * ? *)",
+        module_factory("lockgate.costs.report"),
+        "yesterday's model spend against the caps",
+        catch_up=CatchUp.EACH,
+        flexible_minutes=15,
+    ),
+    JobSpec(
+        "eval",
+        "cron(0 3 ? * MON *)",
+        module_factory("lockgate.evals.scheduled"),
+        "the weekly eval run; fails below the gate",
+        flexible_minutes=60,
+    ),
+    JobSpec(
+        "prune",
+        "cron(30 2 * * ? *)",
+        _wired("prune"),
+        "old done deliveries, runs and operations past retention; report sizes",
+        flexible_minutes=60,
+    ),
+    JobSpec(
+        "collect-batches",
+        "rate(10 minutes)",
+        module_factory("lockgate.costs.batches"),
+        "collect finished Message Batches results",
+        overlap=Overlap.QUEUE,
+        flexible_minutes=5,
+    ),
+)
+
+
+def job_registry(config: LockgateConfig) -> dict[str, JobSpec]:
+    """The built-in jobs plus one per scheduled task in ``[schedules]`` of lockgate.toml."""
+    from lockgate.jobs.tasks import scheduled_task_factory
+
+    jobs = {spec.name: spec for spec in BUILTIN_JOBS}
+    for name, schedule in config.schedules.items():
+        if name in jobs:
+            raise ConfigError(f"lockgate.toml: schedule {name!r} has the name of a built-in job")
+        jobs[name] = JobSpec(
+            name,
+            schedule.expression,
+            scheduled_task_factory(name),
+            schedule.description or f"the {name} task, as an inbox event",
+            catch_up=CatchUp(schedule.catch_up),
+        )
+    return jobs
