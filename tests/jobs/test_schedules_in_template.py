@@ -100,7 +100,7 @@ def _dimension(alarm: dict[str, Any], name: str) -> str | None:
     return next((d["Value"] for d in alarm.get("Dimensions", []) if d["Name"] == name), None)
 
 
-def test_the_jobs_role_reads_only_the_link_key_writes_no_decision_and_no_shop_data(
+def test_the_jobs_role_reads_only_the_link_and_model_keys_writes_no_decision_and_no_shop_data(
     resources: dict[str, Any],
 ) -> None:
     statements = resources["ScheduledJobsRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]
@@ -110,7 +110,9 @@ def test_the_jobs_role_reads_only_the_link_key_writes_no_decision_and_no_shop_da
         for action in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])
     ]
     secrets = [r for a, r in granted if a.startswith("secretsmanager:")]
-    assert secrets == [json.dumps({"Ref": "ApprovalLinkSecret"})]  # the digest's signed links
+    # The digest's signed links; collect-batches reads batch results with the model key. No webhook secret.
+    assert secrets[0] == json.dumps({"Ref": "ApprovalLinkSecret"})
+    assert len(secrets) == 2 and "anthropic-api-key-??????" in secrets[1] and "webhooks" not in secrets[1]
     assert not [
         a for a, r in granted if "DecisionsTable" in r and a not in ("dynamodb:GetItem", "dynamodb:Query")
     ]

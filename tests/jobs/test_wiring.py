@@ -21,7 +21,16 @@ from tests.support import Aws
 
 ROOT = Path(__file__).resolve().parents[2]
 LOG = logging.getLogger("lockgate.tests.jobs")
-WIRED = ("sweep-inbox", "expire-approvals", "reconcile-operations", "approval-digest", "prune")
+WIRED = (
+    "sweep-inbox",
+    "expire-approvals",
+    "reconcile-operations",
+    "approval-digest",
+    "prune",
+    "budget-report",
+    "collect-batches",
+    "eval",
+)
 
 
 @pytest.fixture
@@ -41,10 +50,16 @@ def test_every_wired_built_in_job_builds_from_the_functions_environment(
     assert callable(job)
 
 
-@pytest.mark.parametrize("name", ["budget-report", "eval", "collect-batches"])
-def test_jobs_whose_code_is_not_installed_fail_with_not_wired(resources: JobResources, name: str) -> None:
+def test_where_the_eval_harness_is_not_installed_the_eval_job_fails_as_not_wired(
+    resources: JobResources, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a deployed function: lockgate_infra (the eval harness) is not importable
+    import sys
+
+    monkeypatch.setitem(sys.modules, "lockgate_infra.eval_job", None)
+    # Then the eval job fails loudly, naming what is missing
     with pytest.raises(JobNotWired, match="not installed"):
-        job_registry(resources.config)[name].factory(resources)
+        job_registry(resources.config)["eval"].factory(resources)
 
 
 def test_given_a_stranded_delivery_when_sweep_inbox_runs_through_the_runner_then_it_is_requeued_once(

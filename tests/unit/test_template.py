@@ -111,7 +111,8 @@ NOTIFIER_ACCESS = {
 }
 # The scheduled jobs: the sweep and expiry (Inbox, queue, DLQ), reconciliation (the ledger in State,
 # the shop's payments and mail through the reconcile hooks, escalation proposals), the digest (SES,
-# the link key to sign reviewers' links), prune, and the runner's leases and heartbeats (State).
+# the link key to sign reviewers' links), prune, collect-batches (the model key), and the runner's
+# leases and heartbeats (State).
 JOBS_ACCESS = {
     ("dynamodb:DeleteItem", "${StateTable.Arn}/index/*"),
     ("dynamodb:DeleteItem", "InboxTable.Arn"),
@@ -140,6 +141,11 @@ JOBS_ACCESS = {
     ("dynamodb:UpdateItem", "InboxTable.Arn"),
     ("dynamodb:UpdateItem", "StateTable.Arn"),
     ("secretsmanager:GetSecretValue", "Ref:ApprovalLinkSecret"),
+    (
+        "secretsmanager:GetSecretValue",
+        "arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:"
+        "${SecretsPrefix}/anthropic-api-key-??????",
+    ),
     ("ses:SendEmail", "arn:${AWS::Partition}:ses:${AWS::Region}:${AWS::AccountId}:identity/*"),
     ("sqs:SendMessage", "InboxDLQ.Arn"),
     ("sqs:SendMessage", "InboxQueue.Arn"),

@@ -118,8 +118,9 @@ def _wired(name: str) -> Factory:
     return build
 
 
-# budget-report, eval and collect-batches come from the cost and eval work: registered by name so
-# their schedules exist; until their modules are installed a run fails with JobNotWired (loudly).
+# The weekly eval runs the offline eval harness (an isolated moto shop, infra/lockgate_infra):
+# it runs where that is installed (`lockgate local`, `lockgate jobs run eval`, CI); in a deployed
+# function it fails with JobNotWired, loudly (see README, "Evals").
 BUILTIN_JOBS: tuple[JobSpec, ...] = (
     JobSpec(
         "sweep-inbox",
@@ -150,7 +151,7 @@ BUILTIN_JOBS: tuple[JobSpec, ...] = (
     JobSpec(
         "budget-report",
         "cron(5 0 * * ? *)",
-        module_factory("lockgate.costs.report"),
+        _wired("budget_report"),
         "yesterday's model spend against the caps",
         catch_up=CatchUp.EACH,
         flexible_minutes=15,
@@ -158,7 +159,7 @@ BUILTIN_JOBS: tuple[JobSpec, ...] = (
     JobSpec(
         "eval",
         "cron(0 3 ? * MON *)",
-        module_factory("lockgate.evals.scheduled"),
+        module_factory("lockgate_infra.eval_job"),
         "the weekly eval run; fails below the gate",
         flexible_minutes=60,
     ),
@@ -172,7 +173,7 @@ BUILTIN_JOBS: tuple[JobSpec, ...] = (
     JobSpec(
         "collect-batches",
         "rate(10 minutes)",
-        module_factory("lockgate.costs.batches"),
+        _wired("collect_batches"),
         "collect finished Message Batches results",
         overlap=Overlap.QUEUE,
         flexible_minutes=5,

@@ -108,6 +108,58 @@ def prune(resources: JobResources) -> Job:
     )
 
 
+def budget_report(resources: JobResources) -> Job:
+    """budget-report: the daily usage rollup in the State table and the configured caps."""
+    from lockgate.jobs.builtin.budget_report import BudgetReport
+
+    return BudgetReport(
+        dynamodb=resources.client("dynamodb"),
+        state_table=resources.name("STATE_TABLE"),
+        budget=resources.config.budget,
+    )
+
+
+def collect_batches(resources: JobResources) -> Job:
+    """collect-batches: the Message Batches API (the model key), run records and the spend holds."""
+    from lockgate.agent.batches import Batches
+    from lockgate.agent.runs import RunStore
+    from lockgate.agent.spend import SpendCaps
+    from lockgate.agent.wiring import anthropic_factory
+    from lockgate.secrets import SecretResolver
+
+    secrets = SecretResolver(resources.names, secretsmanager=lambda: resources.client("secretsmanager"))
+    key_ref = resources.name("ANTHROPIC_API_KEY_REF")
+    dynamodb, table, budget = (
+        resources.client("dynamodb"),
+        resources.name("STATE_TABLE"),
+        resources.config.budget,
+    )
+    spend = None
+    if budget.daily_usd is not None:  # the holds taken at submit are settled here, to the batch price
+        spend = SpendCaps(
+            dynamodb,
+            table,
+            resources.clock,
+            global_cap_usd=budget.daily_usd,
+            task_caps=budget.tasks,
+            metrics=resources.metrics,
+            log=resources.log,
+        )
+    batches = Batches(
+        anthropic_factory(
+            lambda: secrets.resolve(key_ref), resources.names.get("ANTHROPIC_BASE_URL") or None
+        ),
+        dynamodb,
+        table,
+        RunStore(dynamodb, table, resources.clock),
+        resources.clock,
+        log=resources.log,
+        metrics=resources.metrics,
+        spend=spend,
+    )
+    return batches.collect_batches
+
+
 def _inbox(resources: JobResources) -> InboxStore:
     from lockgate.inbox.store import InboxStore
 
