@@ -6,7 +6,8 @@ sharing this process in ``lockgate local``. The harness (moto, the stub judge, t
 is part of the development install, not of a deployed function, so in Lambda the job's factory
 is not importable and the run fails with ``JobNotWired`` (README, "Evals": run it from CI there).
 
-Environment (all optional): ``LOCKGATE_EVAL_TASKS`` (comma-separated, default ``support-inbox``),
+Environment: ``LOCKGATE_EVAL_TASKS`` (comma-separated, e.g. ``support-inbox``; none set: the run
+only logs a warning), and optionally
 ``LOCKGATE_EVAL_MODEL`` (default the offline ``shop`` model; a ``claude-…`` id needs the key),
 ``LOCKGATE_EVAL_RUNS`` (default 3), ``LOCKGATE_EVAL_GATE`` (default 0.8).
 """
@@ -32,9 +33,7 @@ class EvalJob:
     """Run each task's suite; raise if any is under the gate."""
 
     def __init__(self, environ: Mapping[str, str]) -> None:
-        self._tasks = [
-            t.strip() for t in environ.get("LOCKGATE_EVAL_TASKS", "support-inbox").split(",") if t.strip()
-        ]
+        self._tasks = [t.strip() for t in environ.get("LOCKGATE_EVAL_TASKS", "").split(",") if t.strip()]
         self._model = environ.get("LOCKGATE_EVAL_MODEL", "shop")
         self._runs = environ.get("LOCKGATE_EVAL_RUNS", "3")
         self._gate = environ.get("LOCKGATE_EVAL_GATE", "0.8")
@@ -42,6 +41,8 @@ class EvalJob:
     def __call__(self, ctx: JobContext) -> JobResult:
         """One suite per task, each in its own process."""
         failed: list[str] = []
+        if not self._tasks:
+            ctx.log.warning("eval: no tasks to evaluate (set LOCKGATE_EVAL_TASKS, e.g. support-inbox)")
         for task in self._tasks:
             argv = ["eval", task, "--model", self._model, "--runs", self._runs, "--gate", self._gate]
             done = subprocess.run(  # noqa: S603 - our own CLI with fixed arguments
@@ -63,6 +64,24 @@ class EvalJob:
         if failed:
             raise EvalGateFailed("; ".join(failed))
         return JobResult(counts={"tasks": len(self._tasks)})
+
+
+def _isolated(environ: Mapping[str, str]) -> dict[str, str]:
+    """The child's environment: the basics and the model key only, with fake AWS credentials.
+
+    Under ``lockgate local`` this process carries AWS_ENDPOINT_URL (the embedded moto server) and
+    every function's resource names; the eval builds its own sandbox and must see none of them.
+    """
+    kept = {k: v for k, v in environ.items() if k in _PASSED or k.startswith(("LC_", "PYENV"))}
+    fake = {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+    }
+    return {**kept, **fake, "AWS_DEFAULT_REGION": "us-east-1"}
+
+
+_PASSED = frozenset({"PATH", "HOME", "LANG", "TMPDIR", "PYTHONPATH", "VIRTUAL_ENV", "ANTHROPIC_API_KEY"})
 
 
 def build(resources: JobResources) -> Job:

@@ -51,11 +51,6 @@ def test_jobs_run_enqueues_the_scheduled_task_and_status_shows_its_heartbeat(
     line = next(row for row in out.splitlines() if row.startswith("refund-summary"))
     assert "never" not in line and "OVERDUE" not in line
 
-    # When a job whose code is not wired into this deployment is run, it fails loudly
-    assert run_cli("jobs", "run", "eval")[0] == 2
-    assert "not installed" in capsys.readouterr().err
-    code, out = run_cli("jobs", "status", "--json")
-    assert next(r for r in json.loads(out) if r["job"] == "eval")["last_error"].startswith("JobNotWired")
     # And an unknown job is refused with the list of known ones
     assert run_cli("jobs", "run", "no-such-job")[0] == 2
     assert "known: sweep-inbox" in capsys.readouterr().err

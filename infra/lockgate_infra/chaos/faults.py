@@ -31,7 +31,10 @@ from botocore.exceptions import ClientError, ConnectTimeoutError, ReadTimeoutErr
 
 THROTTLE_CODES = {"dynamodb": "ThrottlingException", "sqs": "RequestThrottled", "ses": "Throttling"}
 # Writes that are a customer-visible side effect: a crash right after one is the worst moment.
+# (A TransactWriteItems counts only when it writes the shop's payments: the refund. The spend
+# gate and the usage rollup use transactions too, and are not side effects.)
 SIDE_EFFECTS = frozenset({"TransactWriteItems", "SendEmail", "SendRawEmail"})
+EFFECT_TABLE = "ShopPaymentsTable"
 
 
 class WorkerCrash(BaseException):  # noqa: N818 - it is not an error our code may handle
@@ -79,7 +82,7 @@ class FaultPlan:
         finally:
             self._local.on = previous
 
-    def call(self, service: str, operation: str, send: Callable[[], Any]) -> Any:
+    def call(self, service: str, operation: str, params: dict[str, Any], send: Callable[[], Any]) -> Any:
         """Make one AWS call, with whatever fault the plan draws for it."""
         if not getattr(self._local, "on", False):
             return send()
@@ -93,7 +96,7 @@ class FaultPlan:
         if roll < self.rates.aws_before + self.rates.aws_after:
             self.injected["timeout-after"] += 1
             raise ReadTimeoutError(endpoint_url=f"https://{service}.chaos")
-        if operation in SIDE_EFFECTS and self.rng.random() < self.rates.crash_after_effect:
+        if _is_side_effect(operation, params) and self.rng.random() < self.rates.crash_after_effect:
             self.injected["crash"] += 1
             raise WorkerCrash(f"killed after {operation} applied")
         return result
@@ -122,6 +125,14 @@ class FaultPlan:
             reentry()
 
 
+def _is_side_effect(operation: str, params: dict[str, Any]) -> bool:
+    if operation not in SIDE_EFFECTS:
+        return False
+    if operation != "TransactWriteItems":
+        return True
+    return EFFECT_TABLE in str(params.get("TransactItems", ""))
+
+
 def _before(kind: str, service: str, operation: str) -> Exception:
     if kind == "timeout-before":
         return ConnectTimeoutError(endpoint_url=f"https://{service}.chaos")
@@ -142,7 +153,9 @@ def inject_aws(plan: FaultPlan) -> Iterator[None]:
 
     def faulty(self: BaseClient, operation_name: str, api_params: dict[str, Any]) -> Any:
         service = self.meta.service_model.service_name
-        return plan.call(service, operation_name, lambda: original(self, operation_name, api_params))
+        return plan.call(
+            service, operation_name, api_params, lambda: original(self, operation_name, api_params)
+        )
 
     BaseClient._make_api_call = faulty  # type: ignore[attr-defined]  # noqa: SLF001
     try:
