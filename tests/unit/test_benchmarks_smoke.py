@@ -84,3 +84,16 @@ def test_admission_calls_adds_at_most_two_dynamodb_calls_per_model_call() -> Non
     assert admission_calls.added(results, "one by one (before the gate)") == 6
     assert admission_calls.added(results, "gate + circuit breaker") == 3  # + the breaker's GetItem
     assert "target <= 2: MET" in admission_calls.render(results)
+
+
+def test_approvals_benchmark_meters_each_approved_action_and_prices_step_functions() -> None:
+    from benchmarks import approvals
+
+    # Given two refunds that need a person, each approved through the real page and form
+    ours, sfn, facts = approvals.measure(actions=2)
+    # Then both were approved and executed, and our side made real AWS calls for each
+    assert facts["approved"] == 2 and facts["write_units"] > 0
+    assert ours.requests > 0 and ours.dollars > 0
+    # And Step Functions is priced from its five transitions plus the same Lambda work
+    assert sfn.dollars > approvals.SFN_TRANSITIONS * 0.025 / 1000
+    assert "Ratio Lockgate / Step Functions" in approvals.render(ours, sfn, facts)

@@ -1,0 +1,178 @@
+"""AWS requests and dollars per approved action: Lockgate's tables-and-queue approvals vs the same
+flow on Step Functions ``waitForTaskToken``.
+
+Ours is measured: large refund emails (each needs a person) go through the composed functions on
+moto, every reviewer approves through the real page and form, and every AWS call the approval part
+makes is metered — the proposal write in the agent run, the confirmation page and the decision
+(the approval callback), and the approval event the worker executes (claim, re-checks, the
+ledger, the refund, the notice to the customer). The notifier (the Approvals stream → one Lambda
+invocation, one email per reviewer) runs outside the harness, so it is added as those units.
+
+Step Functions is priced from its published rate ($0.025 per 1,000 state transitions, Standard
+workflows) for the smallest equivalent machine: wait for the task token (notify), choice,
+execute, tell the customer, succeed — 5 transitions — plus the same Lambda invocations (notify,
+page, decision, execute) and the same emails. It keeps no per-reviewer decision record and no
+link-signing secret; those would be extra there. The action itself (the refund's own writes) is
+counted on both sides at the same measured cost.
+
+Run: ``python -m benchmarks.approvals [--actions 6]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+SFN_TRANSITIONS = 5  # wait for token → choice → execute → notify customer → succeed
+NOTIFIER_INVOCATIONS = 1  # the stream handler, per proposal
+
+
+@dataclass
+class Side:
+    """One design's requests and dollars per approved action."""
+
+    requests: float
+    dollars: float
+    detail: str
+
+
+def measure(actions: int = 6) -> tuple[Side, Side, dict[str, float]]:
+    """Ours (measured) and Step Functions (priced), per approved action."""
+    from lockgate.approvals.proposals import ProposalStore
+    from lockgate.clock import FixedClock
+    from lockgate_infra.aws_prices import PRICES
+    from lockgate_infra.chaos.drive import drive
+    from lockgate_infra.chaos.faults import FaultPlan, Rates
+    from lockgate_infra.chaos.housekeeping import housekeeping
+    from lockgate_infra.chaos.run import START, account
+    from lockgate_infra.chaos.traffic import CATALOGUE, Send
+    from lockgate_infra.cost import Assumptions, FunctionUsage, Meter, Usage
+
+    refund = next(m for m in CATALOGUE if m.kind == "large-refund")
+    sends = [Send(f"msg-chaos-{n:04d}", refund, False, [0]) for n in range(actions)]
+    usage = Usage(events=actions, functions={"approval": FunctionUsage(512), "executor": FunctionUsage(1024)})
+    meter = Meter(usage)
+    plan = FaultPlan(1, Rates(aws_before=0, aws_after=0, crash_after_effect=0, reenter=0, model=0))
+    with account(plan, FixedClock(START)) as world, meter.installed():
+        world.desk.show = meter.timed("approval", world.desk.show)  # type: ignore[method-assign]
+        world.desk.decide = meter.timed("approval", world.desk.decide)  # type: ignore[method-assign]
+        for worker in world.workers:
+            worker.process = _executor_only(meter, worker.process)  # type: ignore[method-assign]
+        propose = ProposalStore.propose
+        ProposalStore.propose = meter.timed("executor", propose)  # type: ignore[method-assign]
+        try:
+            tally = drive(world, _ApproveAll(plan), sends, housekeeping(world))  # type: ignore[arg-type]
+        finally:
+            ProposalStore.propose = propose  # type: ignore[method-assign]
+        approved = sum(1 for decision in tally.decided.values() if decision == "approve")
+        reviewers = len(world.config.approvals.reviewers_for("refund_order"))
+    assume = Assumptions()
+    per = max(approved, 1)
+    calls = sum(f.aws_calls for f in usage.functions.values()) / per
+    invocations = sum(f.invocations for f in usage.functions.values()) / per + NOTIFIER_INVOCATIONS
+    gb_seconds = (
+        sum(
+            (max(0.0, f.own_seconds) + f.aws_calls * assume.call_ms / 1000) * f.memory_mb / 1024
+            for f in usage.functions.values()
+        )
+        / per
+    )
+    emails = usage.emails / per + reviewers  # the notice to the customer, and the reviewers' links
+    ours = Side(
+        requests=calls + invocations + reviewers,
+        dollars=usage.write_units / per * PRICES.dynamodb_write_unit
+        + usage.read_units / per * PRICES.dynamodb_read_unit
+        + usage.sqs_requests / per * PRICES.sqs_request
+        + invocations * PRICES.lambda_request
+        + gb_seconds * PRICES.lambda_gb_second
+        + emails * PRICES.ses_email,
+        detail=f"{calls:.1f} AWS calls + {invocations:.1f} Lambda invocations + {reviewers} emails",
+    )
+    # Step Functions: the same Lambda work (invocations, compute, emails) and the action's own writes,
+    # with the approval state kept by the service: transitions instead of our tables and queue.
+    action_writes = 3  # the refund transaction (2 units per item, 1 item) and its ledger record
+    sfn_invocations = invocations  # notify, page, decision (SendTaskSuccess from the callback), execute
+    sfn = Side(
+        requests=SFN_TRANSITIONS
+        + 2
+        + sfn_invocations
+        + action_writes
+        + reviewers,  # + Start, SendTaskSuccess
+        dollars=SFN_TRANSITIONS * PRICES.step_functions_transition
+        + action_writes * PRICES.dynamodb_write_unit
+        + sfn_invocations * PRICES.lambda_request
+        + gb_seconds * PRICES.lambda_gb_second
+        + emails * PRICES.ses_email,
+        detail=f"{SFN_TRANSITIONS} transitions + StartExecution + SendTaskSuccess + {sfn_invocations:.1f} "
+        f"Lambda invocations + {reviewers} emails",
+    )
+    facts = {
+        "approved": approved,
+        "write_units": usage.write_units / per,
+        "read_units": usage.read_units / per,
+    }
+    return ours, sfn, facts
+
+
+class _ApproveAll:
+    """The fault plan, with a reviewer who approves everything (the rng draw is the reviewer's coin)."""
+
+    def __init__(self, plan: Any) -> None:
+        self._plan = plan
+        self.rng = _Yes()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._plan, name)
+
+
+class _Yes:
+    def random(self) -> float:
+        return 0.0
+
+
+def _executor_only(meter: Any, process: Any) -> Any:
+    """Time and meter only the worker's approval events (the executor), not the agent runs."""
+    timed = meter.timed("executor", process)
+
+    def run(pk: str, *args: Any, **kwargs: Any) -> Any:
+        return (timed if pk.startswith("approval#") else process)(pk, *args, **kwargs)
+
+    return run
+
+
+def render(ours: Side, sfn: Side, facts: dict[str, float]) -> str:
+    """The table and the ratio."""
+    return "\n".join(
+        [
+            f"Per approved action ({facts['approved']:.0f} measured; "
+            f"{facts['write_units']:.1f} write / {facts['read_units']:.1f} read units on our side)",
+            "",
+            "| design | AWS requests | dollars | made of |",
+            "|---|---|---|---|",
+            f"| Lockgate (tables + queue) | {ours.requests:.1f} | ${ours.dollars:.7f} | {ours.detail} |",
+            f"| Step Functions waitForTaskToken | {sfn.requests:.1f} | ${sfn.dollars:.7f} | {sfn.detail} |",
+            "",
+            f"Ratio Lockgate / Step Functions: requests {ours.requests / sfn.requests:.2f}, "
+            f"dollars {ours.dollars / sfn.dollars:.2f}",
+        ]
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--actions", type=int, default=6)
+    args = parser.parse_args(argv)
+    logging.disable(logging.CRITICAL)
+    ours, sfn, facts = measure(args.actions)
+    print(render(ours, sfn, facts))
+    print(json.dumps({"ours_usd": ours.dollars, "sfn_usd": sfn.dollars}), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
