@@ -27,8 +27,8 @@ BENCHMARKS: list[tuple[str, list[str]]] = [
     ("Cold start: import time per handler vs bare boto3", ["-m", "benchmarks.cold_start"]),
     ("Model: prompt caching per example run", ["-m", "benchmarks.prompt_caching"]),
     ("Model: dollars per 100 shop events, controls added in turn", ["-m", "benchmarks.model_costs"]),
-    ("Admission: DynamoDB calls per model call for budget + rate limits", ["-m", "benchmarks.admission_calls"]),
-    ("Approvals: AWS requests and dollars per approved action vs Step Functions", ["-m", "benchmarks.approvals"]),
+    ("Admission: DynamoDB calls per model call, budget + rate limits", ["-m", "benchmarks.admission_calls"]),
+    ("Approvals: requests and dollars per approved action vs Step Functions", ["-m", "benchmarks.approvals"]),
     ("Load: 2,000 deliveries from 20 senders on the local stack", ["-m", "benchmarks.load"]),
     ("Cost: `lockgate cost`, AWS dollars per month", ["-c", COST]),
 ]
