@@ -932,7 +932,7 @@ def test_given_the_dashboard_then_it_is_valid_json_graphing_the_metrics_the_code
         for row in widget["properties"]["metrics"]
         if isinstance(row[0], dict)
     ]
-    for name in ("InputTokens", "OutputTokens", "ModelCostUSD"):
+    for name in ("InputTokens", "OutputTokens", "ModelCostUSD", "JobHeartbeatAge"):
         assert any(f'MetricName="{name}"' in expression for expression in searches), name
     assert cfn["Outputs"]["DashboardUrl"]["Value"]["Fn::Sub"].endswith("#dashboards:name=${Dashboard}")
 
