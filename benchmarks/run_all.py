@@ -25,6 +25,7 @@ BENCHMARKS: list[tuple[str, list[str]]] = [
         ["-m", "benchmarks.receipt_calls"],
     ),
     ("Cold start: import time per handler vs bare boto3", ["-m", "benchmarks.cold_start"]),
+    ("Worker start: cold vs a SnapStart-style pre-initialised restore", ["-m", "benchmarks.worker_start"]),
     ("Model: prompt caching per example run", ["-m", "benchmarks.prompt_caching"]),
     ("Model: dollars per 100 shop events, controls added in turn", ["-m", "benchmarks.model_costs"]),
     ("Admission: DynamoDB calls per model call, budget + rate limits", ["-m", "benchmarks.admission_calls"]),

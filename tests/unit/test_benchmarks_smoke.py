@@ -97,3 +97,14 @@ def test_approvals_benchmark_meters_each_approved_action_and_prices_step_functio
     # And Step Functions is priced from its five transitions plus the same Lambda work
     assert sfn.dollars > approvals.SFN_TRANSITIONS * 0.025 / 1000
     assert "Ratio Lockgate / Step Functions" in approvals.render(ours, sfn, facts)
+
+
+def test_worker_start_benchmark_pre_initialises_the_sdk_only_for_snapstart() -> None:
+    from benchmarks import worker_start
+
+    # Given one fresh worker process of each kind
+    result = worker_start.measure(runs=1)
+    # Then both started; the snapshot's init carried the SDK (so a restored environment need not)
+    assert all(result[kind]["init"] > 0 and result[kind]["first"] > 0 for kind in ("cold", "snapshot"))
+    assert result["snapshot"]["init"] > result["cold"]["init"]
+    assert "Ratio new-environment start" in worker_start.render(result)
