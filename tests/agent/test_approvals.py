@@ -18,6 +18,7 @@ from lockgate.approvals.pages import FORM_TOKEN_FIELD
 from lockgate.approvals.proposals import ProposalStore
 from lockgate.approvals.requests import ApprovalRequests
 from lockgate.config import ApprovalsConfig, Reviewer, ToolApproval
+from lockgate.errors import Deferred
 from lockgate.inbox.bodies import BodyStore
 from lockgate.inbox.queue import InboxQueue
 from lockgate.inbox.store import InboxStore
@@ -473,3 +474,25 @@ def test_batch_review_lists_what_waits_for_one_reviewer(flow: Approvals) -> None
     # a proposal link is not a digest link, and a forged one shows nothing
     assert digest.page(flow.link(second, "alice")).status == 403
     assert digest.page({**query, "r": "bob"}).status == 403
+
+
+def test_an_approved_action_with_an_unknown_outcome_waits_for_reconciliation_and_tells_no_one(
+    rig: AgentRig,
+) -> None:
+    # Given an approved payment whose call times out after it may have gone through (UNKNOWN)
+    heard: list[str] = []
+    effects = Effects()
+    flow = Approvals(rig, effects)
+    flow.task = replace(flow.task, on_decision=lambda notice, services: heard.append(notice.outcome))
+    flow.executor._tasks = {flow.task.name: flow.task}  # noqa: SLF001
+    approval_id = flow.propose_payment()
+    flow.approve(approval_id, "alice")
+    effects.pay_fails_unknown = True
+    (decided,) = flow.queued_events()
+    context = TaskContext("x", lambda: 60.0, None, LOG, flow.rig.metrics)  # type: ignore[arg-type]
+    # When the worker executes it, Then the event is handed back for later (after reconciliation)
+    with pytest.raises(Deferred) as waited:
+        flow.executor(decided, context)
+    assert waited.value.delay_seconds >= 15 * 60 and "UNKNOWN" in str(waited.value)
+    # And the customer is told nothing yet: "not done" could be false
+    assert heard == []

@@ -535,3 +535,19 @@ def test_given_the_workers_environment_when_registering_then_the_task_and_the_pa
     assert ("partner", "order.updated") in [(r.source, r.event_type) for r in setup.router.routes]
     with pytest.raises(ConfigError, match="SHOP_MAIL_TABLE"):
         register(Setup(router=Router(), environ={**environ, "SHOP_MAIL_TABLE": ""}, client=aws.client))
+
+
+def test_given_one_run_when_the_reply_is_worded_differently_on_a_retry_then_the_ledger_keys_it_the_same(
+    shop: ShopServices,
+):
+    # Given the shop's send_email tool and two wordings of the reply to the same customer in one run
+    tool = support_inbox_task(shop).tool("send_email")
+    assert tool is not None and tool.identity_per_run
+    first = SendEmailArgs(to=ADA, subject="Re: order", body="Your order ships today.")
+    second = SendEmailArgs(to="Ada@Example.com", subject="Re: your order", body="It ships today!")
+    # Then both map to one ledger identity for that run (a second, different email is refused
+    # as a conflict), while another run or another recipient gets its own
+    assert tool.ledger_identity(first, "run-1") == tool.ledger_identity(second, "run-1")
+    assert tool.ledger_identity(first, "run-1") != tool.ledger_identity(first, "run-2")
+    other = SendEmailArgs(to=GRACE, subject="Re: order", body="Hello")
+    assert tool.ledger_identity(other, "run-1") != tool.ledger_identity(first, "run-1")

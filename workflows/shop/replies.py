@@ -122,6 +122,9 @@ def send_email_tool(host: str, shop_address: str) -> Tool[SendEmailArgs]:
         # Hard rules pin down every harmful argument: only the customer, only the shop's links,
         # only the customer's own orders. A tainted run may still reply.
         needs_person_when_tainted=False,
-        identity=None,  # run + tool + canonical arguments: one send per distinct reply in a run
+        # One reply per recipient per run: asked again after a crash, the model may word it
+        # differently; the ledger refuses a second, different email (found by the chaos harness).
+        identity=lambda a: f"reply#{a.to.lower()}",
+        identity_per_run=True,
         reconcile=reconcile,
     )

@@ -49,9 +49,17 @@ class Tally:
 
 
 def drive(
-    world: World, plan: FaultPlan, sends: Sequence[Send], jobs: Sequence[Job] = (), job_every: int = 4
+    world: World,
+    plan: FaultPlan,
+    sends: Sequence[Send],
+    jobs: Sequence[Job] = (),
+    job_every: int = 4,
+    racing: Job | None = None,
 ) -> Tally:
-    """Run until quiescent (or MAX_ROUNDS); returns the tally."""
+    """Run until quiescent (or MAX_ROUNDS); returns the tally.
+
+    ``racing`` (the inbox sweep) may also run in the middle of a worker's processing, racing it.
+    """
     tally = Tally()
     pending = {(due, n) for n, send in enumerate(sends) for due in send.due}
     for round_no in range(MAX_ROUNDS):
@@ -62,7 +70,7 @@ def drive(
                 retry_at = _post(world, plan, sends[n], tally)
                 if retry_at is not None:
                     pending.add((round_no + retry_at, n))
-        _poll(world, plan, tally)
+        _poll(world, plan, tally, racing)
         _review(world, plan, tally)
         if round_no % job_every == 0:
             for job in jobs:
@@ -112,7 +120,7 @@ def _post(world: World, plan: FaultPlan, send: Send, tally: Tally) -> int | None
     return int(2 ** (len(send.answers) - 1))  # the provider's backoff, in rounds
 
 
-def _poll(world: World, plan: FaultPlan, tally: Tally) -> None:
+def _poll(world: World, plan: FaultPlan, tally: Tally, racing: Job | None) -> None:
     """Receive what is visible and invoke the worker, batch by batch, like the event source mapping."""
     sqs = world.client("sqs")
     while True:
@@ -128,7 +136,7 @@ def _poll(world: World, plan: FaultPlan, tally: Tally) -> None:
             if int(message["Attributes"]["ApproximateReceiveCount"]) > 1:
                 tally.redeliveries += 1
             try:
-                done = _invoke(world, plan, world.workers[0], message, tally)
+                done = _invoke(world, plan, world.workers[0], message, tally, racing)
             except WorkerCrash:
                 tally.crashes += 1
                 break  # the invocation died: the rest of its batch comes back after the visibility timeout
@@ -136,12 +144,25 @@ def _poll(world: World, plan: FaultPlan, tally: Tally) -> None:
                 sqs.delete_message(QueueUrl=world.names["InboxQueue"], ReceiptHandle=message["ReceiptHandle"])
 
 
-def _invoke(world: World, plan: FaultPlan, worker: Worker, message: dict[str, Any], tally: Tally) -> bool:
+def _invoke(
+    world: World,
+    plan: FaultPlan,
+    worker: Worker,
+    message: dict[str, Any],
+    tally: Tally,
+    racing: Job | None = None,
+) -> bool:
     """One record through one worker; True when the event source mapping would delete it."""
     pk = json.loads(message["Body"])["pk"]
     deadline = world.clock.now() + 90
 
-    def redelivered() -> None:  # the same message reaches a second worker while the first is busy
+    def redelivered() -> None:
+        """Mid-processing: the sweep runs (racing this worker), or SQS redelivers to a second worker."""
+        if racing is not None and plan.rng.random() < 0.5:
+            plan.injected["sweep-race"] += 1
+            with plan.active():
+                _guarded(tally, "jobs", partial(racing, world, plan))
+            return
         tally.redeliveries += 1
         try:
             _invoke(world, plan, world.workers[1], message, tally)

@@ -70,7 +70,8 @@ def run_seed(seed: int, events: int = 20, rates: Rates | None = None, jobs: Sequ
     sends = traffic(seeded(seed), events)
     with account(plan, clock) as world:
         with inject_aws(plan):
-            tally = drive(world, plan, sends, [*housekeeping(world), *jobs])
+            sweep, *others = housekeeping(world)
+            tally = drive(world, plan, sends, [sweep, *others, *jobs], racing=sweep)
         verdict = judge(world, sends, tally)
     return Row(seed, events, plan.injected, tally, verdict)
 

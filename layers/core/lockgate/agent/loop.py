@@ -279,9 +279,7 @@ class AgentLoop:
             except ToolError as exc:
                 return str(exc), True, "tool error"
         canonical = args.model_dump(mode="json")
-        op_key = operation_key(
-            run.run_id, tool.name, tool.identity(args) if tool.identity else None, canonical
-        )
+        op_key = operation_key(run.run_id, tool.name, tool.ledger_identity(args, run.run_id), canonical)
         try:
             op = self._ledger.execute(
                 op_key=op_key,

@@ -87,6 +87,9 @@ class Tool[Args: BaseModel]:
     approval_threshold: Callable[[Args, RunFacts], str | None] | None = None
     # The business identity of the side effect for the ledger (e.g. "refund#A-1042#25.00").
     identity: Callable[[Args], str] | None = None
+    # The identity is unique within one run only (e.g. "one reply per recipient per run"): a model
+    # asked again after a crash may word the call differently, and must not make a second one.
+    identity_per_run: bool = False
     high_stakes: bool = False  # needs two distinct reviewers (approvals)
     reversible: bool = False  # may run after a veto window instead of waiting for approval
     # For untrusted_result tools: how a person should read "this run read …" (e.g. "an email from x@y").
@@ -95,6 +98,13 @@ class Tool[Args: BaseModel]:
     # reconcile-operations job asks when the ledger says UNKNOWN). Returns the call's result if it
     # happened, None if no trace of it was found; raises OutcomeUnknown if it cannot tell.
     reconcile: Callable[[str, Mapping[str, Any]], Any] | None = None
+
+    def ledger_identity(self, args: Args, run_id: str) -> str | None:
+        """The identity the ledger keys this call by, or None (run + tool + canonical arguments)."""
+        if self.identity is None:
+            return None
+        identity = self.identity(args)
+        return f"{run_id}#{identity}" if self.identity_per_run else identity
 
     def schema(self) -> dict[str, Any]:
         """The tool definition the Messages API expects."""

@@ -32,6 +32,9 @@ from lockgate.errors import BadDelivery, Deferred
 from lockgate.routing import InboxEvent, TaskContext
 from lockgate.telemetry import Log, Metrics
 
+# The reconcile-operations job runs every 15 minutes: look again a little after it.
+UNSETTLED_RETRY = 16 * 60
+
 EXPIRED_EVENT = "expired"  # sent by the expire-approvals job; never runs anything
 
 
@@ -157,8 +160,14 @@ class ApprovalExecutor:
             "approved action",
             extra={"approval": proposal.approval_id, "state": op.state.value, "approvers": approvers},
         )
+        if op.state not in (OpState.SUCCEEDED, OpState.FAILED):
+            # The action may or may not have happened: telling the customer "not done" could be
+            # false. Come back once reconciliation (or a person) has settled it, then tell once.
+            raise Deferred(
+                f"{proposal.summary}: outcome {op.state.value}, waiting for reconciliation", UNSETTLED_RETRY
+            )
         result = json.dumps(op.result, default=str)[:300] if op.state is OpState.SUCCEEDED else op.error
-        outcome = {OpState.SUCCEEDED: "done", OpState.FAILED: "failed"}.get(op.state, "not run")
+        outcome = "done" if op.state is OpState.SUCCEEDED else "failed"
         self._tell(task, proposal, outcome, op.error or "", facts)
         return (
             f"{proposal.summary}: {op.state.value} (approved by {', '.join(approvers)} at "
@@ -214,7 +223,7 @@ def approved_at(proposal: Proposal, decisions: list[DecisionRecord], allowed: fr
 def proposal_operation_key(tool: Tool[Any], args: Any, proposal: Proposal) -> str:
     """The ledger key the agent loop would have used for this call."""
     return operation_key(
-        proposal.run_id, tool.name, tool.identity(args) if tool.identity else None, proposal.args
+        proposal.run_id, tool.name, tool.ledger_identity(args, proposal.run_id), proposal.args
     )
 
 
