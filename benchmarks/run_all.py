@@ -61,9 +61,10 @@ def main() -> int:
         if done.returncode:
             failed.append(title)
         command = "python " + " ".join(argv)
-        sections.append(
-            f"## {title}{mark}\n\n`{command}` ({seconds:.0f} s)\n\n```\n{done.stdout.strip()}\n```\n"
-        )
+        report = done.stdout.strip()
+        if done.returncode:  # show why, not only that
+            report += "\n--- stderr (last lines) ---\n" + "\n".join(done.stderr.strip().splitlines()[-25:])
+        sections.append(f"## {title}{mark}\n\n`{command}` ({seconds:.0f} s)\n\n```\n{report}\n```\n")
     header = (
         "# Benchmark results\n\n"
         f"Written by `make bench` on {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC.\n"
