@@ -65,7 +65,7 @@ def measure(actions: int = 6) -> tuple[Side, Side, dict[str, float]]:
         propose = ProposalStore.propose
         ProposalStore.propose = meter.timed("executor", propose)  # type: ignore[method-assign]
         try:
-            tally = drive(world, _ApproveAll(plan), sends, housekeeping(world))  # type: ignore[arg-type]
+            tally = drive(world, plan, sends, housekeeping(world), approve_rate=1.0)
         finally:
             ProposalStore.propose = propose  # type: ignore[method-assign]
         approved = sum(1 for decision in tally.decided.values() if decision == "approve")
@@ -116,22 +116,6 @@ def measure(actions: int = 6) -> tuple[Side, Side, dict[str, float]]:
         "read_units": usage.read_units / per,
     }
     return ours, sfn, facts
-
-
-class _ApproveAll:
-    """The fault plan, with a reviewer who approves everything (the rng draw is the reviewer's coin)."""
-
-    def __init__(self, plan: Any) -> None:
-        self._plan = plan
-        self.rng = _Yes()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._plan, name)
-
-
-class _Yes:
-    def random(self) -> float:
-        return 0.0
 
 
 def _executor_only(meter: Any, process: Any) -> Any:

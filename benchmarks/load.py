@@ -36,7 +36,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -91,26 +91,18 @@ class HandlerClock:
         self._lock = threading.Lock()
         self.own_seconds: list[float] = []
 
-    @contextmanager
-    def aws_calls(self) -> Iterator[None]:
+    def aws_calls(self) -> AbstractContextManager[None]:
         """Count time inside botocore's API calls towards the calling thread's AWS time."""
-        from botocore.client import BaseClient
+        from lockgate_infra.api_calls import intercepted
 
-        original = BaseClient._make_api_call  # type: ignore[attr-defined]  # noqa: SLF001
-        clock = self
-
-        def timed(client: Any, operation: str, params: dict[str, Any]) -> Any:
+        def timed(client: Any, operation: str, params: dict[str, Any], send: Callable[[], Any]) -> Any:
             started = time.perf_counter()
             try:
-                return original(client, operation, params)
+                return send()
             finally:
-                clock._local.aws = getattr(clock._local, "aws", 0.0) + time.perf_counter() - started
+                self._local.aws = getattr(self._local, "aws", 0.0) + time.perf_counter() - started
 
-        BaseClient._make_api_call = timed  # type: ignore[attr-defined]  # noqa: SLF001
-        try:
-            yield
-        finally:
-            BaseClient._make_api_call = original  # type: ignore[attr-defined]  # noqa: SLF001
+        return intercepted(timed)
 
     def wrap(self, invoke: Callable[[str, Any], Any]) -> Callable[[str, Any], Any]:
         """The gateway's invoke, timed."""

@@ -20,12 +20,13 @@ import math
 import re
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from lockgate.clock import FixedClock
+from lockgate_infra.api_calls import intercepted
 from lockgate_infra.aws_prices import PRICES, PRICES_CHECKED, REGION, AwsPrices
 from lockgate_infra.chaos.drive import drive, seeded
 from lockgate_infra.chaos.faults import FaultPlan, Rates
@@ -80,16 +81,12 @@ class Meter:
     def __init__(self, usage: Usage) -> None:
         self.usage = usage
 
-    @contextmanager
-    def installed(self) -> Iterator[None]:
+    def installed(self) -> AbstractContextManager[None]:
         """Route botocore API calls through the meter."""
-        from botocore.client import BaseClient
 
-        original = BaseClient._make_api_call  # type: ignore[attr-defined]  # noqa: SLF001
-
-        def metered(client: Any, operation: str, params: dict[str, Any]) -> Any:
+        def metered(client: Any, operation: str, params: dict[str, Any], send: Callable[[], Any]) -> Any:
             started = time.perf_counter()
-            result = original(client, operation, params)
+            result = send()
             self._count(client.meta.service_model.service_name, operation, params, result)
             function = self.usage.functions.get(_FUNCTION.get())
             if function is not None:
@@ -97,11 +94,7 @@ class Meter:
                 function.own_seconds -= time.perf_counter() - started  # AWS time is not our code
             return result
 
-        BaseClient._make_api_call = metered  # type: ignore[attr-defined]  # noqa: SLF001
-        try:
-            yield
-        finally:
-            BaseClient._make_api_call = original  # type: ignore[attr-defined]  # noqa: SLF001
+        return intercepted(metered)
 
     def timed(self, name: str, call: Callable[..., Any]) -> Callable[..., Any]:
         """``call`` as one invocation of function ``name``."""

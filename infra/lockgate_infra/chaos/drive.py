@@ -55,10 +55,12 @@ def drive(
     jobs: Sequence[Job] = (),
     job_every: int = 4,
     racing: Job | None = None,
+    approve_rate: float = APPROVE_RATE,
 ) -> Tally:
     """Run until quiescent (or MAX_ROUNDS); returns the tally.
 
     ``racing`` (the inbox sweep) may also run in the middle of a worker's processing, racing it.
+    Reviewers approve an action with probability ``approve_rate``, else reject it.
     """
     tally = Tally()
     pending = {(due, n) for n, send in enumerate(sends) for due in send.due}
@@ -71,7 +73,7 @@ def drive(
                 if retry_at is not None:
                     pending.add((round_no + retry_at, n))
         _poll(world, plan, tally, racing)
-        _review(world, plan, tally)
+        _review(world, plan, tally, approve_rate)
         if round_no % job_every == 0:
             for job in jobs:
                 with plan.active():
@@ -186,7 +188,7 @@ def _invoke(
     return True
 
 
-def _review(world: World, plan: FaultPlan, tally: Tally) -> None:
+def _review(world: World, plan: FaultPlan, tally: Tally, approve_rate: float) -> None:
     """Every reviewer allowed to decide a pending proposal opens their link and decides it.
 
     An action is approved or rejected at random; a "did this happen?" question is answered truthfully.
@@ -199,7 +201,7 @@ def _review(world: World, plan: FaultPlan, tally: Tally) -> None:
             decision = "approve" if happened(world, proposal) else "reject"
         else:
             decision = tally.decided.setdefault(
-                proposal.approval_id, "approve" if plan.rng.random() < APPROVE_RATE else "reject"
+                proposal.approval_id, "approve" if plan.rng.random() < approve_rate else "reject"
             )
         for link in world.desk.links_for(proposal).values():
             query = dict(_query(link))

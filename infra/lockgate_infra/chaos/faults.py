@@ -22,12 +22,13 @@ import random
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from botocore.client import BaseClient
 from botocore.exceptions import ClientError, ConnectTimeoutError, ReadTimeoutError
+
+from lockgate_infra.api_calls import intercepted
 
 THROTTLE_CODES = {"dynamodb": "ThrottlingException", "sqs": "RequestThrottled", "ses": "Throttling"}
 # Writes that are a customer-visible side effect: a crash right after one is the worst moment.
@@ -145,20 +146,10 @@ def _before(kind: str, service: str, operation: str) -> Exception:
     return ClientError(response, operation)  # type: ignore[arg-type]
 
 
-@contextmanager
-def inject_aws(plan: FaultPlan) -> Iterator[None]:
+def inject_aws(plan: FaultPlan) -> AbstractContextManager[None]:
     """Route every botocore API call in this process through ``plan``."""
-    # The one seam below every adapter (botocore types do not declare it).
-    original = BaseClient._make_api_call  # type: ignore[attr-defined]  # noqa: SLF001
 
-    def faulty(self: BaseClient, operation_name: str, api_params: dict[str, Any]) -> Any:
-        service = self.meta.service_model.service_name
-        return plan.call(
-            service, operation_name, api_params, lambda: original(self, operation_name, api_params)
-        )
+    def faulty(client: Any, operation: str, params: dict[str, Any], send: Callable[[], Any]) -> Any:
+        return plan.call(client.meta.service_model.service_name, operation, params, send)
 
-    BaseClient._make_api_call = faulty  # type: ignore[attr-defined]  # noqa: SLF001
-    try:
-        yield
-    finally:
-        BaseClient._make_api_call = original  # type: ignore[attr-defined]  # noqa: SLF001
+    return intercepted(faulty)

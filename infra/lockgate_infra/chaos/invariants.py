@@ -106,9 +106,11 @@ def _refunds(
         if p["tool"]["S"] == "refund_order" and p["approval_id"]["S"] in approving
     }
     per_email: Counter[tuple[str, str]] = Counter()
+    paid: dict[str, Decimal] = {}
     for row in world.scan("ShopPaymentsTable"):
         verdict.refunds += 1
         order_id, amount = row["order_id"]["S"], Decimal(row["amount"]["N"])
+        paid[order_id] = paid.get(order_id, Decimal(0)) + amount
         delivery = _delivery(row.get("run_id", {}).get("S", ""))
         send = by_id.get(delivery or "")
         if send is None or send.forged or inbox.get(f"helpdesk#{delivery}") is None:
@@ -126,14 +128,7 @@ def _refunds(
             verdict.fail(f"{count} refunds of {order_id} for one email {delivery}")
     for order_id, order in orders.items():
         refunded = Decimal(order.get("refunded", {}).get("N", "0"))
-        total = sum(
-            (
-                Decimal(r["amount"]["N"])
-                for r in world.scan("ShopPaymentsTable")
-                if r["order_id"]["S"] == order_id
-            ),
-            Decimal(0),
-        )
+        total = paid.get(order_id, Decimal(0))
         if refunded != total:
             verdict.fail(f"order {order_id}: refunded {refunded} but payments add up to {total}")
 
