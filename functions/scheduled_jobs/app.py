@@ -1,4 +1,8 @@
-"""Scheduled jobs Lambda: EventBridge Scheduler sends {"job": name, "scheduled_time": ...}; run it once."""
+"""Scheduled jobs Lambda: EventBridge Scheduler sends {"job": name, "scheduled_time": ...}; run it once.
+
+Two functions run this handler: ScheduledJobsFunction (every job) and EvalJobsFunction (``JOBS=eval``,
+packaged with the eval harness). They differ only in what is packaged with them and in their roles.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +18,7 @@ from lockgate.clock import SystemClock
 from lockgate.config import load_config
 from lockgate.errors import LockgateError
 from lockgate.jobs.health import job_health
-from lockgate.jobs.registry import JobResources, job_registry
+from lockgate.jobs.registry import JobResources, job_registry, only
 from lockgate.jobs.runner import JobRunner
 from lockgate.jobs.state import JobStateStore
 from lockgate.settings import JobsSettings
@@ -27,11 +31,12 @@ config = load_config(Path(__file__).parent / settings.config_path)
 clock = SystemClock()
 session = boto3.session.Session()
 store = JobStateStore(session.client("dynamodb"), settings.state_table)
-jobs = job_registry(config)
+jobs = only(job_registry(config), settings.jobs)
+resources = JobResources(config, session.client, settings.names, clock, logger, metrics)  # type: ignore[arg-type]
 runner = JobRunner(
     jobs=jobs,
     store=store,
-    resources=JobResources(config, session.client, settings.names, clock, logger, metrics),  # type: ignore[arg-type]
+    resources=resources,
     timeout_seconds=settings.timeout_seconds,
     clock=clock,
     log=logger,
@@ -57,7 +62,7 @@ def publish_heartbeats() -> None:
 @metrics.log_metrics
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: Any) -> dict[str, object]:
-    """Run one job; an exception fails the invocation so Scheduler retries and then dead-letters it."""
+    """Run one job; an exception fails the invocation: Lambda retries it, then dead-letters it."""
     name = str(event.get("job", ""))
     logger.append_keys(job=name)
     metrics.add_dimension(name="Job", value=name[:100] or "unknown")

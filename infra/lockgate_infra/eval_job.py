@@ -1,28 +1,37 @@
 """The weekly ``eval`` job: the task's eval suite against its gate, failing loudly below it.
 
 It runs ``lockgate eval`` in a child process: the eval builds an isolated moto shop for every
-trial (moto patches botocore process-wide), which must never touch the calls of the functions
-sharing this process in ``lockgate local``. The harness (moto, the stub judge, the case files)
-is part of the development install, not of a deployed function, so in Lambda the job's factory
-is not importable and the run fails with ``JobNotWired`` (README, "Evals": run it from CI there).
+trial (moto patches botocore process-wide), which must never touch the calls of the job runner
+(its lease and heartbeat) or of the functions sharing this process in ``lockgate local``. The
+child imports from the same paths as this process (in Lambda, ``/var/task`` and the layer), sees
+no AWS endpoint and only fake credentials, and gets the model key only when a real model is asked.
 
-Environment: ``LOCKGATE_EVAL_TASKS`` (comma-separated, e.g. ``support-inbox``; none set: the run
-only logs a warning), and optionally
-``LOCKGATE_EVAL_MODEL`` (default the offline ``shop`` model; a ``claude-…`` id needs the key),
-``LOCKGATE_EVAL_RUNS`` (default 3), ``LOCKGATE_EVAL_GATE`` (default 0.8).
+Deployed, it runs in EvalJobsFunction, which is packaged with the harness (``functions/eval_jobs``).
+
+Settings (the function's environment): ``LOCKGATE_EVAL_TASKS`` (comma-separated, e.g.
+``support-inbox``; none set: the run only logs a warning), ``LOCKGATE_EVAL_MODEL`` (default the
+offline ``shop`` model; ``task`` or a ``claude-…`` id is real Claude and needs the key),
+``LOCKGATE_EVAL_JUDGE`` (default ``stub``), ``LOCKGATE_EVAL_RUNS`` (default 3),
+``LOCKGATE_EVAL_GATE`` (default 0.8). The key comes from ``ANTHROPIC_API_KEY_REF`` (or, locally,
+``ANTHROPIC_API_KEY``); ``ANTHROPIC_BASE_URL``, if set, is where real-model requests go.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 from lockgate.errors import LockgateError
 from lockgate.jobs.contract import Job, JobContext, JobResult
 from lockgate.jobs.registry import JobResources
 
 MARGIN_SECONDS = 10
+LOGGED_LINES = 40  # the report's tail: per-case counts, cost, the verdict
+
+KeySource = Callable[[], str | None]
 
 
 class EvalGateFailed(LockgateError):
@@ -32,45 +41,97 @@ class EvalGateFailed(LockgateError):
 class EvalJob:
     """Run each task's suite; raise if any is under the gate."""
 
-    def __init__(self, environ: Mapping[str, str]) -> None:
-        self._tasks = [t.strip() for t in environ.get("LOCKGATE_EVAL_TASKS", "").split(",") if t.strip()]
-        self._model = environ.get("LOCKGATE_EVAL_MODEL", "shop")
-        self._runs = environ.get("LOCKGATE_EVAL_RUNS", "3")
-        self._gate = environ.get("LOCKGATE_EVAL_GATE", "0.8")
+    def __init__(
+        self,
+        settings: Mapping[str, str],
+        model_key: KeySource = lambda: None,
+        environ: Mapping[str, str] = os.environ,
+    ) -> None:
+        self._tasks = [t.strip() for t in settings.get("LOCKGATE_EVAL_TASKS", "").split(",") if t.strip()]
+        self._model = settings.get("LOCKGATE_EVAL_MODEL", "shop")
+        self._judge = settings.get("LOCKGATE_EVAL_JUDGE", "stub")
+        self._runs = settings.get("LOCKGATE_EVAL_RUNS", "3")
+        self._gate = settings.get("LOCKGATE_EVAL_GATE", "0.8")
+        self._model_key = model_key
+        self._base_url = settings.get("ANTHROPIC_BASE_URL", "")
+        self._environ = environ
 
     def __call__(self, ctx: JobContext) -> JobResult:
         """One suite per task, each in its own process."""
         failed: list[str] = []
         if not self._tasks:
             ctx.log.warning("eval: no tasks to evaluate (set LOCKGATE_EVAL_TASKS, e.g. support-inbox)")
+        env = self._child_environment() if self._tasks else {}
         for task in self._tasks:
-            argv = ["eval", task, "--model", self._model, "--runs", self._runs, "--gate", self._gate]
-            done = subprocess.run(  # noqa: S603 - our own CLI with fixed arguments
-                [
-                    sys.executable,
-                    "-c",
-                    f"from lockgate_infra.cli import main; raise SystemExit(main({argv!r}))",
-                ],
-                capture_output=True,
-                text=True,
-                timeout=max(1.0, ctx.time_left() - MARGIN_SECONDS),
-                check=False,
-            )
-            summary = (done.stdout.strip().splitlines() or ["(no output)"])[-1]
-            ctx.log.info("eval", extra={"task": task, "exit": done.returncode, "summary": summary[:300]})
-            if done.returncode != 0:
-                failed.append(f"{task}: exit {done.returncode}: {summary[:200]} {done.stderr.strip()[-300:]}")
+            outcome = self._run_one(task, env, max(1.0, ctx.time_left() - MARGIN_SECONDS))
+            ctx.log.info("eval", extra={"task": task, "report": outcome.report})
+            if outcome.failure:
+                failed.append(f"{task}: {outcome.failure}")
         ctx.metrics.add_metric(name="EvalGateFailed", unit="Count", value=len(failed))
         if failed:
             raise EvalGateFailed("; ".join(failed))
         return JobResult(counts={"tasks": len(self._tasks)})
+
+    def _run_one(self, task: str, env: dict[str, str], timeout: float) -> _Outcome:
+        argv = [
+            "eval", task, "--model", self._model, "--judge", self._judge,
+            "--runs", self._runs, "--gate", self._gate, "--no-save",
+        ]  # fmt: skip
+        code = f"from lockgate_infra.cli import main; raise SystemExit(main({argv!r}))"
+        try:
+            done = subprocess.run(  # noqa: S603 - our own CLI with fixed arguments
+                [sys.executable, "-c", code],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=timeout,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            return _Outcome(
+                "(stopped)",
+                f"did not finish within {timeout:.0f} s (lower LOCKGATE_EVAL_RUNS, or raise the timeout)",
+            )
+        lines = done.stdout.strip().splitlines()
+        report = "\n".join(lines[-LOGGED_LINES:]) or "(no output)"
+        if done.returncode == 0:
+            return _Outcome(report, "")
+        # The report's verdict line; without a report (exit 2: could not start), the error's last line.
+        verdict = next((line for line in lines if line.startswith(f"eval {task} ")), "")
+        reason = verdict or next(reversed([x for x in done.stderr.splitlines() if x.strip()]), "no output")
+        return _Outcome(report, f"exit {done.returncode}: {reason.strip()[:300]}")
+
+    def _child_environment(self) -> dict[str, str]:
+        env = _isolated(self._environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)  # what this process imports from
+        if _needs_key(self._model) or _needs_key(self._judge):
+            key = self._model_key()
+            if key:
+                env["ANTHROPIC_API_KEY"] = key
+            if self._base_url:  # a gateway in front of the API, as the worker is given one
+                env["ANTHROPIC_BASE_URL"] = self._base_url
+        else:
+            env.pop("ANTHROPIC_API_KEY", None)  # an offline eval cannot spend money by mistake
+        return env
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    report: str  # the tail of the report, for the log
+    failure: str  # empty when the gate passed
+
+
+def _needs_key(spec: str) -> bool:
+    """Real Claude: ``task`` or a bare ``claude-…`` id (``shop@claude-…`` is the stub priced as one)."""
+    return spec == "task" or spec.startswith("claude-")
 
 
 def _isolated(environ: Mapping[str, str]) -> dict[str, str]:
     """The child's environment: the basics and the model key only, with fake AWS credentials.
 
     Under ``lockgate local`` this process carries AWS_ENDPOINT_URL (the embedded moto server) and
-    every function's resource names; the eval builds its own sandbox and must see none of them.
+    every function's resource names; in Lambda it carries the function's real credentials. The
+    eval builds its own sandbox and must see none of them.
     """
     kept = {k: v for k, v in environ.items() if k in _PASSED or k.startswith(("LC_", "PYENV"))}
     fake = {
@@ -81,9 +142,18 @@ def _isolated(environ: Mapping[str, str]) -> dict[str, str]:
     return {**kept, **fake, "AWS_DEFAULT_REGION": "us-east-1"}
 
 
-_PASSED = frozenset({"PATH", "HOME", "LANG", "TMPDIR", "PYTHONPATH", "VIRTUAL_ENV", "ANTHROPIC_API_KEY"})
+_PASSED = frozenset({"PATH", "HOME", "LANG", "TMPDIR", "VIRTUAL_ENV", "ANTHROPIC_API_KEY"})
 
 
 def build(resources: JobResources) -> Job:
-    """The registry's factory."""
-    return EvalJob(resources.names)
+    """The registry's factory: the settings from the function's environment, the key by reference."""
+    from lockgate.secrets import SecretResolver
+
+    names = resources.names
+    secrets = SecretResolver(names, secretsmanager=lambda: resources.client("secretsmanager"))
+
+    def model_key() -> str | None:
+        ref = names.get("ANTHROPIC_API_KEY_REF", "").strip()
+        return secrets.resolve(ref) if ref else os.environ.get("ANTHROPIC_API_KEY")
+
+    return EvalJob(names, model_key)

@@ -2,7 +2,8 @@
 
 Model specs: ``shop`` (alias ``demo``) and ``gullible`` are the stub behaviours, answering as the
 task's own model id; ``shop@claude-haiku-5-5`` is a stub behaviour answering as (and priced as)
-that model id; ``claude-…`` is real Claude (needs ``ANTHROPIC_API_KEY``). Judges: ``stub`` (the
+that model id; ``claude-…`` is real Claude (needs ``ANTHROPIC_API_KEY``), and ``task`` is real
+Claude as the task's own model (what the deployed weekly eval uses). Judges: ``stub`` (the
 offline judge in ``stub/judge.py``) or a ``claude-…`` id.
 """
 
@@ -42,12 +43,13 @@ def parse_model(spec: str, environ: Mapping[str, str]) -> ModelSpec:
         if model_id and not model_id.startswith("claude-"):
             raise EvalSetupError(f"{spec!r}: the model id after '@' must look like claude-…")
         return ModelSpec(spec, behaviour, model_id or None)
-    if spec.startswith("claude-") and not model_id:
+    if (spec == "task" or spec.startswith("claude-")) and not model_id:
         if not environ.get("ANTHROPIC_API_KEY"):
             raise EvalSetupError(f"--model {spec} needs ANTHROPIC_API_KEY; offline, use shop or gullible")
-        return ModelSpec(spec, None, spec)
+        return ModelSpec(spec, None, None if spec == "task" else spec)
     raise EvalSetupError(
-        f"unknown model {spec!r}: use shop, gullible, shop@claude-… (a stub priced as that model) or claude-…"
+        f"unknown model {spec!r}: use shop, gullible, shop@claude-… (a stub priced as that model), "
+        "task (real Claude, the task's own model) or claude-…"
     )
 
 

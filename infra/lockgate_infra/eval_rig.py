@@ -41,7 +41,16 @@ from lockgate.inbox.models import Delivery, Status
 from lockgate.routing import InboxEvent, Router
 from lockgate_infra.eval_models import LOG, EvalSetupError, Models, ModelSpec, parse_model
 
-ROOT = Path(__file__).resolve().parents[2]
+
+def _project_root(here: Path) -> Path:
+    """The folder holding template.yaml: the repository, or ``/var/task`` in EvalJobsFunction."""
+    for folder in here.parents:
+        if (folder / "template.yaml").is_file():
+            return folder
+    raise EvalSetupError(f"no template.yaml above {here}: the eval harness needs the deployment's template")
+
+
+ROOT = _project_root(Path(__file__).resolve())
 WORKER = "AgentWorkerFunction"  # the template's worker: its environment is what register(setup) sees
 DEADLINE_SECONDS = 300
 

@@ -2,7 +2,8 @@
 
 ``jobs run NAME`` against the local stack runs the job in this process with the same runner (and
 lease) as the function, on the stack's moto; against a deployed stack it invokes the deployed
-ScheduledJobsFunction, so the job runs under its own role.
+function, so the job runs under its own role. Either way the function is the one the template's
+schedule sends the job to: ScheduledJobsFunction, or EvalJobsFunction for ``eval``.
 """
 
 from __future__ import annotations
@@ -18,10 +19,11 @@ from typing import Any, TextIO
 from lockgate.clock import SystemClock
 from lockgate.config import LockgateConfig, load_config
 from lockgate.jobs.health import JobHealth, job_health
-from lockgate.jobs.registry import JobResources, job_registry
+from lockgate.jobs.registry import JobResources, job_registry, only
 from lockgate.jobs.runner import JobRunner
 from lockgate.jobs.schedule import iso
 from lockgate.jobs.state import JobStateStore
+from lockgate.settings import JobsSettings
 from lockgate.telemetry import CountingMetrics
 from lockgate_infra.targets import Target, TargetError
 
@@ -58,23 +60,40 @@ def run_jobs(args: argparse.Namespace, target: Target, root: Path, out: TextIO |
         return 1 if any(h.overdue for h in health) else 0
     if args.name not in registry:
         raise TargetError(f"no job called {args.name!r}; known: {', '.join(registry)}")
+    function = function_for(args.name, root)
     if args.stack:
-        return _invoke_deployed(target, args.name, args.time, out)
-    return _run_here(target, root, config, args.name, args.time, out)
+        return _invoke_deployed(target, function, args.name, args.time, out)
+    return _run_here(target, root, config, function, args.name, args.time, out)
+
+
+def function_for(job: str, root: Path) -> str:
+    """The function the template's schedule sends ``job`` to (ScheduledJobsFunction if none does)."""
+    from lockgate_infra.template import LocalPlan
+
+    for schedule in LocalPlan.from_file(root / "template.yaml").schedules:
+        if schedule.input and json.loads(schedule.input).get("job") == job:
+            return schedule.function
+    return FUNCTION
 
 
 def _run_here(
-    target: Target, root: Path, config: LockgateConfig, name: str, scheduled_time: str | None, out: TextIO
+    target: Target,
+    root: Path,
+    config: LockgateConfig,
+    function: str,
+    name: str,
+    scheduled_time: str | None,
+    out: TextIO,
 ) -> int:
     from lockgate_infra.local.run import read_local_state
 
     state = read_local_state(root) or {}
-    names: dict[str, str] = dict(state.get("functions", {}).get(FUNCTION, {}).get("environment", {}))
+    names: dict[str, str] = dict(state.get("functions", {}).get(function, {}).get("environment", {}))
     if not names:
-        raise TargetError(f"the local stack has no {FUNCTION}")
+        raise TargetError(f"the local stack has no {function}")
     clock, metrics = SystemClock(), CountingMetrics()
     runner = JobRunner(
-        jobs=job_registry(config),
+        jobs=only(job_registry(config), JobsSettings.from_env(names).jobs),
         store=JobStateStore(target.client("dynamodb"), names["STATE_TABLE"]),
         resources=JobResources(config, target.client, names, clock, log, metrics),
         timeout_seconds=int(names.get("JOBS_TIMEOUT_SECONDS", "300")),
@@ -82,16 +101,26 @@ def _run_here(
         log=log,
         metrics=metrics,
     )
-    outcome = runner.run(name, scheduled_time or iso(clock.now()), lambda: 300.0)
+    timeout = float(names.get("JOBS_TIMEOUT_SECONDS", "300"))
+    outcome = runner.run(name, scheduled_time or iso(clock.now()), lambda: timeout)
     print(json.dumps(outcome.as_dict()), file=out)
     return 0
 
 
-def _invoke_deployed(target: Target, name: str, scheduled_time: str | None, out: TextIO) -> int:
+def _invoke_deployed(
+    target: Target, function: str, name: str, scheduled_time: str | None, out: TextIO
+) -> int:
+    from botocore.config import Config
+
     payload = {"job": name, "scheduled_time": scheduled_time or iso(time.time())}
-    response = target.client("lambda").invoke(
-        FunctionName=target.name(FUNCTION), Payload=json.dumps(payload).encode()
+    # Wait as long as the job may run (EvalJobsFunction: 15 minutes), and never retry: a retried
+    # invoke would be a second run.
+    lambda_ = target.session.client(
+        "lambda",
+        endpoint_url=target.endpoint_url,
+        config=Config(read_timeout=960, retries={"total_max_attempts": 1}),
     )
+    response = lambda_.invoke(FunctionName=target.name(function), Payload=json.dumps(payload).encode())
     body = response["Payload"].read().decode()
     print(body, file=out)
     return 1 if response.get("FunctionError") else 0

@@ -154,6 +154,30 @@ def test_given_the_build_then_the_receiver_ships_no_dependencies_and_every_exten
         assert header[:4] == b"\x7fELF" and int.from_bytes(header[18:20], "little") == AARCH64, extension
 
 
+def test_given_the_build_then_each_jobs_function_carries_what_its_jobs_load(deployed):
+    build: Path = deployed["build"]
+    # The jobs function loads the config and the workflows package (scheduled tasks, reconcile hooks)
+    jobs = build / "ScheduledJobsFunction"
+    assert (jobs / "lockgate.toml").is_file() and (jobs / "shop" / "task.py").is_file()
+    assert not (jobs / "moto").exists() and not (jobs / "lockgate_infra").exists()
+    # The eval function carries the harness: moto, the case files, and the template its sandbox reads
+    evals = build / "EvalJobsFunction"
+    for needed in (
+        "moto",
+        "yaml",
+        "anthropic",
+        "lockgate_infra/eval_rig.py",
+        "shop/evals/support_inbox.toml",
+    ):
+        assert (evals / needed).exists(), needed
+    assert (evals / "template.yaml").read_text(encoding="utf-8") == (ROOT / "template.yaml").read_text(
+        encoding="utf-8"
+    )
+    # Unzipped, with the layer, it stays inside Lambda's 250 MB
+    size = sum(f.stat().st_size for d in (evals, build / "CoreLayer") for f in d.rglob("*") if f.is_file())
+    assert size < 250 * 1024 * 1024, size
+
+
 def test_given_the_stack_then_its_tables_have_the_keys_indexes_and_streams_of_the_template(deployed):
     dynamodb, cfn = deployed["client"]("dynamodb"), deployed["cfn"]
     tables = of_type(cfn, "AWS::DynamoDB::Table")

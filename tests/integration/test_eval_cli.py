@@ -178,6 +178,7 @@ def test_a_rubric_the_judge_cannot_decide_fails_the_case(
         (["no-such-task", "--runs", "1"], "no eval cases for task 'no-such-task'"),
         (["support-inbox", "--model", "gpt-4"], "unknown model 'gpt-4'"),
         (["support-inbox", "--model", "claude-sonnet-5-5"], "needs ANTHROPIC_API_KEY"),
+        (["support-inbox", "--model", "task"], "--model task needs ANTHROPIC_API_KEY"),
         (
             ["support-inbox", "--judge", "claude-haiku-5-5", "--only", "'where is my order'"],
             "needs ANTHROPIC_API_KEY",

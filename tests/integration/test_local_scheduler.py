@@ -49,9 +49,13 @@ def test_given_clock_speed_1440_then_a_days_schedules_fire_in_a_minute_each_with
         monotonic.value += 0.2
         scheduler.fire_due()
 
-    # Then a whole simulated day of occurrences reached the jobs function, once each
+    # Then a whole simulated day of occurrences reached the jobs functions, once each (the eval
+    # goes to the function packaged with the eval harness)
     jobs = Counter(event["job"] for _, event in invoked)
-    assert {function for function, _ in invoked} == {"ScheduledJobsFunction"}
+    assert {(function, event["job"] == "eval") for function, event in invoked} == {
+        ("ScheduledJobsFunction", False),
+        ("EvalJobsFunction", True),
+    }
     assert jobs == {
         "sweep-inbox": 288,
         "expire-approvals": 96,
@@ -132,9 +136,6 @@ def test_given_the_local_stack_when_the_refund_summary_fires_then_the_owner_gets
         assert any(b.get("Job") == "refund-summary" and b.get("service") == "lockgate" for b in beats)
         assert all(b["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [["service", "Job"]] for b in beats)
 
-        # And the weekly eval with no tasks configured (LOCKGATE_EVAL_TASKS) runs, evaluating nothing
-        stack.invoke("ScheduledJobsFunction", {"job": "eval", "scheduled_time": "2026-01-05T03:00:00Z"})
-
 
 def _sent_emails(stack: LocalStack) -> list[Any]:
     """What moto's SES recorded (the in-process server shares this process's backends)."""
@@ -142,3 +143,14 @@ def _sent_emails(stack: LocalStack) -> list[Any]:
     from moto.ses.models import ses_backends
 
     return list(ses_backends[DEFAULT_ACCOUNT_ID][stack.region].sent_messages)
+
+
+def test_given_the_eval_function_loaded_first_then_the_jobs_function_still_runs_every_job() -> None:
+    # Given one process hosting both jobs functions, EvalJobsFunction (JOBS=eval) loaded first
+    with LocalStack() as stack:
+        evals = stack.load_function("EvalJobsFunction").module
+        jobs = stack.load_function("ScheduledJobsFunction").module
+        # Then each cold start saw its own environment only: JOBS is EvalJobsFunction's alone
+        assert list(evals.jobs) == ["eval"]
+        assert {"sweep-inbox", "eval", "refund-summary"} <= set(jobs.jobs)
+        assert (evals.settings.timeout_seconds, jobs.settings.timeout_seconds) == (900, 300)

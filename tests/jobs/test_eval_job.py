@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import sys
+
 import pytest
 
 from lockgate.clock import FixedClock
@@ -35,3 +38,50 @@ def test_a_suite_that_cannot_run_fails_the_job_loudly(clock: FixedClock) -> None
     with pytest.raises(EvalGateFailed, match="no-such-task: exit 2"):
         job(context(clock, metrics))
     assert metrics.totals["EvalGateFailed"] == 1
+
+
+def _environment_of(job: EvalJob) -> dict[str, str]:
+    # What the child process would be given (read from the job, not re-derived here)
+    return job._child_environment()
+
+
+PARENT = {"PATH": "/usr/bin", "ANTHROPIC_API_KEY": "sk-parent", "AWS_ENDPOINT_URL": "http://127.0.0.1:5000"}
+
+
+def test_an_offline_eval_gets_no_model_key_even_when_this_process_has_one() -> None:
+    # Given the offline model and judge, and a key in this process's environment
+    asked: list[str] = []
+    job = EvalJob(
+        {"LOCKGATE_EVAL_TASKS": "support-inbox"}, lambda: asked.append("key") or "sk-x", environ=PARENT
+    )
+    child = _environment_of(job)
+    # Then the child cannot spend money by mistake, and the key was never fetched
+    assert "ANTHROPIC_API_KEY" not in child and asked == []
+    # And it imports from exactly where this process does (in Lambda: /var/task and the layer)
+    assert child["PYTHONPATH"].split(":")[0] == [p for p in sys.path if p][0]
+
+
+def test_a_real_model_eval_gets_the_key_from_its_reference_and_the_gateway_url() -> None:
+    # Given the template's settings: the task's own model, a Claude judge, a gateway URL
+    settings = {
+        "LOCKGATE_EVAL_TASKS": "support-inbox",
+        "LOCKGATE_EVAL_MODEL": "task",
+        "LOCKGATE_EVAL_JUDGE": "claude-haiku-5-5",
+        "ANTHROPIC_BASE_URL": "http://127.0.0.1:9999",
+    }
+    child = _environment_of(EvalJob(settings, lambda: "sk-from-secrets-manager", environ=PARENT))
+    # Then the child gets the stored key (not this process's) and the URL, and still no AWS endpoint
+    assert child["ANTHROPIC_API_KEY"] == "sk-from-secrets-manager"
+    assert child["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:9999"
+    assert "AWS_ENDPOINT_URL" not in child and child["AWS_ACCESS_KEY_ID"] == "testing"
+
+
+def test_a_suite_that_outlasts_the_function_fails_the_job_saying_so(clock: FixedClock) -> None:
+    # Given one second left before the deadline's margin (the child needs longer just to start)
+    from lockgate_infra.eval_job import MARGIN_SECONDS
+
+    job = EvalJob({"LOCKGATE_EVAL_TASKS": "support-inbox", "LOCKGATE_EVAL_RUNS": "1"})
+    ctx = dataclasses.replace(context(clock), deadline=clock.now() + MARGIN_SECONDS + 1)
+    # When it runs, Then it fails loudly with the remedy, instead of Lambda killing it mid-report
+    with pytest.raises(EvalGateFailed, match="did not finish within 1 s .*LOCKGATE_EVAL_RUNS"):
+        job(ctx)

@@ -14,6 +14,7 @@ from lockgate.jobs.schedule import ScheduleExpression
 from lockgate_infra.template import load_template
 
 ROOT = Path(__file__).resolve().parents[2]
+JOBS_FUNCTIONS = ("ScheduledJobsFunction", "EvalJobsFunction")  # one handler; EvalJobsFunction runs "eval"
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +46,13 @@ def test_every_schedule_targets_a_registered_job_with_the_same_expression(
         assert job in registry, f"{logical_id} runs {job!r}, which is not a job in the registry"
         assert schedule["ScheduleExpression"] == registry[job].schedule, logical_id
         assert schedule["ScheduleExpressionTimezone"] == "UTC"
-        assert schedule["Target"]["Arn"] == {"Fn::GetAtt": ["ScheduledJobsFunction", "Arn"]}
+        # The target is a jobs function that runs this job (its JOBS names it, or it runs every job)
+        function = schedule["Target"]["Arn"]["Fn::GetAtt"][0]
+        assert function in JOBS_FUNCTIONS, logical_id
+        runs = resources[function]["Properties"]["Environment"]["Variables"].get("JOBS", "")
+        assert not runs or job in runs.split(","), (
+            f"{logical_id} sends {job!r} to {function}, which runs {runs}"
+        )
         assert "<aws.scheduler.scheduled-time>" in schedule["Target"]["Input"]
         assert schedule["Target"]["RetryPolicy"]["MaximumRetryAttempts"] >= 1
         assert schedule["Target"]["DeadLetterConfig"]["Arn"] == {"Fn::GetAtt": ["ScheduledJobsDLQ", "Arn"]}
@@ -81,11 +88,11 @@ def test_every_schedule_has_a_missed_heartbeat_alarm_at_the_jobs_overdue_thresho
         assert alarm["AlarmActions"] == [{"Ref": "AlertsTopic"}]
 
 
-def test_the_scheduler_role_may_invoke_only_the_jobs_function(resources: dict[str, Any]) -> None:
+def test_the_scheduler_role_may_invoke_only_the_jobs_functions(resources: dict[str, Any]) -> None:
     role = resources["SchedulerInvokeRole"]["Properties"]
     statements = role["Policies"][0]["PolicyDocument"]["Statement"]
     invoke = [s for s in statements if s["Action"] == "lambda:InvokeFunction"]
-    assert [s["Resource"] for s in invoke] == [{"Fn::GetAtt": ["ScheduledJobsFunction", "Arn"]}]
+    assert [s["Resource"] for s in invoke] == [[{"Fn::GetAtt": [f, "Arn"]} for f in JOBS_FUNCTIONS]]
     assert role["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] == {
         "Service": "scheduler.amazonaws.com"
     }

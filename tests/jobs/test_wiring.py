@@ -53,7 +53,7 @@ def test_every_wired_built_in_job_builds_from_the_functions_environment(
 def test_where_the_eval_harness_is_not_installed_the_eval_job_fails_as_not_wired(
     resources: JobResources, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Given a deployed function: lockgate_infra (the eval harness) is not importable
+    # Given ScheduledJobsFunction as deployed: the eval harness is packaged only with EvalJobsFunction
     import sys
 
     monkeypatch.setitem(sys.modules, "lockgate_infra.eval_job", None)
@@ -101,7 +101,7 @@ def test_given_a_stranded_delivery_when_sweep_inbox_runs_through_the_runner_then
     assert state.name == "sweep-inbox" and state.last_success_at == clock.now()
 
 
-def test_the_jobs_settings_take_the_state_table_timeout_and_resource_names_only() -> None:
+def test_the_jobs_settings_take_the_state_table_timeout_resource_names_and_job_settings_only() -> None:
     from lockgate.errors import ConfigError
     from lockgate.settings import JobsSettings
 
@@ -110,10 +110,36 @@ def test_the_jobs_settings_take_the_state_table_timeout_and_resource_names_only(
             "STATE_TABLE": "s",
             "JOBS_TIMEOUT_SECONDS": "120",
             "INBOX_QUEUE_URL": "u",
+            "ANTHROPIC_API_KEY_REF": "secretsmanager:k",
+            "LOCKGATE_EVAL_TASKS": "support-inbox",
             "AWS_SECRET_ACCESS_KEY": "x",
+            "AWS_SESSION_TOKEN": "t",
         }
     )
-    assert (settings.state_table, settings.timeout_seconds) == ("s", 120)
-    assert settings.names == {"STATE_TABLE": "s", "INBOX_QUEUE_URL": "u"}  # never credentials
+    assert (settings.state_table, settings.timeout_seconds, settings.jobs) == ("s", 120, frozenset())
+    assert settings.names == {  # never credentials
+        "STATE_TABLE": "s",
+        "INBOX_QUEUE_URL": "u",
+        "ANTHROPIC_API_KEY_REF": "secretsmanager:k",
+        "LOCKGATE_EVAL_TASKS": "support-inbox",
+    }
     with pytest.raises(ConfigError, match="STATE_TABLE"):
         JobsSettings.from_env({})
+
+
+def test_a_function_given_jobs_runs_only_those_and_a_misspelt_one_stops_its_cold_start(
+    resources: JobResources,
+) -> None:
+    from lockgate.errors import ConfigError
+    from lockgate.jobs.registry import only
+    from lockgate.settings import JobsSettings
+
+    registry = job_registry(resources.config)
+    # Given JOBS=eval (EvalJobsFunction), Then only eval is there; unset, every job is
+    assert list(only(registry, JobsSettings.from_env({"STATE_TABLE": "s", "JOBS": " eval "}).jobs)) == [
+        "eval"
+    ]
+    assert only(registry, frozenset()) == registry
+    # And a name that is no job is refused, naming it and the real ones
+    with pytest.raises(ConfigError, match="evals.*sweep-inbox"):
+        only(registry, frozenset({"evals"}))

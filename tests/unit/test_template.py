@@ -149,6 +149,20 @@ JOBS_ACCESS = {
     ("ses:SendEmail", "arn:${AWS::Partition}:ses:${AWS::Region}:${AWS::AccountId}:identity/*"),
     ("sqs:SendMessage", "InboxDLQ.Arn"),
     ("sqs:SendMessage", "InboxQueue.Arn"),
+    ("sqs:SendMessage", "ScheduledJobsDLQ.Arn"),  # the on-failure destination of its async invocations
+}
+# The weekly eval: its own job rows (the "jobs" partition only, by condition) and the model key.
+EVAL_JOBS_ACCESS = {
+    ("dynamodb:GetItem", "StateTable.Arn"),
+    ("dynamodb:PutItem", "StateTable.Arn"),
+    ("dynamodb:UpdateItem", "StateTable.Arn"),
+    ("dynamodb:Query", "StateTable.Arn"),
+    (
+        "secretsmanager:GetSecretValue",
+        "arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:"
+        "${SecretsPrefix}/anthropic-api-key-??????",
+    ),
+    ("sqs:SendMessage", "ScheduledJobsDLQ.Arn"),
 }
 APPROVAL_FUNCTIONS = ("ApprovalCallbackFunction", "ApprovalNotifierFunction")
 # Least privilege, one row per function: exactly the data access its role grants. A function
@@ -159,6 +173,7 @@ EXPECTED_ACCESS: dict[str, set[tuple[str, str]]] = {
     "ApprovalCallbackFunction": CALLBACK_ACCESS,
     "ApprovalNotifierFunction": NOTIFIER_ACCESS,
     "ScheduledJobsFunction": JOBS_ACCESS,
+    "EvalJobsFunction": EVAL_JOBS_ACCESS,
 }
 ALL_FUNCTIONS = tuple(EXPECTED_ACCESS)
 WRITE_ACTIONS = ("Put", "Update", "Delete", "BatchWrite", "TransactWrite", "Create", "Restore", "Import")
@@ -611,6 +626,19 @@ def test_given_the_worker_role_then_it_cannot_write_decisions_or_touch_the_link_
     (pattern,) = _secret_resources(cfn, "AgentWorkerFunction")
     link_key_name = properties(cfn, "ApprovalLinkSecret")["Name"]["Fn::Sub"]
     assert not fnmatch.fnmatchcase(link_key_name + "-AbCdEf", pattern.rsplit(":secret:", 1)[1])
+
+
+def test_given_the_eval_function_then_it_reaches_only_the_job_rows_of_the_state_table(cfn):
+    # Its trials run on moto; in the real account it may touch the "jobs" partition and nothing else.
+    from lockgate.jobs.state import PARTITION
+
+    on_state = [
+        s for s in statements(role_of(cfn, "EvalJobsFunction")) if "StateTable" in json.dumps(s["Resource"])
+    ]
+    assert on_state and all(
+        s["Condition"] == {"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [PARTITION]}}
+        for s in on_state
+    )
 
 
 def test_given_the_worker_role_then_it_may_propose_but_never_change_a_proposal(cfn):

@@ -39,9 +39,10 @@ def local_model(name: str | None, environ: Mapping[str, str]) -> Iterator[ModelC
             {"ANTHROPIC_API_KEY_REF": "env:ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL": ""},
         )
         return
-    from lockgate_infra.stub import StubAnthropic, gullible_model, shop_model
+    from lockgate_infra.stub import StubAnthropic, gullible_model, shop_model, with_judge
 
-    model = shop_model if name == "demo" else gullible_model
+    # The weekly eval (EvalJobsFunction) asks "the model" and a judge: both are answered here.
+    model = with_judge(shop_model if name == "demo" else gullible_model)
     with StubAnthropic(model) as stub:
         yield ModelChoice(
             name,

@@ -3,6 +3,7 @@ and the template's functions loaded as Lambda would load them."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
@@ -10,7 +11,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -61,6 +62,15 @@ class _EnvironmentPatch:
     def unset(self, key: str) -> None:
         self._saved.setdefault(key, os.environ.get(key))
         os.environ.pop(key, None)
+
+    @contextlib.contextmanager
+    def hidden(self, keys: Iterable[str]) -> Iterator[None]:
+        """``keys`` absent from ``os.environ`` inside the block, back as they were after it."""
+        held = {key: os.environ.pop(key) for key in list(keys) if key in os.environ}
+        try:
+            yield
+        finally:
+            os.environ.update(held)
 
     def restore(self) -> None:
         for key, value in self._saved.items():
@@ -208,7 +218,10 @@ class LocalStack:
                                 self._env_owners[key])  # fmt: skip
                 self._env_owners[key] = logical_id
                 self._env.set(key, value)
-            function = LocalFunction(plan, import_handler_module(plan))
+            # Its cold start sees no variable that only other functions declare (JOBS=eval is
+            # EvalJobsFunction's alone), as in Lambda; calls later see the shared environment.
+            with self._env.hidden(k for k in self._env_owners if k not in environment):
+                function = LocalFunction(plan, import_handler_module(plan))
             self._functions[logical_id] = function
             return function
 

@@ -1,7 +1,7 @@
 """A local stand-in for the Anthropic Messages API: real HTTP on 127.0.0.1, scripted models, token usage."""
 
 from lockgate_infra.stub.accounting import PromptCache, count_input_tokens, estimate_tokens
-from lockgate_infra.stub.judge import judge_model
+from lockgate_infra.stub.judge import judge_model, with_judge
 from lockgate_infra.stub.models import (
     ErrorSequence,
     Model,
@@ -29,6 +29,7 @@ __all__ = [
     "estimate_tokens",
     "gullible_model",
     "judge_model",
+    "with_judge",
     "malformed_args_model",
     "max_tokens_model",
     "pause_turn_model",

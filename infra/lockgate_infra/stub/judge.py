@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 
 from lockgate_infra.stub.conversation import JSON, first_user_text, text
-from lockgate_infra.stub.replies import Reply
+from lockgate_infra.stub.replies import Model, Reply, StubError
 
 _RUBRIC = re.compile(r"<rubric>\s*(.*?)\s*</rubric>", re.DOTALL)
 _ANSWER = re.compile(r"<answer>\n?(.*?)\n?</answer>", re.DOTALL)
@@ -59,3 +59,19 @@ def judge_model(request: JSON) -> Reply:
     notes = "\n".join(f"- {'met' if met else 'NOT met'}: {note}" for met, note in graded)
     verdict = "PASS" if all(met for met, _ in graded) else "FAIL"
     return Reply([text(f"{notes}\n{verdict}")])
+
+
+def with_judge(model: Model) -> Model:
+    """``model``, except that requests from the eval's judge (its system prompt) get the offline judge.
+
+    So one local stand-in serves a whole eval run that was configured for real Claude, judge included.
+    """
+    from lockgate.evals.judge import JUDGE_SYSTEM
+
+    def answer(request: JSON) -> Reply | StubError:
+        system = request.get("system") or ""
+        if not isinstance(system, str):
+            system = "".join(str(block.get("text", "")) for block in system)
+        return judge_model(request) if system == JUDGE_SYSTEM else model(request)
+
+    return answer

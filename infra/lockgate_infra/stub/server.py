@@ -39,8 +39,10 @@ class StubAnthropic:
         clock: Clock | None = None,
         min_cacheable_tokens: int = 1024,
         port: int = 0,
+        api_key: str | None = None,
     ) -> None:
         self._model = model
+        self._api_key = api_key  # when set, any other key is refused as the API would (401)
         self._cache = PromptCache(clock or SystemClock(), min_cacheable_tokens)
         self._port = port
         self._lock = threading.Lock()
@@ -134,6 +136,13 @@ class StubAnthropic:
         if not (handler.headers.get("x-api-key") or handler.headers.get("authorization")):
             return self._error(
                 handler, request_id, StubError(401, "authentication_error", "x-api-key header is required")
+            )
+        sent = handler.headers.get("x-api-key") or handler.headers.get("authorization", "").removeprefix(
+            "Bearer "
+        )
+        if self._api_key is not None and sent != self._api_key:
+            return self._error(
+                handler, request_id, StubError(401, "authentication_error", "invalid x-api-key")
             )
         try:
             body = json.loads(raw or b"null")

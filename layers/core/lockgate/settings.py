@@ -133,12 +133,13 @@ class ApprovalSettings:
 
 @dataclass(frozen=True)
 class JobsSettings:
-    """What the scheduled_jobs function needs to know about its environment."""
+    """What a jobs function (scheduled_jobs, eval_jobs) needs to know about its environment."""
 
     config_path: str
     state_table: str
     timeout_seconds: int
-    names: Mapping[str, str]  # every resource variable, for the jobs' factories
+    names: Mapping[str, str]  # resource names, secret references and LOCKGATE_* settings, for the factories
+    jobs: frozenset[str]  # the jobs this function runs (JOBS, comma-separated); empty: every job
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> JobsSettings:
@@ -150,6 +151,8 @@ class JobsSettings:
             names={
                 k: v
                 for k, v in environ.items()
-                if k.endswith(("_TABLE", "_URL", "_ADDRESS", "_BUCKET", "_ARN"))
+                if k.endswith(("_TABLE", "_URL", "_ADDRESS", "_BUCKET", "_ARN", "_REF"))
+                or k.startswith("LOCKGATE_")
             },
+            jobs=frozenset(j.strip() for j in environ.get("JOBS", "").split(",") if j.strip()),
         )

@@ -118,9 +118,9 @@ def _wired(name: str) -> Factory:
     return build
 
 
-# The weekly eval runs the offline eval harness (an isolated moto shop, infra/lockgate_infra):
-# it runs where that is installed (`lockgate local`, `lockgate jobs run eval`, CI); in a deployed
-# function it fails with JobNotWired, loudly (see README, "Evals").
+# The weekly eval needs the eval harness (an isolated moto shop, infra/lockgate_infra): deployed, it
+# runs in EvalJobsFunction, which is packaged with it; ScheduledJobsFunction is not, and fails it as
+# JobNotWired if asked.
 BUILTIN_JOBS: tuple[JobSpec, ...] = (
     JobSpec(
         "sweep-inbox",
@@ -197,3 +197,11 @@ def job_registry(config: LockgateConfig) -> dict[str, JobSpec]:
             catch_up=CatchUp(schedule.catch_up),
         )
     return jobs
+
+
+def only(jobs: Mapping[str, JobSpec], names: frozenset[str]) -> dict[str, JobSpec]:
+    """The jobs a function runs (its ``JOBS``; empty: all); ConfigError names any that do not exist."""
+    unknown = sorted(names - set(jobs))
+    if unknown:
+        raise ConfigError(f"JOBS names no such job: {', '.join(unknown)} (jobs: {', '.join(jobs)})")
+    return {name: spec for name, spec in jobs.items() if not names or name in names}

@@ -1,0 +1,1 @@
+../scheduled_jobs/app.py
