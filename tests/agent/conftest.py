@@ -57,7 +57,7 @@ class AgentRig:
             clock=self.clock,
             log=LOG,
             metrics=self.metrics,
-            screener=Screener(model, self.clock),
+            screener=Screener(self.clock),
             **(controls or {}),
         )
 

@@ -23,7 +23,7 @@ from lockgate.agent.prompt_cache import prefix_tokens
 from lockgate.agent.response_cache import ResponseCache
 from lockgate.agent.run_totals import Totals
 from lockgate.agent.runs import Run, RunStore
-from lockgate.agent.screen import Screener
+from lockgate.agent.screen import Ask, Screener
 from lockgate.agent.tasks import Task
 from lockgate.agent.tools import OutcomeUnknown, Tool, ToolContext, ToolError, fingerprint
 from lockgate.agent.usage import NoUsageMetrics, UsageMetrics, UsageRollup
@@ -105,6 +105,7 @@ class AgentLoop:
                 return self._finish(run, "needs_person", f"could not read the request: {why}", totals, state)
             prompt = with_request(prompt, taken)
         messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
+        ask = self._ask_for(task, event.delivery.source, totals)
         for n in range(1, task.max_steps + 1):
             try:
                 reply = self._reply(task, run, n, tools, messages, deadline, totals, cache_ttl, event)
@@ -127,7 +128,7 @@ class AgentLoop:
             calls = [b for b in reply.content if b.get("type") == "tool_use"]
             if reply.stop_reason != "tool_use" or not calls:
                 return self._finish(run, "completed", _text(reply) or "finished", totals, state)
-            results = self._results(task, run, n, calls, state, totals, _text(reply))
+            results = self._results(task, run, n, calls, state, totals, _text(reply), ask)
             messages.append({"role": "user", "content": results})
         return self._finish(run, "step_limit", f"stopped after {task.max_steps} steps", totals, state)
 
@@ -187,6 +188,20 @@ class AgentLoop:
         totals.add_intake(result)
         return result
 
+    def _ask_for(self, task: Task, source: str, totals: Totals) -> Ask:
+        """The run's calls outside its recorded steps (screens): admitted, metered and counted like steps."""
+
+        def ask(request: ModelRequest, deadline: float) -> ModelReply:
+            reply = self._calls.create(task, request, deadline, source, cacheable=not task.fresh)
+            totals.model_calls += 1
+            usd = totals.add(reply, request.cache_ttl)
+            self._usage_metrics.model_call(
+                task.name, reply.model, reply.usage, usd, cache_hit=reply.cache_hit
+            )
+            return reply
+
+        return ask
+
     # -- tool steps -----------------------------------------------------------------------
 
     def _results(
@@ -198,6 +213,7 @@ class AgentLoop:
         state: RunState,
         totals: Totals,
         reply_text: str,
+        ask: Ask,
     ) -> list[dict[str, Any]]:
         recorded = run.step(n, "tools")
         if recorded is not None:
@@ -208,7 +224,7 @@ class AgentLoop:
         taint_before, suspicious_before = len(state.taint_sources), len(state.suspicious)
         results, log = [], []
         for call in calls:  # answered in order, all in one user message
-            block, entry = self._answer(task, run, call, state, reply_text)
+            block, entry = self._answer(task, run, call, state, reply_text, ask)
             results.append(block)
             log.append(entry)
             if entry["check"] != "cleared":
@@ -227,7 +243,7 @@ class AgentLoop:
         return results
 
     def _answer(
-        self, task: Task, run: Run, call: dict[str, Any], state: RunState, reply_text: str
+        self, task: Task, run: Run, call: dict[str, Any], state: RunState, reply_text: str, ask: Ask
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         name, call_id = str(call.get("name", "")), str(call.get("id", ""))
         decision = decide(task, name, call.get("input"), state)
@@ -258,7 +274,7 @@ class AgentLoop:
             source = _taint_source(tool, args, content)
             state.taint_sources.append(source)
             if self._screener is not None and task.screen_model:
-                flag = self._screener.screen(task.screen_model, content)
+                flag = self._screener.screen(task.screen_model, content, ask)
                 if flag:
                     state.suspicious.append(f"{source}: {flag}")
                     self._metrics.add_metric(name="InjectionSuspected", unit="Count", value=1)

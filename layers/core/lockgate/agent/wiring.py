@@ -124,7 +124,7 @@ def wire_agent_tasks(
         log=log,
         metrics=metrics,
         tracing=tracing,
-        screener=Screener(model, clock),
+        screener=Screener(clock),
         approvals=requests,
         # An outage is not hammered: after repeated endpoint failures calls wait, then one probes.
         breaker=CircuitBreaker(dynamodb, state_table, clock, metrics=metrics, log=log),
