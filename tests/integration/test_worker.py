@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from lockgate.errors import BadDelivery, StaleEvent
+from lockgate.errors import BadDelivery, Deferred, StaleEvent
 from lockgate.inbox.models import Delivery, Status
 from lockgate.processing import RetryLater
 from lockgate.routing import InboxEvent, TaskContext
@@ -180,6 +180,62 @@ def test_failing_job_backs_off_then_is_set_aside(harness: Harness) -> None:
     (dead,) = harness.aws.drain(harness.aws.dlq_url)
     assert json.loads(dead["Body"]) == {"pk": pk, "error": "RuntimeError: downstream is down"}
     assert [d.pk for d in harness.store().list_by_status(Status.FAILED)] == [pk]
+
+
+def deferring(times: int, delay: int) -> Any:
+    """A handler that says "not now" (as capacity, a spent cap or a running batch do) ``times`` times."""
+    said = []
+
+    def handler(event: InboxEvent, context: TaskContext) -> str:
+        if len(said) < times:
+            said.append(delay)
+            raise Deferred("model#claude-sonnet-5-5 bucket is empty", delay)
+        return "done after waiting"
+
+    return handler
+
+
+def test_a_deferral_is_not_an_attempt_so_waiting_never_uses_up_the_limit(harness: Harness) -> None:
+    # Given a handler that defers a minute at a time, more times than the attempt limit (5)
+    (pk,) = store(harness, 1)
+    harness.router.add("github", "push", deferring(times=8, delay=60))
+    worker = harness.worker()
+    sqs = harness.aws.client("sqs")
+    # When the worker takes the pointer each time it comes back
+    for waited in range(1, 9):
+        msg = sqs.receive_message(QueueUrl=harness.aws.queue_url, VisibilityTimeout=30)["Messages"][0]
+        with pytest.raises(RetryLater):
+            worker.process(pk, msg["ReceiptHandle"], never_called)
+        row = item(harness, pk)
+        # Then each deferral gives the attempt back and is counted on its own
+        assert (row.status, row.attempts, row.deferrals) == (Status.RECEIVED, 0, waited)
+        assert row.available_at == int(harness.clock.now()) + 60
+        assert row.last_error == "deferred: model#claude-sonnet-5-5 bucket is empty"
+        harness.clock.advance(60)
+        sqs.change_message_visibility(
+            QueueUrl=harness.aws.queue_url, ReceiptHandle=msg["ReceiptHandle"], VisibilityTimeout=0
+        )
+    outcome = worker.process(pk, "rh-last", never_called)
+    # And after eight waits it is processed, on its first attempt
+    row = item(harness, pk)
+    assert outcome == "done after waiting" and (row.status, row.attempts) == (Status.DONE, 1)
+    assert harness.metrics.totals["DeliveryDeferred"] == 8 and harness.aws.drain(harness.aws.dlq_url) == []
+
+
+def test_a_delivery_still_deferred_past_the_defer_limit_is_set_aside_with_the_reason(
+    harness: Harness,
+) -> None:
+    # Given a delivery that arrived 47 hours ago and a handler that wants two more hours
+    (pk,) = store(harness, 1)
+    harness.clock.advance(47 * 3600)
+    harness.router.add("github", "push", deferring(times=1, delay=2 * 3600))
+    # When it is processed
+    outcome = harness.worker().process(pk, "rh", never_called)
+    # Then waiting past the 48-hour limit is refused: it is failed and in the DLQ, saying why
+    assert outcome.startswith("failed: still deferred 48 h after it arrived: model#claude-sonnet-5-5")
+    assert item(harness, pk).status is Status.FAILED
+    (dead,) = harness.aws.drain(harness.aws.dlq_url)
+    assert json.loads(dead["Body"])["pk"] == pk
 
 
 def test_crashed_attempts_count_toward_the_limit(harness: Harness) -> None:

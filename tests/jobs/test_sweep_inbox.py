@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from lockgate.errors import Deferred
 from lockgate.inbox.models import Status
 from lockgate.inbox.queue import DeadLetters, InboxQueue
 from lockgate.jobs.builtin import sweep_inbox
@@ -89,6 +90,39 @@ def test_a_delivery_whose_queue_send_failed_is_recovered_and_processed_once(
     assert handled == [pk] and (row.status, row.attempts, row.lease_owner) == (Status.DONE, 1, None)
     harness.clock.advance(600)
     assert sweep(harness)(context(harness.clock)).counts["requeued"] == 0 and pointers(harness) == []
+
+
+def test_a_delivery_deferred_for_an_hour_is_parked_in_the_table_and_the_sweep_brings_it_back(
+    harness: Harness,
+) -> None:
+    # Given a handler that must wait an hour (a Message Batch still running), then succeeds
+    waits: list[int] = []
+
+    def batch_task(event: InboxEvent, ctx: TaskContext) -> str:
+        if not waits:
+            waits.append(3600)
+            raise Deferred("waiting for message batch msgbatch_1", 3600)
+        return "batch answer used"
+
+    harness.router.add("github", "*", batch_task)
+    pk = receive(harness, "batch-1")
+    (queued,) = pointers(harness)
+    # When the worker takes the pointer
+    outcome = harness.worker().process(queued, "rh", lambda: 300.0)
+    # Then the pointer is let go (the call returns: SQS deletes it) and the table keeps the delivery
+    assert outcome.startswith("parked for 3600 s: waiting for message batch")
+    row = harness.store().get(pk)
+    assert (row.status, row.attempts, row.deferrals) == (Status.RECEIVED, 0, 1)
+    # And nothing is re-queued before it is available again plus the re-queue delay
+    harness.clock.advance(3600)
+    assert sweep(harness)(context(harness.clock)).counts["requeued"] == 0
+    harness.clock.advance(harness.config.inbox.requeue_after_seconds)
+    assert sweep(harness)(context(harness.clock)).counts["requeued"] == 1
+    # And the re-queued pointer finishes it, once, on its first attempt
+    (again,) = pointers(harness)
+    assert harness.worker().process(again, "rh-2", lambda: 300.0) == "batch answer used"
+    row = harness.store().get(pk)
+    assert (row.status, row.attempts, row.deferrals) == (Status.DONE, 1, 1)
 
 
 def test_a_delivery_under_a_live_lease_is_left_alone(harness: Harness, handled: list[str]) -> None:

@@ -53,6 +53,7 @@ class InboxConfig:
     requeue_after_seconds: int = 120
     retention_days: int = 14
     max_item_body_bytes: int = 200_000
+    defer_limit_hours: int = 48  # how long a deferred delivery may keep waiting after it arrived
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,10 @@ from lockgate.inbox.store import InboxStore
 from lockgate.routing import InboxEvent, Router, TaskContext
 from lockgate.telemetry import Log, Metrics
 
+# A deferral longer than SQS's longest message delay parks the delivery in the table instead of
+# holding its message back: each hold is another receive, and the queue's redrive counts receives.
+PARK_AFTER_SECONDS = 900
+
 
 class RetryLater(Exception):  # noqa: N818 - a signal to the batch processor, not a fault
     """Tell the SQS batch that this message must come back (its visibility was already set)."""
@@ -108,7 +112,17 @@ class Worker:
             outcome = f"stale, not applied: {exc}"
             self._metrics.add_metric(name="StaleEventSkipped", unit="Count", value=1)
         except Deferred as exc:
-            self._retry(delivery, owner, f"deferred: {exc}", exc.delay_seconds, receipt_handle)
+            # "Not now" (capacity, a spent cap, a batch still running) is not a failed attempt; it
+            # may wait up to the defer limit, counted from when the delivery arrived.
+            limit = self._settings.defer_limit_hours * 3600
+            if now + exc.delay_seconds - delivery.received_at > limit:
+                hours = self._settings.defer_limit_hours
+                return self._give_up(delivery, owner, f"still deferred {hours} h after it arrived: {exc}")
+            self._retry(delivery, owner, f"deferred: {exc}", exc.delay_seconds, receipt_handle, deferral=True)
+            if exc.delay_seconds > PARK_AFTER_SECONDS:
+                # Longer than a message should be held back: the pointer is dropped and the table
+                # keeps the delivery; the sweep re-queues it once it is available again.
+                return f"parked for {exc.delay_seconds} s: {exc}"
             raise RetryLater(str(exc)) from exc
         except BadDelivery as exc:
             # Retrying cannot fix a malformed delivery: set it aside now.
@@ -145,15 +159,28 @@ class Worker:
         ceiling = min(self._settings.backoff_cap_seconds, self._settings.backoff_base_seconds * 2**attempts)
         return max(1, int(self.rng.uniform(0, ceiling)))
 
-    def _retry(self, delivery: Delivery, owner: str, error: str, delay: int, receipt_handle: str) -> None:
+    def _retry(
+        self,
+        delivery: Delivery,
+        owner: str,
+        error: str,
+        delay: int,
+        receipt_handle: str,
+        *,
+        deferral: bool = False,
+    ) -> None:
         now = int(self._clock.now())
-        self._metrics.add_metric(name="DeliveryRetried", unit="Count", value=1)
+        self._metrics.add_metric(
+            name="DeliveryDeferred" if deferral else "DeliveryRetried", unit="Count", value=1
+        )
+        release = self._inbox.defer if deferral else self._inbox.release_for_retry
         try:
-            self._inbox.release_for_retry(delivery.pk, owner, error, now + delay, now)
+            release(delivery.pk, owner, error, now + delay, now)
         except LeaseLost:
             self._log.warning("lease lost before releasing", extra={"delivery": delivery.pk})
             return
-        self._defer(receipt_handle, delay)
+        if not (deferral and delay > PARK_AFTER_SECONDS):
+            self._defer(receipt_handle, delay)
 
     def _defer(self, receipt_handle: str, delay: int) -> None:
         try:

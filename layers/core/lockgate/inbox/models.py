@@ -33,6 +33,7 @@ class Delivery:
     received_at: int
     available_at: int
     attempts: int = 0
+    deferrals: int = 0  # times a handler said "not now" (capacity, budget, a batch): not attempts
     event_time: int | None = None
     body: bytes | None = None
     body_ref: str | None = None
@@ -71,6 +72,7 @@ class Delivery:
             "outcome": self.outcome,
             "updated_at": self.updated_at,
             "ttl": self.ttl,
+            "deferrals": self.deferrals or None,
         }
         item.update({k: v for k, v in optional.items() if v is not None})
         return item
@@ -88,6 +90,7 @@ class Delivery:
             received_at=int(plain.get("received_at", 0)),
             available_at=int(plain.get("available_at", 0)),
             attempts=int(plain.get("attempts", 0)),
+            deferrals=int(plain.get("deferrals", 0)),
             event_time=_opt_int(plain.get("event_time")),
             body=plain.get("body"),
             body_ref=plain.get("body_ref"),

@@ -118,6 +118,24 @@ class InboxStore:
             },
         )
 
+    def defer(self, pk: str, owner: str, reason: str, available_at: int, now: int) -> None:
+        """Give the delivery back after its handler said "not now": no attempt used, a deferral counted."""
+        self._owned_update(
+            pk,
+            owner,
+            "SET #s = :received, last_error = :error, available_at = :available, updated_at = :now, "
+            "attempts = attempts - :one, deferrals = if_not_exists(deferrals, :zero) + :one "
+            "REMOVE lease_owner, lease_expires_at",
+            {
+                ":received": Status.RECEIVED.value,
+                ":error": reason[:MAX_ERROR_CHARS],
+                ":available": available_at,
+                ":now": now,
+                ":one": 1,
+                ":zero": 0,
+            },
+        )
+
     def fail(self, pk: str, owner: str, error: str, now: int) -> None:
         """Set the delivery aside as failed; conditional on owning the lease."""
         self._owned_update(
