@@ -133,11 +133,13 @@ class TaskTrials:
         self._stack = ExitStack()
         self._session: Any = None
         self.prompt_version = ""
+        self.model = ""  # the model id the trials send (the task's own unless the spec names one)
 
     def __enter__(self) -> TaskTrials:
         self._session = self._stack.enter_context(isolated_aws(self._plan.region))
         with world(self._plan, self._config, self._session) as probe:
-            self.prompt_version = prompt_version(*_prompt(self._task(probe)))
+            task = self._task(probe)
+            self.prompt_version, self.model = prompt_version(*_prompt(task)), task.model
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -284,7 +286,7 @@ def run_task_evals(
             runs=runs,
             gate=gate,
             judge=models.judge(judge) if needs_judge else None,
-            model=spec.label,
+            model=f"task ({trials.model})" if spec.label == "task" else spec.label,
             prompt_version=trials.prompt_version,
             judge_name=judge if needs_judge else "",
             progress=progress,

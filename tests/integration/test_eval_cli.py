@@ -208,3 +208,23 @@ def test_a_malformed_case_file_exits_2_naming_the_problem(
     )
     code, _, err = lockgate_eval(capsys, "support-inbox", "--cases", str(cases))
     assert code == 2 and "bad.toml: cases[0] ('x').checks[0]: unknown kind 'contain'" in err
+
+
+def test_model_task_is_real_claude_as_the_tasks_own_model_and_the_report_names_it(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lockgate_infra.stub import StubAnthropic, shop_model
+
+    # Given a key and an API endpoint that accepts only that key (a local stand-in for the API)
+    with StubAnthropic(shop_model, api_key="sk-eval") as api:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-eval")
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
+        # When the suite runs with --model task
+        code, out, _ = lockgate_eval(
+            capsys, "support-inbox --model task --runs 1 --gate 0.2 --no-save --only 'where is my order'"
+        )
+        sent = {request["model"] for request in api.requests}
+    # Then the requests went out as the task's own model, and the report says which that was
+    assert code == 0, out
+    assert "claude-sonnet-5-5" in sent
+    assert "eval support-inbox [task (claude-sonnet-5-5), prompt " in out
