@@ -78,13 +78,12 @@ class Approvals:
         self.rig.stub.set_model(
             Scripted([tools_turn(use("t1", "pay", {"amount": amount})), Reply([say("Passed to the team.")])])
         )
-        loop = self.rig.loop()
-        loop._approvals = ApprovalRequests(
-            self.proposals,
-            self.config,
-            self.rig.clock,
-            LOG,  # noqa: SLF001
-            self.rig.metrics,
+        loop = self.rig.loop(
+            {
+                "approvals": ApprovalRequests(
+                    self.proposals, self.config, self.rig.clock, LOG, self.rig.metrics
+                )
+            }
         )
         loop.run(self.task, event(delivery), DEADLINE)
         (item,) = [
@@ -372,15 +371,10 @@ def veto_flow(rig: AgentRig, effects: Effects) -> Approvals:
 
 def propose_with_veto(flow: Approvals) -> tuple[str, InboxEvent]:
     flow.rig.stub.set_model(Scripted([tools_turn(use("t1", "pay", {"amount": 80})), Reply([say("ok")])]))
-    loop = flow.rig.loop()
-    loop._approvals = ApprovalRequests(
-        flow.proposals,
-        flow.config,
-        flow.rig.clock,
-        LOG,  # noqa: SLF001
-        flow.rig.metrics,
-        veto_timer=flow.veto,
-    )  # type: ignore[attr-defined]
+    approvals = ApprovalRequests(
+        flow.proposals, flow.config, flow.rig.clock, LOG, flow.rig.metrics, veto_timer=flow.veto
+    )
+    loop = flow.rig.loop({"approvals": approvals})
     loop.run(flow.task, event(), DEADLINE)
     (item,) = flow.rig.aws.client("dynamodb").scan(TableName=flow.rig.aws.names["ApprovalsTable"])["Items"]
     approval_id = item["approval_id"]["S"]
@@ -433,8 +427,7 @@ def test_a_draft_only_tool_is_prepared_by_the_assistant_and_sent_by_a_person(rig
             ]
         )
     )
-    loop = rig.loop()
-    loop._approvals = ApprovalRequests(flow.proposals, config, rig.clock, LOG, rig.metrics)  # noqa: SLF001
+    loop = rig.loop({"approvals": ApprovalRequests(flow.proposals, config, rig.clock, LOG, rig.metrics)})
     loop.run(flow.task, event(), DEADLINE)
     # the call passed every check, yet nothing was sent: it waits as a draft
     assert effects.sent == []
