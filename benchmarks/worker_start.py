@@ -43,21 +43,13 @@ print({MARKER!r} + json.dumps({{"init": init, "first": first}}))
 
 
 def environment(snapstart: bool) -> dict[str, str]:
-    """The template's worker environment, pointed at nothing."""
+    """The template's worker environment (names as the local plan resolves them), aimed at nothing."""
+    from lockgate_infra.template import LocalPlan
+
+    worker = LocalPlan.from_file(ROOT / "template.yaml").functions["AgentWorkerFunction"]
     env = {
         **os.environ,
-        "INBOX_TABLE": "inbox",
-        "STATE_TABLE": "state",
-        "INBOX_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/inbox",
-        "INBOX_DLQ_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/inbox-dlq",
-        "BODY_BUCKET": "bodies",
-        "APPROVALS_TABLE": "approvals",
-        "DECISIONS_TABLE": "decisions",
-        "SHOP_ORDERS_TABLE": "orders",
-        "SHOP_PAYMENTS_TABLE": "payments",
-        "SHOP_MAIL_TABLE": "mail",
-        "LOCKGATE_CONFIG": str(ROOT / "lockgate.toml"),
-        "WORKER_TIMEOUT_SECONDS": "60",
+        **worker.environment,
         "AWS_ENDPOINT_URL": "http://127.0.0.1:9",
         "AWS_ACCESS_KEY_ID": "testing",
         "AWS_SECRET_ACCESS_KEY": "testing",
