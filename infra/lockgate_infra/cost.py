@@ -230,8 +230,17 @@ def _fixed(prices: AwsPrices) -> dict[str, float]:
     kinds = Counter(str(r.get("Type")) for r in resources.values())
     plan = LocalPlan.from_template(template)
     worker_gb = plan.functions["AgentWorkerFunction"].memory_mb / 1024
-    ticks = sum(_ticks_per_month(s.expression) for s in plan.schedules if s.enabled)
-    jobs_memory = max((f.memory_mb for f in plan.functions.values()), default=256) / 1024
+    schedules = [s for s in plan.schedules if s.enabled]
+    ticks = sum(_ticks_per_month(s.expression) for s in schedules)
+    # About a second per job run on its target's memory; the weekly eval is priced at its whole
+    # timeout (an upper bound: its model calls, priced apart, are what it costs).
+    job_gb_seconds = sum(
+        _ticks_per_month(s.expression)
+        * plan.functions[s.function].memory_mb
+        / 1024
+        * (plan.functions[s.function].timeout if s.function == "EvalJobsFunction" else 1.0)
+        for s in schedules
+    )
     secrets = len(load_config(ROOT / "lockgate.toml").sources) + 2  # webhook secrets, link key, model key
     return {
         "CloudWatch alarms": kinds["AWS::CloudWatch::Alarm"] * prices.alarm_month,
@@ -242,7 +251,7 @@ def _fixed(prices: AwsPrices) -> dict[str, float]:
         "SnapStart cache (worker)": worker_gb * SECONDS_PER_MONTH * prices.snapstart_cache_gb_second,
         "SQS idle polling": IDLE_POLL_REQUESTS_PER_MONTH * prices.sqs_request,
         "Scheduler + scheduled jobs": ticks * (prices.scheduler_invocation + prices.lambda_request)
-        + ticks * jobs_memory * 1.0 * prices.lambda_gb_second,  # about a second per job run
+        + job_gb_seconds * prices.lambda_gb_second,
     }
 
 
