@@ -170,10 +170,12 @@ class Worker:
         deferral: bool = False,
     ) -> None:
         now = int(self._clock.now())
-        self._metrics.add_metric(
-            name="DeliveryDeferred" if deferral else "DeliveryRetried", unit="Count", value=1
-        )
-        release = self._inbox.defer if deferral else self._inbox.release_for_retry
+        if deferral:
+            self._metrics.add_metric(name="DeliveryDeferred", unit="Count", value=1)
+            release = self._inbox.defer
+        else:
+            self._metrics.add_metric(name="DeliveryRetried", unit="Count", value=1)
+            release = self._inbox.release_for_retry
         try:
             release(delivery.pk, owner, error, now + delay, now)
         except LeaseLost:

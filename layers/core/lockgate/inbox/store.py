@@ -118,7 +118,7 @@ class InboxStore:
             },
         )
 
-    def defer(self, pk: str, owner: str, reason: str, available_at: int, now: int) -> None:
+    def defer(self, pk: str, owner: str, error: str, available_at: int, now: int) -> None:
         """Give the delivery back after its handler said "not now": no attempt used, a deferral counted."""
         self._owned_update(
             pk,
@@ -128,7 +128,7 @@ class InboxStore:
             "REMOVE lease_owner, lease_expires_at",
             {
                 ":received": Status.RECEIVED.value,
-                ":error": reason[:MAX_ERROR_CHARS],
+                ":error": error[:MAX_ERROR_CHARS],
                 ":available": available_at,
                 ":now": now,
                 ":one": 1,
