@@ -220,3 +220,34 @@ def serialized_moto() -> Iterator[None]:
         yield
     finally:
         BotocoreStubber.process_request = original  # type: ignore[method-assign]
+
+
+def state_row(aws: Aws, pk: str, sk: str) -> dict[str, Any] | None:
+    """One State table item, read consistently (None if absent)."""
+    got = aws.client("dynamodb").get_item(
+        TableName=aws.state_table, Key={"pk": {"S": pk}, "sk": {"S": sk}}, ConsistentRead=True
+    )
+    item: dict[str, Any] | None = got.get("Item")
+    return item
+
+
+def dynamodb_operations(db: Any) -> list[str]:
+    """Every DynamoDB operation ``db`` sends from now on, by name, in order."""
+    sent: list[str] = []
+    db.meta.events.register(
+        "before-send.dynamodb.*",
+        lambda request, **_: sent.append(request.headers["X-Amz-Target"].decode().split(".")[-1]),
+    )
+    return sent
+
+
+class Sleeper:
+    """An injected sleep: records each wait and moves the fixed clock (no real time passes)."""
+
+    def __init__(self, clock: FixedClock) -> None:
+        self.clock = clock
+        self.waits: list[float] = []
+
+    def __call__(self, seconds: float) -> None:
+        self.waits.append(seconds)
+        self.clock.advance(seconds)

@@ -19,7 +19,7 @@ from lockgate.agent.capacity import (
 from lockgate.clock import FixedClock
 from lockgate.errors import Deferred
 from lockgate.telemetry import CountingMetrics
-from tests.support import LOG, Aws, fail_calls, serialized_moto
+from tests.support import LOG, Aws, Sleeper, dynamodb_operations, fail_calls, serialized_moto, state_row
 
 MODEL = "claude-haiku"
 SCOPE = f"model#{MODEL}"
@@ -29,18 +29,6 @@ FAR = 10_000_000_000.0  # a deadline that never limits
 @pytest.fixture
 def metrics() -> CountingMetrics:
     return CountingMetrics()
-
-
-class Sleeper:
-    """The injected sleep: records each wait and moves the fixed clock (no real time passes)."""
-
-    def __init__(self, clock: FixedClock) -> None:
-        self.clock = clock
-        self.waits: list[float] = []
-
-    def __call__(self, seconds: float) -> None:
-        self.waits.append(seconds)
-        self.clock.advance(seconds)
 
 
 def limiter(
@@ -71,27 +59,10 @@ def breaker(aws: Aws, clock: FixedClock, metrics: CountingMetrics, db: Any = Non
     )  # defaults: 5 failures in 60 s open it for 30 s
 
 
-def row(aws: Aws, pk: str, sk: str) -> dict[str, Any] | None:
-    got = aws.client("dynamodb").get_item(
-        TableName=aws.state_table, Key={"pk": {"S": pk}, "sk": {"S": sk}}, ConsistentRead=True
-    )
-    item: dict[str, Any] | None = got.get("Item")
-    return item
-
-
 def tats(aws: Aws) -> tuple[Decimal, Decimal]:
-    item = row(aws, f"bucket#{SCOPE}", "rate")
+    item = state_row(aws, f"bucket#{SCOPE}", "rate")
     assert item is not None
     return Decimal(item["req_tat"]["N"]), Decimal(item["tok_tat"]["N"])
-
-
-def count_calls(db: Any) -> list[str]:
-    sent: list[str] = []
-    db.meta.events.register(
-        "before-send.dynamodb.*",
-        lambda request, **_: sent.append(request.headers["X-Amz-Target"].decode().split(".")[-1]),
-    )
-    return sent
 
 
 # -- rate limit -----------------------------------------------------------------------------
@@ -213,7 +184,7 @@ def test_eight_threads_against_three_a_minute_admit_exactly_three(
 
 def test_one_update_item_per_admission(aws: Aws, clock: FixedClock, metrics: CountingMetrics) -> None:
     db = aws.client("dynamodb")
-    sent = count_calls(db)
+    sent = dynamodb_operations(db)
     rate = limiter(aws, clock, metrics, rpm=10, db=db)
     for _ in range(4):  # an idle bucket, then this process's own known state
         rate.admit(SCOPE, 10, FAR)
@@ -229,7 +200,7 @@ def test_a_model_without_a_bucket_is_not_limited(
     aws: Aws, clock: FixedClock, metrics: CountingMetrics
 ) -> None:
     db = aws.client("dynamodb")
-    sent = count_calls(db)
+    sent = dynamodb_operations(db)
     limiter(aws, clock, metrics, db=db).admit("model#other-model", 10**6, FAR)
     assert sent == []
 
@@ -250,7 +221,7 @@ def test_table_down_falls_back_to_a_per_process_limit_and_says_so(
         rate.admit(SCOPE, 10, clock.now() + 45)
     assert caught.value.delay_seconds == 60
     assert metrics.totals["RateLimiterFallback"] == 6
-    assert row(aws, f"bucket#{SCOPE}", "rate") is None
+    assert state_row(aws, f"bucket#{SCOPE}", "rate") is None
     assert sleep.waits == []
     # And the per-process window slides: a minute later calls pass again
     clock.advance(60)
@@ -265,14 +236,14 @@ def test_a_damaged_bucket_is_not_repaired_and_the_fallback_limits(
     aws.client("dynamodb").put_item(TableName=aws.state_table, Item=damaged)
     limiter(aws, clock, metrics).admit(SCOPE, 10, FAR)
     assert metrics.totals["RateLimiterFallback"] == 1
-    assert row(aws, f"bucket#{SCOPE}", "rate") == damaged
+    assert state_row(aws, f"bucket#{SCOPE}", "rate") == damaged
 
 
 # -- circuit breaker ------------------------------------------------------------------------
 
 
 def breaker_row(aws: Aws) -> dict[str, Any]:
-    item = row(aws, f"breaker#{MODEL}", "state")
+    item = state_row(aws, f"breaker#{MODEL}", "state")
     assert item is not None
     return item
 
@@ -399,7 +370,7 @@ def test_late_failures_while_open_change_nothing(
 
 def test_successes_while_closed_write_nothing(aws: Aws, clock: FixedClock, metrics: CountingMetrics) -> None:
     db = aws.client("dynamodb")
-    sent = count_calls(db)
+    sent = dynamodb_operations(db)
     cb = breaker(aws, clock, metrics, db=db)
     cb.before_call(MODEL)
     cb.record_success(MODEL)
@@ -416,7 +387,7 @@ def test_table_down_the_breaker_allows_calls_and_counts_it(
     cb.before_call(MODEL)
     cb.record_failure(MODEL)
     assert metrics.totals["CircuitBreakerUnavailable"] >= 2
-    assert row(aws, f"breaker#{MODEL}", "state") is None
+    assert state_row(aws, f"breaker#{MODEL}", "state") is None
 
 
 # -- retry budget ---------------------------------------------------------------------------

@@ -34,7 +34,7 @@ from lockgate_infra.stub.models import Scripted
 from lockgate_infra.stub.replies import Model, Reply, billing, overloaded, rate_limited
 from lockgate_infra.stub.server import StubAnthropic
 from tests.agent.toolkit import Effects, make_task
-from tests.support import LOG, SECRETS, Harness
+from tests.support import LOG, SECRETS, Harness, Sleeper
 
 DONE = Reply([{"type": "text", "text": "handled"}])
 REMAINING = 300.0  # seconds the Lambda has left for each delivery
@@ -45,18 +45,6 @@ def sqs_on_the_fake_clock(monkeypatch: pytest.MonkeyPatch, clock: FixedClock) ->
     """moto's SQS visibility timers run on the test clock."""
     monkeypatch.setattr("moto.sqs.models.unix_time", clock.now)
     monkeypatch.setattr("moto.sqs.models.unix_time_millis", lambda: clock.now() * 1000)
-
-
-class Sleeper:
-    """The rate limiter's injected sleep: records each wait and moves the fake clock."""
-
-    def __init__(self, clock: FixedClock) -> None:
-        self.clock = clock
-        self.waits: list[float] = []
-
-    def __call__(self, seconds: float) -> None:
-        self.waits.append(seconds)
-        self.clock.advance(seconds)
 
 
 @dataclass

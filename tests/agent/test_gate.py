@@ -13,7 +13,7 @@ from lockgate.agent.ratelimit import Bucket, RateLimited, RateLimiter
 from lockgate.agent.spend import SpendCapReached, SpendCaps, SpendUnavailable
 from lockgate.clock import FixedClock
 from lockgate.telemetry import CountingMetrics
-from tests.support import LOG, Aws, fail_calls, serialized_moto
+from tests.support import LOG, Aws, dynamodb_operations, fail_calls, serialized_moto, state_row
 
 DAY = "2026-01-01"
 SCOPES = ["source#github", "model#claude-haiku"]
@@ -45,27 +45,10 @@ def gate(
     return Gate(db, clock, spend=spend, limiter=limiter)
 
 
-def row(aws: Aws, pk: str, sk: str) -> dict[str, Any] | None:
-    got = aws.client("dynamodb").get_item(
-        TableName=aws.state_table, Key={"pk": {"S": pk}, "sk": {"S": sk}}, ConsistentRead=True
-    )
-    item: dict[str, Any] | None = got.get("Item")
-    return item
-
-
 def remaining(aws: Aws, sk: str) -> Decimal:
-    item = row(aws, f"spend#{DAY}", sk)
+    item = state_row(aws, f"spend#{DAY}", sk)
     assert item is not None
     return Decimal(item["remaining"]["N"])
-
-
-def operations(db: Any) -> list[str]:
-    sent: list[str] = []
-    db.meta.events.register(
-        "before-send.dynamodb.*",
-        lambda request, **_: sent.append(request.headers["X-Amz-Target"].decode().split(".")[-1]),
-    )
-    return sent
 
 
 def test_one_transaction_holds_both_counters_and_takes_both_buckets_then_one_settles(
@@ -74,7 +57,7 @@ def test_one_transaction_holds_both_counters_and_takes_both_buckets_then_one_set
     db = aws.client("dynamodb")
     g = gate(aws, clock, metrics, db=db)
     g.admit("triage", SCOPES, 1.0, 500, FAR)  # the day's first call opens the counters
-    sent = operations(db)
+    sent = dynamodb_operations(db)
     # When a call is admitted on an open day and settled
     reservation = g.admit("triage", SCOPES, 1.0, 500, FAR)
     g.settle(reservation, 0.25)
@@ -83,7 +66,7 @@ def test_one_transaction_holds_both_counters_and_takes_both_buckets_then_one_set
     # And both counters hold the actual cost of this call, and both buckets moved twice
     assert remaining(aws, "global") == Decimal("8.75") and remaining(aws, "task#triage") == Decimal("3.75")
     for scope in SCOPES:
-        item = row(aws, f"bucket#{scope}", "rate")
+        item = state_row(aws, f"bucket#{scope}", "rate")
         assert item is not None and Decimal(item["req_tat"]["N"]) == Decimal(int(clock.now()) + 40)
 
 
@@ -92,13 +75,13 @@ def test_a_spent_budget_refuses_the_call_and_takes_no_bucket(
 ) -> None:
     g = gate(aws, clock, metrics, cap=1.0)
     g.admit("triage", SCOPES, 0.4, 10, FAR)
-    before = {scope: row(aws, f"bucket#{scope}", "rate") for scope in SCOPES}
+    before = {scope: state_row(aws, f"bucket#{scope}", "rate") for scope in SCOPES}
     # When the task's remaining $0.10 cannot hold a $0.20 estimate
     with pytest.raises(SpendCapReached) as caught:
         g.admit("triage", SCOPES, 0.2, 10, FAR)
     # Then nothing moved: the transaction wrote all or nothing
     assert caught.value.scope == "task#triage"
-    assert {scope: row(aws, f"bucket#{scope}", "rate") for scope in SCOPES} == before
+    assert {scope: state_row(aws, f"bucket#{scope}", "rate") for scope in SCOPES} == before
     assert remaining(aws, "global") == Decimal("0.6") and remaining(aws, "task#triage") == Decimal("0.1")
     assert metrics.totals["SpendCapReached"] == 1
 
@@ -110,7 +93,7 @@ def test_crossing_80_percent_is_counted_once_at_one_extra_call(
     g = gate(aws, clock, metrics, db=db, rpm=100, cap=10.0)  # global $10, task $5
     g.admit("digest", SCOPES, 7.0, 10, FAR)  # global: $3 left; 80% not crossed yet ($2 mark)
     assert metrics.totals.get("SpendNearCap", 0) == 0
-    sent = operations(db)
+    sent = dynamodb_operations(db)
     # When a call takes the global counter below 20% remaining
     g.admit("digest", SCOPES, 1.5, 10, FAR)
     # Then the guarded hold was refused, the crossing counted, and the hold retried without the margin
@@ -167,8 +150,8 @@ def test_a_damaged_bucket_is_left_alone_and_its_scope_uses_the_per_process_limit
     damaged = {"pk": {"S": "bucket#model#claude-haiku"}, "sk": {"S": "rate"}, "req_tat": {"N": "5"}}
     aws.client("dynamodb").put_item(TableName=aws.state_table, Item=damaged)
     gate(aws, clock, metrics).admit("triage", SCOPES, 0.01, 10, FAR)
-    assert row(aws, "bucket#model#claude-haiku", "rate") == damaged
-    assert row(aws, "bucket#source#github", "rate") is not None
+    assert state_row(aws, "bucket#model#claude-haiku", "rate") == damaged
+    assert state_row(aws, "bucket#source#github", "rate") is not None
     assert metrics.totals["RateLimiterFallback"] == 1 and remaining(aws, "global") == Decimal("9.99")
 
 

@@ -118,10 +118,12 @@ class Worker:
             if now + exc.delay_seconds - delivery.received_at > limit:
                 hours = self._settings.defer_limit_hours
                 return self._give_up(delivery, owner, f"still deferred {hours} h after it arrived: {exc}")
-            self._retry(delivery, owner, f"deferred: {exc}", exc.delay_seconds, receipt_handle, deferral=True)
-            if exc.delay_seconds > PARK_AFTER_SECONDS:
-                # Longer than a message should be held back: the pointer is dropped and the table
-                # keeps the delivery; the sweep re-queues it once it is available again.
+            # Longer than a message should be held back: the pointer is let go and the table keeps
+            # the delivery; the sweep re-queues it once it is available again.
+            parked = exc.delay_seconds > PARK_AFTER_SECONDS
+            held = None if parked else receipt_handle
+            self._retry(delivery, owner, f"deferred: {exc}", exc.delay_seconds, held, deferral=True)
+            if parked:
                 return f"parked for {exc.delay_seconds} s: {exc}"
             raise RetryLater(str(exc)) from exc
         except BadDelivery as exc:
@@ -165,10 +167,11 @@ class Worker:
         owner: str,
         error: str,
         delay: int,
-        receipt_handle: str,
+        receipt_handle: str | None,
         *,
         deferral: bool = False,
     ) -> None:
+        """Release the delivery until ``delay`` from now; hold its message back as long (None: let go)."""
         now = int(self._clock.now())
         if deferral:
             self._metrics.add_metric(name="DeliveryDeferred", unit="Count", value=1)
@@ -181,7 +184,7 @@ class Worker:
         except LeaseLost:
             self._log.warning("lease lost before releasing", extra={"delivery": delivery.pk})
             return
-        if not (deferral and delay > PARK_AFTER_SECONDS):
+        if receipt_handle is not None:
             self._defer(receipt_handle, delay)
 
     def _defer(self, receipt_handle: str, delay: int) -> None:

@@ -26,6 +26,7 @@ from lockgate.agent.runs import Run, RunStore
 from lockgate.agent.spend import Reservation, SpendCaps, input_tokens_upper_bound
 from lockgate.agent.usage import NoUsageMetrics, UsageMetrics
 from lockgate.clock import Clock
+from lockgate.dynamo import Page, read_page
 from lockgate.errors import Deferred, StoreUnavailable
 from lockgate.jobs.contract import JobContext, JobResult
 from lockgate.telemetry import Log, Metrics
@@ -144,21 +145,14 @@ class Batches:
 
     # -- collecting -----------------------------------------------------------------------
 
-    def _pending_page(
-        self, start: dict[str, Any] | None
-    ) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
-        kwargs: dict[str, Any] = {
-            "TableName": self._table,
-            "KeyConditionExpression": "pk = :pk",
-            "ExpressionAttributeValues": {":pk": {"S": PENDING_PK}},
-        }
-        if start:
-            kwargs["ExclusiveStartKey"] = start
-        try:
-            response = self._db.query(**kwargs)
-        except (ClientError, BotoCoreError) as exc:
-            raise StoreUnavailable(type(exc).__name__) from exc
-        return response.get("Items", []), response.get("LastEvaluatedKey")
+    def _pending_page(self, start: dict[str, Any] | None) -> Page:
+        return read_page(
+            self._db.query,
+            start,
+            TableName=self._table,
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues={":pk": {"S": PENDING_PK}},
+        )
 
     def _collect_one(self, batch_id: str, items: list[dict[str, Any]], counts: dict[str, int]) -> None:
         try:

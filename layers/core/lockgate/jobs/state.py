@@ -16,7 +16,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from lockgate.dynamo import conditional_failed as _conditional_failed
 from lockgate.dynamo import error_code as _code
-from lockgate.dynamo import write_if
+from lockgate.dynamo import read_page, write_if
 from lockgate.errors import LeaseLost, StoreUnavailable
 from lockgate.inbox.models import to_attribute
 
@@ -164,20 +164,15 @@ class JobStateStore:
         states: list[JobState] = []
         start: dict[str, Any] | None = None
         while True:
-            kwargs: dict[str, Any] = {
-                "TableName": self._table,
-                "KeyConditionExpression": "pk = :pk",
-                "ExpressionAttributeValues": {":pk": {"S": PARTITION}},
-                "ConsistentRead": True,
-            }
-            if start:
-                kwargs["ExclusiveStartKey"] = start
-            try:
-                response = self._db.query(**kwargs)
-            except (ClientError, BotoCoreError) as exc:
-                raise StoreUnavailable(type(exc).__name__) from exc
-            states += [JobState.from_item(item) for item in response.get("Items", [])]
-            start = response.get("LastEvaluatedKey")
+            items, start = read_page(
+                self._db.query,
+                start,
+                TableName=self._table,
+                KeyConditionExpression="pk = :pk",
+                ExpressionAttributeValues={":pk": {"S": PARTITION}},
+                ConsistentRead=True,
+            )
+            states += [JobState.from_item(item) for item in items]
             if not start:
                 return states
 
