@@ -8,14 +8,9 @@ from typing import Any
 
 import pytest
 
-from lockgate.agent.capacity import (
-    Bucket,
-    CircuitBreaker,
-    CircuitOpen,
-    RateLimited,
-    RateLimiter,
-    RetryBudget,
-)
+from lockgate.agent.breaker import CircuitBreaker, CircuitOpen
+from lockgate.agent.ratelimit import Bucket, RateLimited, RateLimiter
+from lockgate.agent.retrybudget import RetryBudget
 from lockgate.clock import FixedClock
 from lockgate.errors import Deferred
 from lockgate.telemetry import CountingMetrics
