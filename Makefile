@@ -10,7 +10,7 @@ PYTHON313 := $(shell command -v python3.13)
 endif
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: setup demo test check lint typecheck cfn build deploy-test chaos bench clean
+.PHONY: setup demo test slow coverage check lint typecheck cfn build deploy-test chaos bench clean
 
 setup: $(STAMP)
 
@@ -24,8 +24,18 @@ $(STAMP): pyproject.toml layers/core/pyproject.toml
 demo: $(STAMP)
 	$(BIN)/lockgate demo
 
+# The inner loop: every test but the slow suites, on every core, with branch coverage recorded
+# (so `make check` adds the slow suites to it instead of running everything a second time).
 test: $(STAMP)
-	$(BIN)/pytest -m "not deploy"
+	$(BIN)/pytest -m "not slow and not deploy" -n auto --cov --cov-report= --cov-fail-under=0
+
+# Fuzzing, chaos, load, the browser test and the benchmark smoke tests, appended to test's coverage.
+slow: $(STAMP)
+	$(BIN)/pytest -m "slow and not deploy" -n auto --cov --cov-append --cov-report= --cov-fail-under=0
+
+# Branch coverage of `make test` + `make slow`; fails below [tool.coverage.report] fail_under.
+coverage: $(STAMP)
+	$(BIN)/coverage report --skip-covered --show-missing
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -40,9 +50,8 @@ cfn: $(STAMP)
 	$(BIN)/cfn-lint template.yaml
 	$(BIN)/sam validate --lint --template-file template.yaml
 
-check: lint typecheck cfn $(STAMP)
-	$(BIN)/pytest -m "not deploy" --cov --cov-branch --cov-report=term-missing:skip-covered
-	$(MAKE) deploy-test
+# Every gate, each test once. CI runs `make test`, then these targets but `test` (.ci/run).
+check: lint typecheck cfn test slow coverage deploy-test
 
 # sam build (no Docker: .venv's python3.13 is on PATH), sam package into moto's S3 and the real
 # sam deploy to moto's CloudFormation, then the stack is checked (tests/deploy). ~2 minutes.

@@ -6,7 +6,7 @@ import ipaddress
 import socket
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 import pytest
@@ -14,6 +14,9 @@ from moto import mock_aws
 
 from lockgate.clock import FixedClock
 from tests.support import Aws, Harness, make_config
+
+if TYPE_CHECKING:
+    from lockgate_infra.template import LocalPlan
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE = ROOT / "template.yaml"
@@ -60,16 +63,22 @@ def _aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
+@pytest.fixture(scope="session")
+def template_plan() -> LocalPlan:
+    """template.yaml's resources, parsed once per test session (the plan is immutable)."""
+    from lockgate_infra.template import LocalPlan, load_template
+
+    return LocalPlan.from_template(load_template(TEMPLATE))
+
+
 @pytest.fixture
-def aws() -> Iterator[Aws]:
+def aws(template_plan: LocalPlan) -> Iterator[Aws]:
     """moto in-process, with every table, queue and bucket of template.yaml created."""
     from lockgate_infra.local.resources import create_resources
-    from lockgate_infra.template import LocalPlan, load_template
 
     with mock_aws():
         session = boto3.session.Session(region_name="us-east-1")
-        plan = LocalPlan.from_template(load_template(TEMPLATE))
-        names = create_resources(plan, session)
+        names = create_resources(template_plan, session)
         yield Aws(session=session, names=names)
 
 

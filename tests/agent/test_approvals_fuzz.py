@@ -16,6 +16,8 @@ from tests.agent.conftest import AgentRig
 from tests.agent.test_approvals import Approvals, decisions_table
 from tests.agent.toolkit import Effects
 
+pytestmark = pytest.mark.slow  # fuzzing/chaos/load/benchmarks: `make check`, not `make test`
+
 FUZZ = settings(
     max_examples=120,
     deadline=None,

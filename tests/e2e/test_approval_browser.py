@@ -26,7 +26,7 @@ from lockgate_infra.local.run import seed_secrets
 from lockgate_infra.local.stack import LocalStack
 from lockgate_infra.local.workflows import seed_workflows
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOT = ROOT / "docs" / "approval-page.png"

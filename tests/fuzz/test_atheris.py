@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # fuzzing/chaos/load/benchmarks: `make check`, not `make test`
+
 ROOT = Path(__file__).resolve().parents[2]
 pytest.importorskip("atheris", reason="atheris installs on Linux only (see pyproject)")
 

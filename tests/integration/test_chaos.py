@@ -14,6 +14,8 @@ import pytest
 from lockgate_infra.chaos.faults import Rates
 from lockgate_infra.chaos.run import run_seed, table
 
+pytestmark = pytest.mark.slow  # fuzzing/chaos/load/benchmarks: `make check`, not `make test`
+
 
 @pytest.mark.parametrize("seed", [11, 12])
 def test_given_seeded_faults_everywhere_when_driven_to_quiescence_then_no_invariant_is_violated(

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import io
 
+import pytest
+
 from benchmarks import load
+
+pytestmark = pytest.mark.slow  # fuzzing/chaos/load/benchmarks: `make check`, not `make test`
 
 
 def test_concurrent_senders_with_dups_and_forgeries_store_and_process_each_valid_delivery_once() -> None:

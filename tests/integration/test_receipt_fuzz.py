@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.support import Harness
+
+pytestmark = pytest.mark.slow  # fuzzing/chaos/load/benchmarks: `make check`, not `make test`
 
 SOURCES = ["github", "stripe", "helpdesk", "slack", "shopify", "partner", "unknown", ""]
 HEADER_NAMES = st.sampled_from(

@@ -3,7 +3,11 @@ timings never are."""
 
 from __future__ import annotations
 
+import pytest
+
 from benchmarks import cold_start, receipt_calls
+
+pytestmark = pytest.mark.slow  # fuzzing/chaos/load/benchmarks: `make check`, not `make test`
 
 
 def test_receipt_calls_counts_two_calls_per_new_and_one_per_duplicate() -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -22,6 +23,8 @@ from shop.refunds import REFUND_ORDER
 from shop.replies import send_email_tool
 from shop.tools import FIND_ORDERS, LOOKUP_ORDER, READ_EMAIL, SEARCH_HELP
 from tests.unit.test_shop_policies import ADA, HOST, SHOP_ADDRESS, FakeLookup
+
+pytestmark = pytest.mark.slow  # fuzzing/chaos/load/benchmarks: `make check`, not `make test`
 
 FUZZ = settings(max_examples=300, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -14,6 +14,8 @@ from lockgate.errors import BadDelivery, ConfigError, InvalidSignature
 from lockgate.webhooks.schemes import check_secrets, scheme_for
 from lockgate.webhooks.signing import sign
 
+pytestmark = pytest.mark.slow  # fuzzing/chaos/load/benchmarks: `make check`, not `make test`
+
 FAST = settings(max_examples=200, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 NOW = 1_700_000_000
 
