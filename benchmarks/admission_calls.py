@@ -7,7 +7,7 @@ over one in-process moto (template.yaml's State table), counting every DynamoDB 
 - **no controls**: the loop alone (its run records: open, step, finish).
 - **gate**: daily caps (global + the task's own) and rate buckets (the event's source and the
   model), admitted as Lockgate does: one ``TransactWriteItems`` before the call, one after
-  (``lockgate.agent.gate``).
+  (``lockgate.capacity.gate``).
 - **one by one**: the same controls called separately, as before the gate: a conditional update
   per counter to reserve, one per bucket, one per counter to settle.
 
@@ -79,18 +79,18 @@ def measure(events: int = 50, warmup: int = 2) -> dict[str, Figures]:
     """Run ``events`` events through each set-up; count the DynamoDB calls of the measured ones."""
     import anthropic
 
-    from lockgate.agent.breaker import CircuitBreaker
-    from lockgate.agent.gate import Gate
-    from lockgate.agent.ledger import Ledger
+    from lockgate.actions.ledger import Ledger
+    from lockgate.actions.tools import RunFacts
     from lockgate.agent.loop import AgentLoop
-    from lockgate.agent.model import ModelClient
-    from lockgate.agent.ratelimit import Bucket, RateLimiter
     from lockgate.agent.runs import RunStore
-    from lockgate.agent.spend import SpendCaps
     from lockgate.agent.tasks import Start, Task
-    from lockgate.agent.tools import RunFacts
+    from lockgate.capacity.breaker import CircuitBreaker
+    from lockgate.capacity.gate import Gate
+    from lockgate.capacity.ratelimit import Bucket, RateLimiter
+    from lockgate.capacity.spend import SpendCaps
     from lockgate.clock import SystemClock
     from lockgate.inbox.models import Delivery, Status
+    from lockgate.model.client import ModelClient
     from lockgate.routing import InboxEvent
     from lockgate.telemetry import CountingMetrics
 

@@ -26,10 +26,10 @@ from collections.abc import Callable
 from typing import Any
 
 from lockgate.agent.intake import take_in
-from lockgate.agent.pricing import price_for
-from lockgate.agent.response_cache import ResponseCache
 from lockgate.agent.tasks import Task
 from lockgate.clock import Clock
+from lockgate.model.pricing import price_for
+from lockgate.model.response_cache import ResponseCache
 from lockgate.telemetry import CountingMetrics
 from lockgate_infra.shoprig import Email, shop_rig
 
@@ -66,7 +66,7 @@ SETTINGS = (
 
 def cheapest_passing(events: list[Email]) -> str:
     """The cheapest candidate whose extraction passes on every event (by output price, then input)."""
-    from lockgate.agent.model import ModelClient
+    from lockgate.model.client import ModelClient
     from lockgate_infra.stub import shop_model
 
     for model in sorted(CANDIDATES, key=lambda m: (price_for(m).output, price_for(m).input)):

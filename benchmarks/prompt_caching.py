@@ -13,8 +13,8 @@ import dataclasses
 import json
 from typing import Any
 
-from lockgate.agent.model import Usage
-from lockgate.agent.pricing import cost_usd
+from lockgate.model.client import Usage
+from lockgate.model.pricing import cost_usd
 from lockgate_infra.shoprig import Email, shop_rig
 
 EMAILS = [

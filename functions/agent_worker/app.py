@@ -13,7 +13,6 @@ from aws_lambda_powertools.metrics import EphemeralMetrics
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-from lockgate.agent.usage import EmfUsageMetrics
 from lockgate.agent.wiring import wire_agent_tasks
 from lockgate.clock import SystemClock
 from lockgate.config import load_config
@@ -21,6 +20,7 @@ from lockgate.freshness import EntityVersions
 from lockgate.inbox.bodies import BodyStore
 from lockgate.inbox.queue import DeadLetters, InboxQueue, decode_pointer
 from lockgate.inbox.store import InboxStore
+from lockgate.model.usage import EmfUsageMetrics
 from lockgate.processing import Leasing, Worker
 from lockgate.restore import RestoreHooks, register_after_restore
 from lockgate.routing import Router

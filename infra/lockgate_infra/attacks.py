@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from lockgate.actions.tools import Risk
 from lockgate.agent.tasks import Task
-from lockgate.agent.tools import Risk
 from lockgate_infra.shoprig import Email, shop_rig
 
 HOST = "shop.example.com"

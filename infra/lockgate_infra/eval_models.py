@@ -65,7 +65,7 @@ class Models:
         """A ModelClient for a stub behaviour (shop, gullible, judge) or, for None, real Claude."""
         import anthropic
 
-        from lockgate.agent.model import ModelClient
+        from lockgate.model.client import ModelClient
 
         if behaviour is None:
             key = self._environ["ANTHROPIC_API_KEY"]

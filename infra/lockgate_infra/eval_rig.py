@@ -163,7 +163,7 @@ class TaskTrials:
 
     def __call__(self, case: Case, attempt: int) -> Transcript:
         """Run the case's events in order (each its own run) and collect the evidence."""
-        from lockgate.agent.ledger import Ledger
+        from lockgate.actions.ledger import Ledger
         from lockgate.agent.loop import AgentLoop
         from lockgate.agent.runs import RunStore
         from lockgate.approvals.proposals import ProposalStore

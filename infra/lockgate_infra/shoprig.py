@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lockgate.agent.ledger import Ledger
+from lockgate.actions.ledger import Ledger
 from lockgate.agent.loop import AgentLoop
-from lockgate.agent.model import ModelClient
 from lockgate.agent.runs import RunStore
 from lockgate.agent.tasks import Task
 from lockgate.clock import Clock, SystemClock
 from lockgate.inbox.models import Delivery, Status
+from lockgate.model.client import ModelClient
 from lockgate.routing import InboxEvent
 from lockgate.telemetry import CountingMetrics
 

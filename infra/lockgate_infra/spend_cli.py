@@ -1,7 +1,7 @@
 """`lockgate spend`: dollars, tokens and cache use per task and model per UTC day.
 
 Reads the daily rollup the worker writes when each run finishes (one Query per day, see
-``lockgate.agent.usage``), so it costs a handful of reads however many calls were made.
+``lockgate.model.usage``), so it costs a handful of reads however many calls were made.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
-from lockgate.agent.usage import day_of, read_day
+from lockgate.model.usage import day_of, read_day
 
 COLUMNS = ("runs", "calls", "usd", "input_tokens", "output_tokens", "cache_creation_input_tokens",
            "cache_read_input_tokens", "cache_hits", "batched")  # fmt: skip

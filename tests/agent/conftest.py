@@ -9,13 +9,13 @@ from typing import Any
 import anthropic
 import pytest
 
-from lockgate.agent.ledger import Ledger
+from lockgate.actions.ledger import Ledger
 from lockgate.agent.loop import AgentLoop
-from lockgate.agent.model import ModelClient
 from lockgate.agent.runs import RunStore
 from lockgate.agent.screen import Screener
 from lockgate.clock import FixedClock
 from lockgate.inbox.models import Delivery, Status
+from lockgate.model.client import ModelClient
 from lockgate.routing import InboxEvent
 from lockgate.telemetry import CountingMetrics
 from lockgate_infra.stub.server import StubAnthropic

@@ -11,16 +11,16 @@ from typing import Any
 
 import pytest
 
-from lockgate.agent.admission import AdmittedCalls, InputTooLarge
-from lockgate.agent.breaker import CircuitBreaker, CircuitOpen
-from lockgate.agent.gate import Gate
-from lockgate.agent.model import ModelError, ModelRequest
-from lockgate.agent.pricing import cost_usd
-from lockgate.agent.ratelimit import Bucket, RateLimited, RateLimiter
-from lockgate.agent.retrybudget import RetryBudget
-from lockgate.agent.spend import SpendCaps, input_tokens_upper_bound
+from lockgate.capacity.admission import AdmittedCalls, InputTooLarge
+from lockgate.capacity.breaker import CircuitBreaker, CircuitOpen
+from lockgate.capacity.gate import Gate
+from lockgate.capacity.ratelimit import Bucket, RateLimited, RateLimiter
+from lockgate.capacity.spend import SpendCaps, input_tokens_upper_bound
 from lockgate.clock import FixedClock
 from lockgate.errors import PermanentFailure
+from lockgate.model.client import ModelError, ModelRequest
+from lockgate.model.pricing import cost_usd
+from lockgate.model.retrybudget import RetryBudget
 from lockgate_infra.stub.accounting import count_input_tokens
 from lockgate_infra.stub.models import ByModel, Scripted
 from lockgate_infra.stub.replies import Reply, bad_request, overloaded, server_error

@@ -10,7 +10,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
-from lockgate.agent.ledger import Ledger
+from lockgate.actions.ledger import Ledger
 from lockgate.approvals.decisions import DecisionStore
 from lockgate.approvals.desk import ApprovalDesk
 from lockgate.approvals.executor import ApprovalExecutor
@@ -301,7 +301,7 @@ def test_a_high_stakes_tool_needs_two_different_people(rig: AgentRig) -> None:
 
 
 def test_policy_is_rechecked_against_current_facts_at_execution(rig: AgentRig) -> None:
-    from lockgate.agent.tools import RunFacts, Verdict
+    from lockgate.actions.tools import RunFacts, Verdict
 
     effects = Effects()
     flow = Approvals(rig, effects)

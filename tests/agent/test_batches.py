@@ -8,10 +8,10 @@ import anthropic
 import pytest
 
 from lockgate.agent.batches import PENDING_PK, Batches, BatchWaiting
-from lockgate.agent.model import Usage
-from lockgate.agent.pricing import cost_usd
 from lockgate.agent.runs import RunStore
 from lockgate.jobs.contract import JobContext
+from lockgate.model.client import Usage
+from lockgate.model.pricing import cost_usd
 from lockgate_infra.stub.models import Scripted
 from lockgate_infra.stub.replies import Reply, bad_request
 from tests.agent.conftest import AgentRig, event

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from lockgate.agent.breaker import CircuitBreaker, CircuitOpen
-from lockgate.agent.ratelimit import Bucket, RateLimited, RateLimiter
-from lockgate.agent.retrybudget import RetryBudget
+from lockgate.capacity.breaker import CircuitBreaker, CircuitOpen
+from lockgate.capacity.ratelimit import Bucket, RateLimited, RateLimiter
 from lockgate.clock import FixedClock
 from lockgate.errors import Deferred
+from lockgate.model.retrybudget import RetryBudget
 from lockgate.telemetry import CountingMetrics
 from tests.support import LOG, Aws, Sleeper, dynamodb_operations, fail_calls, serialized_moto, state_row
 
@@ -420,7 +420,7 @@ def test_the_retry_budget_slides_with_the_minute(clock: FixedClock) -> None:
 
 def test_the_loop_stops_calling_an_endpoint_whose_circuit_is_open(aws: Aws, clock: FixedClock) -> None:
     # Given a model endpoint that keeps answering 529 overloaded
-    from lockgate.agent.model import ModelError
+    from lockgate.model.client import ModelError
     from lockgate_infra.stub.models import Scripted
     from lockgate_infra.stub.replies import overloaded
     from lockgate_infra.stub.server import StubAnthropic

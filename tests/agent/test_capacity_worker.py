@@ -16,18 +16,18 @@ from typing import Any
 import anthropic
 import pytest
 
-from lockgate.agent.breaker import CircuitBreaker
-from lockgate.agent.gate import Gate
+from lockgate.actions.ledger import Ledger
 from lockgate.agent.handler import route_tasks
-from lockgate.agent.ledger import Ledger
 from lockgate.agent.loop import AgentLoop
-from lockgate.agent.model import ModelClient
-from lockgate.agent.ratelimit import Bucket, RateLimiter
 from lockgate.agent.runs import RunStore
-from lockgate.agent.spend import SpendCaps
 from lockgate.agent.tasks import Task
+from lockgate.capacity.breaker import CircuitBreaker
+from lockgate.capacity.gate import Gate
+from lockgate.capacity.ratelimit import Bucket, RateLimiter
+from lockgate.capacity.spend import SpendCaps
 from lockgate.clock import FixedClock
 from lockgate.inbox.models import Delivery, Status
+from lockgate.model.client import ModelClient
 from lockgate.processing import RetryLater
 from lockgate.webhooks.signing import sign
 from lockgate_infra.stub.models import Scripted

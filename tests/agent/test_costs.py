@@ -6,14 +6,14 @@ from typing import Any
 
 import pytest
 
-from lockgate.agent.gate import Gate
-from lockgate.agent.model import Usage
-from lockgate.agent.pricing import cost_usd
-from lockgate.agent.response_cache import ResponseCache
-from lockgate.agent.spend import SpendCapReached, SpendCaps
+from lockgate.actions.tools import RunFacts
 from lockgate.agent.tasks import Start, Task
-from lockgate.agent.tools import RunFacts
-from lockgate.agent.usage import UsageRollup, read_day
+from lockgate.capacity.gate import Gate
+from lockgate.capacity.spend import SpendCapReached, SpendCaps
+from lockgate.model.client import Usage
+from lockgate.model.pricing import cost_usd
+from lockgate.model.response_cache import ResponseCache
+from lockgate.model.usage import UsageRollup, read_day
 from lockgate_infra.stub.models import Scripted
 from lockgate_infra.stub.replies import Reply
 from tests.agent.conftest import AgentRig, event

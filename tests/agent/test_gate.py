@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from lockgate.agent.gate import Gate
-from lockgate.agent.ratelimit import Bucket, RateLimited, RateLimiter
-from lockgate.agent.spend import SpendCapReached, SpendCaps, SpendUnavailable
+from lockgate.capacity.gate import Gate
+from lockgate.capacity.ratelimit import Bucket, RateLimited, RateLimiter
+from lockgate.capacity.spend import SpendCapReached, SpendCaps, SpendUnavailable
 from lockgate.clock import FixedClock
 from lockgate.telemetry import CountingMetrics
 from tests.support import LOG, Aws, dynamodb_operations, fail_calls, serialized_moto, state_row

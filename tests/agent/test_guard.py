@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from lockgate.agent.guard import Check, RunState, decide
-from lockgate.agent.tools import RunFacts
+from lockgate.actions.guard import Check, RunState, decide
+from lockgate.actions.tools import RunFacts
 from tests.agent.toolkit import Effects, make_task
 
 FACTS = RunFacts(values={"owner": "owner@example.com"})

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from lockgate.agent.ledger import Ledger, LedgerConflict, OpState, idempotency_key_for
-from lockgate.agent.tools import OutcomeUnknown, ToolError
+from lockgate.actions.ledger import Ledger, LedgerConflict, OpState, idempotency_key_for
+from lockgate.actions.tools import OutcomeUnknown, ToolError
 from lockgate.clock import FixedClock
 from lockgate.errors import Deferred
 from tests.support import Aws, serialized_moto

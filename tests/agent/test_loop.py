@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from lockgate.agent.model import ModelError, Usage
+from lockgate.model.client import ModelError, Usage
 from lockgate_infra.stub.models import Scripted, max_tokens_model, pause_turn_model, refusal_model
 from lockgate_infra.stub.replies import Reply, StubError, overloaded, rate_limited, server_error
 from tests.agent.conftest import AgentRig, event

@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
-from lockgate.agent.admission import InputTooLarge
-from lockgate.agent.breaker import CircuitOpen
-from lockgate.agent.gate import Gate
-from lockgate.agent.model import ModelError, ModelReply, ModelRequest
 from lockgate.agent.screen import Screener
-from lockgate.agent.spend import SpendCapReached, SpendCaps
+from lockgate.capacity.admission import InputTooLarge
+from lockgate.capacity.breaker import CircuitOpen
+from lockgate.capacity.gate import Gate
+from lockgate.capacity.spend import SpendCapReached, SpendCaps
 from lockgate.clock import FixedClock
+from lockgate.model.client import ModelError, ModelReply, ModelRequest
 from lockgate_infra.stub.models import Scripted
 from lockgate_infra.stub.replies import Reply
 from tests.agent.conftest import AgentRig, event

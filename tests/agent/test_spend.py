@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from lockgate.agent.spend import SpendCapReached, SpendCaps, SpendUnavailable
+from lockgate.capacity.spend import SpendCapReached, SpendCaps, SpendUnavailable
 from lockgate.clock import FixedClock
 from lockgate.errors import Deferred
 from lockgate.telemetry import CountingMetrics
@@ -289,7 +289,7 @@ def test_a_negative_estimate_is_refused(aws: Aws, clock: FixedClock, metrics: Co
 
 def test_the_loop_defers_before_sending_when_the_daily_cap_is_reached(aws: Aws, clock: FixedClock) -> None:
     # Given an agent whose task has spent its daily cap
-    from lockgate.agent.gate import Gate
+    from lockgate.capacity.gate import Gate
     from lockgate_infra.stub.models import Scripted
     from lockgate_infra.stub.replies import Reply
     from lockgate_infra.stub.server import StubAnthropic

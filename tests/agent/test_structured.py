@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field
 
-from lockgate.agent.model import ModelError
 from lockgate.agent.structured import extract, find_json, totals_add_up, values_in_source
+from lockgate.model.client import ModelError
 from lockgate_infra.stub.models import Scripted
 from lockgate_infra.stub.replies import Reply
 from tests.agent.conftest import AgentRig

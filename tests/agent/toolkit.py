@@ -6,8 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from lockgate.actions.tools import OutcomeUnknown, Risk, RunFacts, Tool, ToolContext, ToolError, Verdict
 from lockgate.agent.tasks import Start, Task
-from lockgate.agent.tools import OutcomeUnknown, Risk, RunFacts, Tool, ToolContext, ToolError, Verdict
 from lockgate.routing import InboxEvent
 
 

@@ -85,7 +85,7 @@ def json_text(data: bytes) -> None:
 
 
 def tool_args(data: bytes) -> None:
-    from lockgate.agent.guard import decide
+    from lockgate.actions.guard import decide
     from tests.unit.test_shop_guard_fuzz import TASK, run_state  # the shop task and facts the guard sees
 
     if not data:

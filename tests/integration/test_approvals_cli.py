@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from lockgate.agent.tools import fingerprint
+from lockgate.actions.tools import fingerprint
 from lockgate.approvals.proposals import HOUR, Proposal, ProposalStore
 from lockgate.inbox.store import InboxStore
 from lockgate_infra import cli

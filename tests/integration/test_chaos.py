@@ -37,7 +37,7 @@ def test_given_a_ledger_that_forgets_when_faults_force_replays_then_the_invarian
     # Given a broken ledger: every call runs its effect, each time under a new idempotency key
     import uuid
 
-    from lockgate.agent import ledger
+    from lockgate.actions import ledger
 
     monkeypatch.setattr(ledger.Ledger, "_begin", lambda self, *args: None)
     monkeypatch.setattr(ledger, "idempotency_key_for", lambda op_key: f"lg_{uuid.uuid4().hex}")

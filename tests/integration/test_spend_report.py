@@ -7,9 +7,9 @@ import json
 import pytest
 from aws_lambda_powertools.metrics import EphemeralMetrics
 
-from lockgate.agent.model import Usage
-from lockgate.agent.usage import EmfUsageMetrics, ModelTotals, UsageRollup
 from lockgate.clock import FixedClock
+from lockgate.model.client import Usage
+from lockgate.model.usage import EmfUsageMetrics, ModelTotals, UsageRollup
 from lockgate.telemetry import CountingMetrics
 from lockgate_infra.cli import _parser
 from lockgate_infra.spend_cli import render, spend_rows

@@ -9,7 +9,7 @@ import pytest
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.ses.models import ses_backends
 
-from lockgate.agent.tools import fingerprint
+from lockgate.actions.tools import fingerprint
 from lockgate.approvals.decisions import DecisionRecord, DecisionStore, Verdict
 from lockgate.approvals.desk import LinkSigner
 from lockgate.approvals.digest import DIGEST_ID, ReviewDigest

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from lockgate.agent.model import Usage
-from lockgate.agent.usage import ModelTotals, UsageRollup
 from lockgate.clock import FixedClock
 from lockgate.config import BudgetConfig
 from lockgate.jobs.builtin.budget_report import BudgetReport
+from lockgate.model.client import Usage
+from lockgate.model.usage import ModelTotals, UsageRollup
 from lockgate.telemetry import CountingMetrics
 from tests.jobs.conftest import context
 from tests.support import LOG, Aws

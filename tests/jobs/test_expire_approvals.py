@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from lockgate.agent.ledger import Ledger, operation_key
+from lockgate.actions.ledger import Ledger, operation_key
+from lockgate.actions.tools import fingerprint
 from lockgate.agent.tasks import DecisionNotice
-from lockgate.agent.tools import fingerprint
 from lockgate.approvals.decisions import DecisionRecord, DecisionStore, Verdict
 from lockgate.approvals.executor import ApprovalExecutor
 from lockgate.approvals.proposals import HOUR, Proposal, ProposalStore

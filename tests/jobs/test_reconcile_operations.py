@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from lockgate.agent.ledger import Ledger, Operation, OpState, operation_key
+from lockgate.actions.ledger import Ledger, Operation, OpState, operation_key
+from lockgate.actions.tools import OutcomeUnknown
 from lockgate.agent.tasks import Task
-from lockgate.agent.tools import OutcomeUnknown
 from lockgate.approvals.decisions import DecisionRecord, DecisionStore, Verdict
 from lockgate.approvals.proposals import RESOLVE_TOOL, ProposalStore
 from lockgate.clock import FixedClock

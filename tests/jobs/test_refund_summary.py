@@ -7,7 +7,7 @@ from datetime import date
 
 import pytest
 
-from lockgate.agent.tools import RunFacts, ToolContext, ToolError
+from lockgate.actions.tools import RunFacts, ToolContext, ToolError
 from lockgate.clock import FixedClock
 from lockgate.inbox.events import internal_event
 from lockgate.routing import InboxEvent

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from lockgate.agent.tools import fingerprint
+from lockgate.actions.tools import fingerprint
 from lockgate.approvals import notify
 from lockgate.approvals.notify import (
     NotificationFailed,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from lockgate.agent.model import Usage
-from lockgate.agent.pricing import (
+from lockgate.model.client import Usage
+from lockgate.model.pricing import (
     PRICES,
     PRICES_AS_OF,
     UNKNOWN_MODEL,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from lockgate.agent.pricing import CACHE_WRITE_1H, CACHE_WRITE_5M
-from lockgate.agent.prompt_cache import CACHE_READ, choose_cache_ttl, run_input_cost
 from lockgate.errors import ConfigError
+from lockgate.model.pricing import CACHE_WRITE_1H, CACHE_WRITE_5M
+from lockgate.model.prompt_cache import CACHE_READ, choose_cache_ttl, run_input_cost
 from tests.agent.toolkit import Effects, make_task
 
 HALF_HOUR = 1800

@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lockgate.agent.guard import Check, RunState, decide
+from lockgate.actions.guard import Check, RunState, decide
+from lockgate.actions.tools import RunFacts
 from lockgate.agent.tasks import Start, Task
-from lockgate.agent.tools import RunFacts
 from shop.policies import APPROVAL_LIMIT
 from shop.refunds import REFUND_ORDER
 from shop.replies import send_email_tool

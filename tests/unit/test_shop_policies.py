@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from lockgate.agent.guard import Check, RunState, decide
-from lockgate.agent.tools import RunFacts, ToolArgumentsInvalid
+from lockgate.actions.guard import Check, RunState, decide
+from lockgate.actions.tools import RunFacts, ToolArgumentsInvalid
 from shop.arguments import (
     FindOrdersArgs,
     LookupOrderArgs,

@@ -994,7 +994,7 @@ def test_given_samconfig_then_each_environment_deploys_its_own_stack_with_valid_
     assert overrides["Stage"] == ("prod" if environment_name == "prod" else "dev")
 
 
-CORE = Path(__file__).resolve().parents[2] / "layers" / "core" / "lockgate" / "agent"
+CORE = Path(__file__).resolve().parents[2] / "layers" / "core" / "lockgate" / "capacity"
 
 
 @pytest.mark.parametrize(

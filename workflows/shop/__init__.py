@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from lockgate.workflows import Setup
+from lockgate import Setup
 from shop.handlers import order_updated
 
 

@@ -14,6 +14,8 @@ from typing import Any
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import BotoCoreError, ClientError
 
+from lockgate.dynamo import conditional_failed, error_code
+
 CENT = Decimal("0.01")
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
@@ -41,11 +43,6 @@ def to_item(values: dict[str, Any]) -> dict[str, Any]:
 def from_item(item: dict[str, Any]) -> dict[str, Any]:
     """A low-level DynamoDB item as plain values."""
     return {k: _deserializer.deserialize(v) for k, v in item.items()}
-
-
-def code_of(exc: ClientError) -> str:
-    """The AWS error code."""
-    return str(exc.response.get("Error", {}).get("Code", ""))
 
 
 @dataclass(frozen=True)
@@ -194,7 +191,7 @@ class Orders:
                 ConditionExpression="attribute_not_exists(order_id)",
             )
         except ClientError as exc:
-            if code_of(exc) == "ConditionalCheckFailedException":
+            if conditional_failed(exc):
                 return False
-            raise ShopUnavailable(f"orders: {code_of(exc)}") from exc
+            raise ShopUnavailable(f"orders: {error_code(exc)}") from exc
         return True

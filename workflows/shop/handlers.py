@@ -1,9 +1,8 @@
-"""Plain handlers for the example. The Claude agent tasks arrive with the agent issue."""
+"""Plain handlers for the example (the agent tasks are in ``shop.task`` and ``shop.summary``)."""
 
 from __future__ import annotations
 
-from lockgate.errors import BadDelivery
-from lockgate.routing import InboxEvent, TaskContext
+from lockgate import BadDelivery, InboxEvent, TaskContext
 
 
 def order_updated(event: InboxEvent, context: TaskContext) -> str:

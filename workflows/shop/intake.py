@@ -13,9 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from lockgate.agent.intake import Intake
-from lockgate.agent.structured import values_in_source
-from lockgate.routing import InboxEvent
+from lockgate import InboxEvent, Intake, values_in_source
 from shop.services import shop_services
 
 CHEAP_MODEL = "claude-haiku-5-5"

@@ -12,7 +12,8 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from shop.data import ShopUnavailable, code_of, from_item, iso, to_item
+from lockgate.dynamo import conditional_failed, error_code
+from shop.data import ShopUnavailable, from_item, iso, to_item
 
 RETENTION_SECONDS = 90 * 86_400
 
@@ -182,8 +183,8 @@ class Mailbox:
                 ExpressionAttributeValues={":sending": {"S": "sending"}},
             )
         except ClientError as exc:
-            if code_of(exc) != "ConditionalCheckFailedException":
-                raise ShopUnavailable(f"mail: {code_of(exc)}") from exc
+            if not conditional_failed(exc):
+                raise ShopUnavailable(f"mail: {error_code(exc)}") from exc
         except BotoCoreError as exc:
             raise ShopUnavailable(f"mail: {type(exc).__name__}") from exc
         return done
@@ -221,10 +222,10 @@ class Mailbox:
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as exc:
-            if code_of(exc) == "ConditionalCheckFailedException":
+            if conditional_failed(exc):
                 old: dict[str, Any] = exc.response.get("Item") or {}  # type: ignore[assignment]
                 return from_item(old)
-            raise ShopUnavailable(f"mail: {code_of(exc)}") from exc
+            raise ShopUnavailable(f"mail: {error_code(exc)}") from exc
         except BotoCoreError as exc:
             raise ShopUnavailable(f"mail: {type(exc).__name__}") from exc
         return None

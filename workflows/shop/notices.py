@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from lockgate.agent.tasks import DecisionNotice
-from lockgate.agent.tools import ToolContext
+from lockgate import DecisionNotice, ToolContext
 from shop.arguments import SendEmailArgs
 from shop.replies import send_email
 

@@ -22,7 +22,8 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from shop.data import Order, ShopUnavailable, cents, code_of, from_item, iso, to_item
+from lockgate.dynamo import error_code
+from shop.data import Order, ShopUnavailable, cents, from_item, iso, to_item
 
 
 class RefundRefused(Exception):
@@ -172,7 +173,7 @@ class Payments:
         return refund, True
 
     def _cancelled(self, exc: ClientError, refund: Refund) -> tuple[Refund, bool]:
-        code = code_of(exc)
+        code = error_code(exc)
         if code == "IdempotentParameterMismatchException":
             # The same key was used within DynamoDB's ten-minute window: that call wrote it.
             stored = self.get(refund.idempotency_key)

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any, Protocol
 
-from lockgate.agent.tools import Policy, RunFacts, Verdict
+from lockgate import Policy, RunFacts, Verdict
 
 APPROVAL_LIMIT = Decimal("50.00")  # refunds above this need a person
 HIGH_STAKES_LIMIT = Decimal("200.00")  # refunds above this need two reviewers

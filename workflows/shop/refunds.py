@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from lockgate.agent.tools import OutcomeUnknown, Risk, Tool, ToolContext, ToolError, fingerprint
+from lockgate import OutcomeUnknown, Risk, Tool, ToolContext, ToolError, fingerprint
 from shop.arguments import RefundOrderArgs
 from shop.data import ShopUnavailable
 from shop.payments import Refund, RefundRefused, RefundUncertain

@@ -16,7 +16,8 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError, ConnectTimeoutError, EndpointConnectionError
 
-from lockgate.agent.tools import OutcomeUnknown, Risk, Tool, ToolContext, ToolError, fingerprint
+from lockgate import OutcomeUnknown, Risk, Tool, ToolContext, ToolError, fingerprint
+from lockgate.dynamo import error_code
 from shop.arguments import SendEmailArgs
 from shop.data import ShopUnavailable
 from shop.mailbox import SentMail
@@ -59,7 +60,7 @@ def send_email(args: SendEmailArgs, context: ToolContext) -> dict[str, Any]:
         raise ToolError("The email could not be sent (SES unreachable); nothing was sent.") from exc
     except ClientError as exc:
         status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
-        code = str(exc.response.get("Error", {}).get("Code", "ClientError"))
+        code = error_code(exc)
         if status >= 500 or status == 0:  # a server error (or no status at all): it may have gone out
             raise OutcomeUnknown(f"SES answered {code} ({status}); the email may have been sent") from exc
         _finish(shop, mail, "failed", error=code)

@@ -14,18 +14,19 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from lockgate.agent.tasks import Start, Task
-from lockgate.agent.tools import (
+from lockgate import (
+    BadDelivery,
+    InboxEvent,
     Risk,
     RunFacts,
+    Start,
+    Task,
     Tool,
     ToolContext,
     ToolError,
     Verdict,
     describe_validation_error,
 )
-from lockgate.errors import BadDelivery
-from lockgate.routing import InboxEvent
 from shop.arguments import Args, SendEmailArgs
 from shop.policies import links_only_to_shop
 from shop.replies import send_email

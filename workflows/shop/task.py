@@ -13,10 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from lockgate.agent.tasks import Start, Task
-from lockgate.agent.tools import RunFacts, describe_validation_error
-from lockgate.errors import BadDelivery
-from lockgate.routing import InboxEvent
+from lockgate import BadDelivery, InboxEvent, RunFacts, Start, Task, describe_validation_error
 from shop.arguments import MESSAGE_ID, check_email_address
 from shop.data import Order, Orders
 from shop.intake import CUSTOMER_REQUEST

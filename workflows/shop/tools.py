@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lockgate.agent.tools import Risk, Tool, ToolContext, ToolError
+from lockgate import Risk, Tool, ToolContext, ToolError
 from shop.arguments import FindOrdersArgs, LookupOrderArgs, ReadEmailArgs, SearchHelpArgs
 from shop.policies import (
     customer_of,

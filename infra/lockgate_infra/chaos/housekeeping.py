@@ -8,7 +8,7 @@ import datetime as dt
 from collections.abc import Callable
 from typing import Any
 
-from lockgate.agent.ledger import Ledger
+from lockgate.actions.ledger import Ledger
 from lockgate.approvals.decisions import DecisionStore
 from lockgate.approvals.proposals import Proposal, ProposalStore
 from lockgate.inbox.queue import DeadLetters, InboxQueue

@@ -1,3 +1,101 @@
-"""Lockgate core: verified webhooks, an idempotent inbox, leases and the agent runtime."""
+"""Lockgate core: verified webhooks, an idempotent inbox, leases and the agent runtime.
+
+Workflow authors need only this module's names::
+
+    from lockgate import Risk, RunFacts, Setup, Task, TaskContext, Tool, ToolContext, ToolError
+
+Packages, each importing only from those below it (``tests/unit/test_layers.py`` checks)::
+
+    runtime             each function's object graph, built in one place
+    jobs                scheduled jobs: sweeps, expiry, reconciliation, digests, batch collection
+    evals               the eval harness's cases, checks and judge
+    approvals           proposals, signed links, the reviewer's decision, running what was approved
+    agent               tasks, the durable tool loop, runs, intake, screening
+    actions             tools, the guard's ruling, the operation ledger, the one run-once path
+    capacity            spend cap, rate limits, circuit breaker, admission of each model call
+    model               the Messages API client, retry budget, prices, usage, prompt and response caches
+    inbox, webhooks     the idempotent inbox, receipt, the worker's lease loop; signature schemes
+    foundations         clock, errors, config, settings, secrets, dynamo, telemetry, http
+
+Names load on first use, so importing a submodule (the receiver imports ``lockgate.receipt``)
+never pays for pydantic or the agent.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+# Public name → the module that defines it.
+_PUBLIC = {
+    "BadDelivery": "lockgate.errors",
+    "DecisionNotice": "lockgate.agent.tasks",
+    "InboxEvent": "lockgate.routing",
+    "Intake": "lockgate.agent.intake",
+    "OutcomeUnknown": "lockgate.actions.tools",
+    "Policy": "lockgate.actions.tools",
+    "Risk": "lockgate.actions.tools",
+    "RunFacts": "lockgate.actions.tools",
+    "Setup": "lockgate.workflows",
+    "Start": "lockgate.agent.tasks",
+    "Task": "lockgate.agent.tasks",
+    "TaskContext": "lockgate.routing",
+    "Tool": "lockgate.actions.tools",
+    "ToolContext": "lockgate.actions.tools",
+    "ToolError": "lockgate.actions.tools",
+    "Verdict": "lockgate.actions.tools",
+    "describe_validation_error": "lockgate.actions.tools",
+    "fingerprint": "lockgate.actions.tools",
+    "values_in_source": "lockgate.agent.structured",
+}
+__all__ = [
+    "BadDelivery",
+    "DecisionNotice",
+    "InboxEvent",
+    "Intake",
+    "OutcomeUnknown",
+    "Policy",
+    "Risk",
+    "RunFacts",
+    "Setup",
+    "Start",
+    "Task",
+    "TaskContext",
+    "Tool",
+    "ToolContext",
+    "ToolError",
+    "Verdict",
+    "describe_validation_error",
+    "fingerprint",
+    "values_in_source",
+]
+
+if TYPE_CHECKING:
+    from lockgate.actions.tools import (
+        OutcomeUnknown,
+        Policy,
+        Risk,
+        RunFacts,
+        Tool,
+        ToolContext,
+        ToolError,
+        Verdict,
+        describe_validation_error,
+        fingerprint,
+    )
+    from lockgate.agent.intake import Intake
+    from lockgate.agent.structured import values_in_source
+    from lockgate.agent.tasks import DecisionNotice, Start, Task
+    from lockgate.errors import BadDelivery
+    from lockgate.routing import InboxEvent, TaskContext
+    from lockgate.workflows import Setup
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name's module the first time the name is asked for."""
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'lockgate' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

@@ -1,8 +1,9 @@
-"""Two DynamoDB moves the stores repeat: read one page, and make one conditional write."""
+"""The one DynamoDB helper: read a page, make a conditional write, read error codes and numbers."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from decimal import Decimal
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -44,3 +45,16 @@ def error_code(exc: ClientError) -> str:
 def conditional_failed(exc: ClientError) -> bool:
     """Whether a conditional write was refused because the item was not as expected."""
     return error_code(exc) == "ConditionalCheckFailedException"
+
+
+def dec(value: float) -> Decimal:
+    """Seconds (or a count) as an exact decimal to the millisecond, for a DynamoDB number."""
+    return Decimal(f"{value:.3f}")
+
+
+def num(item: Mapping[str, Any], name: str) -> Decimal | None:
+    """A number attribute of a low-level item, or None when absent or not a number."""
+    value = item.get(name)
+    if not isinstance(value, dict) or "N" not in value:
+        return None
+    return Decimal(value["N"])

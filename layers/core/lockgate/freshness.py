@@ -7,6 +7,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from lockgate.clock import Clock
+from lockgate.dynamo import conditional_failed
 from lockgate.errors import StaleEvent, StoreUnavailable
 
 
@@ -42,7 +43,7 @@ class EntityVersions:
                 },
             )
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+            if conditional_failed(exc):
                 raise StaleEvent(f"{entity}: a newer event was already applied") from exc
             raise StoreUnavailable(type(exc).__name__) from exc
         except BotoCoreError as exc:

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from lockgate.actions.tools import Risk, RunFacts, Tool, ToolArgumentsInvalid
 from lockgate.agent.tasks import Task
-from lockgate.agent.tools import Risk, RunFacts, Tool, ToolArgumentsInvalid
 
 
 class Check(StrEnum):

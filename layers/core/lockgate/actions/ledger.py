@@ -18,7 +18,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from lockgate.clock import Clock
-from lockgate.dynamo import read_page, write_if
+from lockgate.dynamo import error_code, read_page, write_if
 from lockgate.errors import Deferred, LockgateError, StoreUnavailable
 
 RETENTION_SECONDS = 90 * 86_400
@@ -163,9 +163,9 @@ class Ledger:
                 },
             )
         except ClientError as exc:
-            if _code(exc) == "ConditionalCheckFailedException":
+            if error_code(exc) == "ConditionalCheckFailedException":
                 return False
-            raise StoreUnavailable(_code(exc)) from exc
+            raise StoreUnavailable(error_code(exc)) from exc
         return True
 
     def open_page(
@@ -239,8 +239,8 @@ class Ledger:
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as exc:
-            if _code(exc) != "ConditionalCheckFailedException":
-                raise StoreUnavailable(_code(exc)) from exc
+            if error_code(exc) != "ConditionalCheckFailedException":
+                raise StoreUnavailable(error_code(exc)) from exc
             old = exc.response.get("Item")
             if not old:
                 raise StoreUnavailable("ledger condition failed without an item") from exc
@@ -295,15 +295,11 @@ class Ledger:
                 ExpressionAttributeValues=values,
             )
         except ClientError as exc:
-            if _code(exc) == "ConditionalCheckFailedException":
+            if error_code(exc) == "ConditionalCheckFailedException":
                 # Our lease ran out and the entry moved on (e.g. marked UNKNOWN): keep its state.
                 return
-            raise StoreUnavailable(_code(exc)) from exc
+            raise StoreUnavailable(error_code(exc)) from exc
 
 
 def _key(op_key: str) -> dict[str, Any]:
     return {"pk": {"S": f"op#{op_key}"}, "sk": {"S": "op"}}
-
-
-def _code(exc: ClientError) -> str:
-    return str(exc.response.get("Error", {}).get("Code", "ClientError"))

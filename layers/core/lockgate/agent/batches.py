@@ -19,16 +19,16 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from lockgate.agent.model import ModelRequest, reply_from_message
-from lockgate.agent.modelerrors import classify
-from lockgate.agent.pricing import cost_usd, estimate_usd
 from lockgate.agent.runs import Run, RunStore
-from lockgate.agent.spend import Reservation, SpendCaps, input_tokens_upper_bound
-from lockgate.agent.usage import NoUsageMetrics, UsageMetrics
+from lockgate.capacity.spend import Reservation, SpendCaps, input_tokens_upper_bound
 from lockgate.clock import Clock
-from lockgate.dynamo import Page, read_page
+from lockgate.dynamo import Page, conditional_failed, read_page
 from lockgate.errors import Deferred, StoreUnavailable
 from lockgate.jobs.contract import JobContext, JobResult
+from lockgate.model.client import ModelRequest, reply_from_message
+from lockgate.model.errors import classify
+from lockgate.model.pricing import cost_usd, estimate_usd
+from lockgate.model.usage import NoUsageMetrics, UsageMetrics
 from lockgate.telemetry import Log, Metrics
 
 # How long the event waits before it looks for the answer again. Each look is a worker attempt,
@@ -202,7 +202,7 @@ class Batches:
                 ConditionExpression="attribute_exists(pk)",
             )
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+            if not conditional_failed(exc):
                 raise StoreUnavailable(type(exc).__name__) from exc
             return  # another collector finished it
         except BotoCoreError as exc:

@@ -16,9 +16,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from lockgate.agent.model import ModelReply, ModelRequest, Usage
-from lockgate.agent.pricing import cost_usd
 from lockgate.agent.structured import Replies, extract
+from lockgate.model.client import ModelReply, ModelRequest, Usage
+from lockgate.model.pricing import cost_usd
 from lockgate.routing import InboxEvent
 
 

@@ -10,24 +10,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from lockgate.agent.admission import AdmittedCalls, InputTooLarge
+from lockgate.actions.guard import RunState
+from lockgate.actions.ledger import Ledger
 from lockgate.agent.batches import Batches
-from lockgate.agent.breaker import CircuitBreaker
-from lockgate.agent.gate import Gate
-from lockgate.agent.guard import RunState
 from lockgate.agent.intake import AdmittedReplies, IntakeResult, take_in, with_request
-from lockgate.agent.ledger import Ledger
-from lockgate.agent.model import ModelClient, ModelReply, ModelRequest
-from lockgate.agent.prompt_cache import prefix_tokens
-from lockgate.agent.response_cache import ResponseCache
 from lockgate.agent.run_totals import Totals
 from lockgate.agent.runs import Run, RunStore
 from lockgate.agent.screen import Ask, Screener
 from lockgate.agent.tasks import Task
 from lockgate.agent.tool_calls import ToolCalls
-from lockgate.agent.usage import NoUsageMetrics, UsageMetrics, UsageRollup
 from lockgate.approvals.requests import ApprovalRequests
+from lockgate.capacity.admission import AdmittedCalls, InputTooLarge
+from lockgate.capacity.breaker import CircuitBreaker
+from lockgate.capacity.gate import Gate
 from lockgate.clock import Clock
+from lockgate.model.client import ModelClient, ModelReply, ModelRequest
+from lockgate.model.prompt_cache import prefix_tokens
+from lockgate.model.response_cache import ResponseCache
+from lockgate.model.usage import NoUsageMetrics, UsageMetrics, UsageRollup
 from lockgate.routing import InboxEvent
 from lockgate.telemetry import Log, Metrics, NoTracing, Tracing
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from lockgate.agent.guard import RunState
+from lockgate.actions.guard import RunState
 from lockgate.agent.intake import IntakeResult
-from lockgate.agent.model import ModelReply, Usage
-from lockgate.agent.pricing import cost_usd
-from lockgate.agent.usage import ModelTotals
+from lockgate.model.client import ModelReply, Usage
+from lockgate.model.pricing import cost_usd
+from lockgate.model.usage import ModelTotals
 
 
 @dataclass

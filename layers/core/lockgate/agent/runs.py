@@ -13,6 +13,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from lockgate.clock import Clock
+from lockgate.dynamo import error_code
 from lockgate.errors import StoreUnavailable
 
 RETENTION_SECONDS = 30 * 86_400
@@ -77,8 +78,8 @@ class RunStore:
                 ConditionExpression="attribute_not_exists(pk)",
             )
         except ClientError as exc:
-            if _code(exc) != "ConditionalCheckFailedException":
-                raise StoreUnavailable(_code(exc)) from exc
+            if error_code(exc) != "ConditionalCheckFailedException":
+                raise StoreUnavailable(error_code(exc)) from exc
             found = self.get(run_id)
             if found is None:
                 raise StoreUnavailable("run vanished between writes") from exc
@@ -108,8 +109,8 @@ class RunStore:
                 ConditionExpression="attribute_not_exists(pk)",
             )
         except ClientError as exc:
-            if _code(exc) != "ConditionalCheckFailedException":
-                raise StoreUnavailable(_code(exc)) from exc
+            if error_code(exc) != "ConditionalCheckFailedException":
+                raise StoreUnavailable(error_code(exc)) from exc
             stored = (self.get(run.run_id) or run).step(n, kind)
             if stored is None:
                 raise StoreUnavailable("step vanished between writes") from exc
@@ -187,7 +188,3 @@ class RunStore:
 
 def _pk(run_id: str) -> str:
     return f"run#{run_id}"
-
-
-def _code(exc: ClientError) -> str:
-    return str(exc.response.get("Error", {}).get("Code", "ClientError"))

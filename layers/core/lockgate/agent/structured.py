@@ -19,8 +19,8 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ValidationError
 
-from lockgate.agent.model import ModelReply, ModelRequest, Usage
-from lockgate.agent.tools import describe_validation_error
+from lockgate.actions.tools import describe_validation_error
+from lockgate.model.client import ModelReply, ModelRequest, Usage
 
 
 class Replies(Protocol):

@@ -6,10 +6,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from lockgate.actions.tools import RunFacts, Tool
 from lockgate.agent.intake import Intake
-from lockgate.agent.prompt_cache import choose_cache_ttl
-from lockgate.agent.tools import RunFacts, Tool
 from lockgate.errors import ConfigError
+from lockgate.model.prompt_cache import choose_cache_ttl
 from lockgate.routing import InboxEvent
 
 DATA_NOTICE = (

@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from lockgate.agent.guard import Decision, RunState, decide
-from lockgate.agent.ledger import Ledger, LedgerConflict, OpState, operation_key
+from lockgate.actions.guard import Decision, RunState, decide
+from lockgate.actions.ledger import Ledger, LedgerConflict, OpState, operation_key
+from lockgate.actions.tools import OutcomeUnknown, Tool, ToolContext, ToolError, fingerprint
 from lockgate.agent.runs import Run
 from lockgate.agent.screen import Ask, Screener
 from lockgate.agent.tasks import Task
-from lockgate.agent.tools import OutcomeUnknown, Tool, ToolContext, ToolError, fingerprint
 from lockgate.approvals.requests import ApprovalRequests
 from lockgate.telemetry import Log, Metrics, Tracing
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from lockgate.agent.tools import fingerprint
+from lockgate.actions.tools import fingerprint
 from lockgate.approvals.decisions import DecisionRecord, DecisionStore, State, Verdict, state_of
 from lockgate.approvals.events import approval_event, enqueue
 from lockgate.approvals.proposals import Proposal

@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from lockgate.agent.tools import fingerprint
+from lockgate.actions.tools import fingerprint
 from lockgate.approvals.deciding import SETTLED, DecisionOutcome, DecisionRecorder
 from lockgate.approvals.decisions import DecisionRecord, DecisionStore, State, Verdict
 from lockgate.approvals.links import (

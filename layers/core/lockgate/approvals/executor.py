@@ -13,9 +13,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from lockgate.agent.ledger import Ledger, LedgerConflict, OpState, operation_key
-from lockgate.agent.tasks import DecisionNotice, Task
-from lockgate.agent.tools import (
+from lockgate.actions.ledger import Ledger, LedgerConflict, OpState, operation_key
+from lockgate.actions.tools import (
     OutcomeUnknown,
     RunFacts,
     Tool,
@@ -24,6 +23,7 @@ from lockgate.agent.tools import (
     ToolError,
     fingerprint,
 )
+from lockgate.agent.tasks import DecisionNotice, Task
 from lockgate.approvals.decisions import DecisionRecord, DecisionStore, State, Verdict, state_of
 from lockgate.approvals.proposals import Proposal, ProposalStore, answers_only
 from lockgate.clock import Clock

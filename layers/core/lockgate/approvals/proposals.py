@@ -9,7 +9,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from lockgate.dynamo import read_page
+from lockgate.dynamo import conditional_failed, read_page
 from lockgate.errors import StoreUnavailable
 
 HOUR = 3_600
@@ -119,7 +119,7 @@ class ProposalStore:
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+            if conditional_failed(exc):
                 old = exc.response.get("Item")
                 return (Proposal.from_item(old) if old else proposal), False  # type: ignore[arg-type]
             raise StoreUnavailable(type(exc).__name__) from exc

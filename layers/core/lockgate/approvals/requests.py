@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from lockgate.agent.guard import Check, Decision
-from lockgate.agent.tools import RunFacts, canonical_json, fingerprint
+from lockgate.actions.guard import Check, Decision
+from lockgate.actions.tools import RunFacts, canonical_json, fingerprint
 from lockgate.approvals.events import VetoTimer
 from lockgate.approvals.proposals import HOUR, Proposal, ProposalStore, approval_id_for
 from lockgate.clock import Clock

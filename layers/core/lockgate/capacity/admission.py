@@ -3,7 +3,7 @@
 Order: clamp the output cap to the task's; ask the breaker (an open circuit is not hammered,
 not even for a token count); measure the prompt and refuse it when over the task's input limit
 (``InputTooLarge``, nothing sent); hold the day's budget and take from the event source's and
-the model's rate buckets in one write (``lockgate.agent.gate``, waiting within the deadline);
+the model's rate buckets in one write (``lockgate.capacity.gate``, waiting within the deadline);
 call; settle the hold to the real cost and tell the breaker how it went. Every capacity refusal
 is a Deferred, so the worker hands the event back to the queue with a delay instead of dropping
 it. A half-open breaker's probe claimed by a call that the gate then defers stays claimed until
@@ -20,19 +20,32 @@ A rate bucket taken for a call that a later step refuses stays taken (the safe d
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Protocol
 
-from lockgate.agent.breaker import CircuitBreaker, CircuitOpen
-from lockgate.agent.gate import Gate
-from lockgate.agent.model import ModelClient, ModelError, ModelReply, ModelRequest
-from lockgate.agent.pricing import cost_usd
-from lockgate.agent.response_cache import ResponseCache
-from lockgate.agent.spend import Reservation, estimate_usd, input_tokens_upper_bound
-from lockgate.agent.tasks import Task
+from lockgate.capacity.breaker import CircuitBreaker, CircuitOpen
+from lockgate.capacity.gate import Gate
+from lockgate.capacity.spend import Reservation, estimate_usd, input_tokens_upper_bound
 from lockgate.errors import Deferred, PermanentFailure
+from lockgate.model.client import ModelClient, ModelError, ModelReply, ModelRequest
+from lockgate.model.pricing import cost_usd
+from lockgate.model.response_cache import ResponseCache
 from lockgate.telemetry import Log, Metrics
 
 # Failures that say the endpoint is unhealthy; 4xx, billing and 429 (the rate limit's business) are not.
 ENDPOINT_FAULTS = frozenset({"overloaded_error", "api_error", "timeout", "connection", "timeout_error"})
+
+
+class TaskLimits(Protocol):
+    """What admission reads of a task (``lockgate.agent.tasks.Task`` is one): its name and limits."""
+
+    @property
+    def name(self) -> str: ...  # noqa: D102
+    @property
+    def max_output_tokens(self) -> int: ...  # noqa: D102
+    @property
+    def max_input_tokens(self) -> int | None: ...  # noqa: D102
+    @property
+    def fallback_model(self) -> str | None: ...  # noqa: D102
 
 
 class InputTooLarge(PermanentFailure):
@@ -62,7 +75,13 @@ class AdmittedCalls:
         self._log = log
 
     def create(
-        self, task: Task, request: ModelRequest, deadline: float, source: str, *, cacheable: bool = False
+        self,
+        task: TaskLimits,
+        request: ModelRequest,
+        deadline: float,
+        source: str,
+        *,
+        cacheable: bool = False,
     ) -> ModelReply:
         """One admitted call for ``task`` on an event from ``source``; refusals raise before sending.
 
@@ -90,12 +109,12 @@ class AdmittedCalls:
             responses.put(request, reply)
         return reply
 
-    def _admitted(self, task: Task, request: ModelRequest, deadline: float, source: str) -> ModelReply:
+    def _admitted(self, task: TaskLimits, request: ModelRequest, deadline: float, source: str) -> ModelReply:
         if self.breaker is not None:
             self.breaker.before_call(request.model)
         # Counted after the breaker: an endpoint that is down is not asked to count either.
         prompt_tokens = self._prompt_tokens(task, request, deadline)
-        # The budget hold and both rate buckets: one DynamoDB write (see lockgate.agent.gate).
+        # The budget hold and both rate buckets: one DynamoDB write (see lockgate.capacity.gate).
         reservation = None
         if self.gate is not None:
             reservation = self.gate.admit(
@@ -118,7 +137,7 @@ class AdmittedCalls:
         self._settle(reservation, cost_usd(reply.model, reply.usage, request.cache_ttl))
         return reply
 
-    def _prompt_tokens(self, task: Task, request: ModelRequest, deadline: float) -> int:
+    def _prompt_tokens(self, task: TaskLimits, request: ModelRequest, deadline: float) -> int:
         """The prompt's size (the API's count when enabled, else a cautious estimate), checked."""
         counted = self._model.count_tokens(request, deadline) if self._count_tokens else None
         tokens = counted or input_tokens_upper_bound(request.system, request.tools, request.messages)

@@ -15,8 +15,8 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from lockgate.agent.stateitems import dec, error_code, num
 from lockgate.clock import Clock
+from lockgate.dynamo import dec, error_code, num
 from lockgate.errors import Deferred
 from lockgate.telemetry import Log, Metrics
 

@@ -28,10 +28,10 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from lockgate.agent.ratelimit import BucketUnavailable, RateLimited, RateLimiter, Take
-from lockgate.agent.spend import Hold, Reservation, SpendCaps
-from lockgate.agent.stateitems import error_code
+from lockgate.capacity.ratelimit import BucketUnavailable, RateLimited, RateLimiter, Take
+from lockgate.capacity.spend import Hold, Reservation, SpendCaps
 from lockgate.clock import Clock
+from lockgate.dynamo import error_code
 
 MAX_TRIES = 6  # transactions per admission before treating the buckets as contended
 

@@ -11,7 +11,7 @@ limit and refills continuously. Requests and tokens are two tats on one item, ta
 The client computes the new tats and writes them with ONE conditional update whose
 condition is the old tats it assumed (or "idle": both tats in the past): a plain UpdateItem
 (``admit``), or one item of the model call's single transaction (``plan``, used by
-``lockgate.agent.gate``). A lost race returns
+``lockgate.capacity.gate``). A lost race returns
 the current item (ALL_OLD) at no extra read, so the next attempt is exact; a quiet bucket, or
 one only this process uses, costs one call per admission. Empty bucket: sleep the wait when
 it fits before the deadline, else raise ``RateLimited`` (Deferred) so the event goes back to
@@ -32,8 +32,8 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from lockgate.agent.stateitems import dec, error_code, num
 from lockgate.clock import Clock
+from lockgate.dynamo import dec, error_code, num
 from lockgate.errors import Deferred
 from lockgate.telemetry import Log, Metrics
 

@@ -27,10 +27,10 @@ from typing import Any, NoReturn
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from lockgate.agent.pricing import estimate_usd
-from lockgate.agent.stateitems import error_code
 from lockgate.clock import Clock
+from lockgate.dynamo import error_code
 from lockgate.errors import Deferred
+from lockgate.model.pricing import estimate_usd
 from lockgate.telemetry import Log, Metrics
 
 __all__ = [

@@ -6,9 +6,9 @@ import re
 from dataclasses import dataclass
 from typing import Protocol
 
-from lockgate.agent.model import ModelClient, ModelError, ModelRequest
-from lockgate.agent.pricing import cost_usd
 from lockgate.clock import Clock
+from lockgate.model.client import ModelClient, ModelError, ModelRequest
+from lockgate.model.pricing import cost_usd
 
 JUDGE_SYSTEM = """\
 You grade one answer written by an AI assistant against a rubric. Judge only against the rubric.

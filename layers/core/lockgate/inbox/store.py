@@ -7,7 +7,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from lockgate.dynamo import read_page, write_if
+from lockgate.dynamo import error_code, read_page, write_if
 from lockgate.errors import Deferred, DeliveryNotFound, LeaseLost, NotClaimable, StoreUnavailable
 from lockgate.inbox.models import Delivery, Status, to_attribute
 
@@ -42,7 +42,7 @@ class InboxStore:
         except ClientError as exc:
             if _conditional_failed(exc):
                 return Stored(created=False, existing=_old_item(exc))
-            raise StoreUnavailable(_code(exc)) from exc
+            raise StoreUnavailable(error_code(exc)) from exc
         except BotoCoreError as exc:
             raise StoreUnavailable(type(exc).__name__) from exc
         return Stored(created=True)
@@ -89,7 +89,7 @@ class InboxStore:
         except ClientError as exc:
             if _conditional_failed(exc):
                 raise _why_not_claimable(pk, _old_item(exc), now) from exc
-            raise StoreUnavailable(_code(exc)) from exc
+            raise StoreUnavailable(error_code(exc)) from exc
         except BotoCoreError as exc:
             raise StoreUnavailable(type(exc).__name__) from exc
         return Delivery.from_item(response["Attributes"])
@@ -173,7 +173,7 @@ class InboxStore:
                 if old is None:
                     raise DeliveryNotFound(pk) from exc
                 raise NotClaimable(f"{pk} is {old.status.value}, not failed") from exc
-            raise StoreUnavailable(_code(exc)) from exc
+            raise StoreUnavailable(error_code(exc)) from exc
         return Delivery.from_item(response["Attributes"])
 
     def list_by_status(
@@ -282,7 +282,7 @@ class InboxStore:
         except ClientError as exc:
             if _conditional_failed(exc):
                 raise LeaseLost(pk) from exc
-            raise StoreUnavailable(_code(exc)) from exc
+            raise StoreUnavailable(error_code(exc)) from exc
         except BotoCoreError as exc:
             raise StoreUnavailable(type(exc).__name__) from exc
 
@@ -303,11 +303,7 @@ def _attributes(values: dict[str, Any]) -> dict[str, Any]:
 
 
 def _conditional_failed(exc: ClientError) -> bool:
-    return _code(exc) == "ConditionalCheckFailedException"
-
-
-def _code(exc: ClientError) -> str:
-    return str(exc.response.get("Error", {}).get("Code", "ClientError"))
+    return error_code(exc) == "ConditionalCheckFailedException"
 
 
 def _old_item(exc: ClientError) -> Delivery | None:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from lockgate.jobs.contract import Job
 
 if TYPE_CHECKING:
-    from lockgate.agent.ledger import Ledger
+    from lockgate.actions.ledger import Ledger
     from lockgate.agent.tasks import Task
     from lockgate.approvals.decisions import DecisionStore
     from lockgate.approvals.proposals import ProposalStore
@@ -123,8 +123,8 @@ def collect_batches(resources: JobResources) -> Job:
     """collect-batches: the Message Batches API (the model key), run records and the spend holds."""
     from lockgate.agent.batches import Batches
     from lockgate.agent.runs import RunStore
-    from lockgate.agent.spend import SpendCaps
     from lockgate.agent.wiring import anthropic_factory
+    from lockgate.capacity.spend import SpendCaps
     from lockgate.secrets import SecretResolver
 
     secrets = SecretResolver(resources.names, secretsmanager=lambda: resources.client("secretsmanager"))
@@ -185,7 +185,7 @@ def _decisions(resources: JobResources) -> DecisionStore:
 
 
 def _ledger(resources: JobResources) -> Ledger:
-    from lockgate.agent.ledger import Ledger
+    from lockgate.actions.ledger import Ledger
 
     return Ledger(resources.client("dynamodb"), resources.name("STATE_TABLE"), resources.clock)
 

@@ -3,7 +3,7 @@
 The SDK's own retries are off (its defaults, 600 s and 2 retries, outlive any Lambda);
 each attempt's timeout and the backoff between attempts are sized to the deadline.
 
-Retries also draw on a ``RetryBudget`` (``lockgate.agent.retrybudget``), one per process and
+Retries also draw on a ``RetryBudget`` (``lockgate.model.retrybudget``), one per process and
 shared by every task the process runs: when retries already add their share of the first
 attempts' load, a failure is raised at once (``RetryBudgetExhausted`` metric) and the event is
 retried later by the queue, so retries cannot multiply load on a struggling endpoint. Per
@@ -20,9 +20,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from lockgate.agent.modelerrors import ModelError, classify, retry_after
-from lockgate.agent.retrybudget import RetryBudget
 from lockgate.clock import Clock
+from lockgate.model.errors import ModelError, classify, retry_after
+from lockgate.model.retrybudget import RetryBudget
 from lockgate.telemetry import Log, Metrics, NoTracing, Tracing
 
 SAFETY_SECONDS = 5.0  # leave this much of the deadline for recording the outcome

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lockgate.agent.model import Usage
+from lockgate.model.client import Usage
 
 PRICES_AS_OF = "2026-11-01"
 CACHE_WRITE_5M = 1.25  # × the input price

@@ -14,7 +14,7 @@ import json
 import math
 from dataclasses import dataclass
 
-from lockgate.agent.pricing import CACHE_WRITE_1H, CACHE_WRITE_5M
+from lockgate.model.pricing import CACHE_WRITE_1H, CACHE_WRITE_5M
 
 CACHE_READ = 0.1  # × the input price, for every model in the price table
 LIFETIME_SECONDS = {"5m": 300, "1h": 3600}

@@ -15,8 +15,9 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from lockgate.agent.model import ModelReply, ModelRequest, Usage
 from lockgate.clock import Clock
+from lockgate.dynamo import conditional_failed
+from lockgate.model.client import ModelReply, ModelRequest, Usage
 from lockgate.telemetry import Log, Metrics
 
 DEFAULT_TTL_SECONDS = 7 * 86_400
@@ -103,7 +104,7 @@ class ResponseCache:
                 ExpressionAttributeValues={":now": {"N": str(now)}},
             )
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+            if not conditional_failed(exc):
                 self._unavailable("write", exc)
         except BotoCoreError as exc:
             self._unavailable("write", exc)

@@ -16,9 +16,10 @@ from typing import Any, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from lockgate.agent.model import Usage
-from lockgate.agent.pricing import PRICES
 from lockgate.clock import Clock
+from lockgate.dynamo import error_code
+from lockgate.model.client import Usage
+from lockgate.model.pricing import PRICES
 from lockgate.telemetry import Log, Metrics
 
 TTL_SECONDS = 400 * 86_400  # a year of history, and a bit
@@ -144,9 +145,7 @@ class UsageRollup:
         try:
             self._db.transact_write_items(TransactItems=writes)
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == "TransactionCanceledException" and _marker_exists(
-                exc
-            ):
+            if error_code(exc) == "TransactionCanceledException" and _marker_exists(exc):
                 return False  # this run was counted when it first finished
             self._failed(run_id, type(exc).__name__)
             return False

@@ -15,9 +15,9 @@ from collections import defaultdict
 from decimal import Decimal
 from typing import Any
 
-from lockgate.agent.usage import read_day
 from lockgate.config import BudgetConfig
 from lockgate.jobs.contract import JobContext, JobResult
+from lockgate.model.usage import read_day
 
 NAME = "budget-report"
 NEAR = Decimal("0.8")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from lockgate.agent.ledger import Ledger
+from lockgate.actions.ledger import Ledger
 from lockgate.agent.tasks import Task
 from lockgate.approvals.deciding import current_state
 from lockgate.approvals.decisions import DecisionStore, State

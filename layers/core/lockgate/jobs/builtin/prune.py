@@ -16,7 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from lockgate.agent import ledger, runs
+from lockgate.actions import ledger
+from lockgate.agent import runs
 from lockgate.config import InboxConfig
 from lockgate.dynamo import Page, read_page, write_if
 from lockgate.jobs.contract import JobContext, JobResult

@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from lockgate.agent.ledger import Ledger, Operation, OpState
+from lockgate.actions.ledger import Ledger, Operation, OpState
+from lockgate.actions.tools import OutcomeUnknown, fingerprint
 from lockgate.agent.tasks import Task
-from lockgate.agent.tools import OutcomeUnknown, fingerprint
 from lockgate.approvals.deciding import current_state
 from lockgate.approvals.decisions import DecisionStore, State
 from lockgate.approvals.proposals import (

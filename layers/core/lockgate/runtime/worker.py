@@ -5,29 +5,29 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from lockgate.actions.ledger import Ledger
 from lockgate.agent.batches import Batches
-from lockgate.agent.breaker import CircuitBreaker
-from lockgate.agent.gate import Gate
 from lockgate.agent.handler import route_tasks
-from lockgate.agent.ledger import Ledger
 from lockgate.agent.loop import AgentLoop
-from lockgate.agent.model import ModelClient
-from lockgate.agent.ratelimit import Bucket, RateLimiter
-from lockgate.agent.response_cache import ResponseCache
-from lockgate.agent.retrybudget import RetryBudget
 from lockgate.agent.runs import RunStore
 from lockgate.agent.screen import Screener
-from lockgate.agent.spend import SpendCaps
-from lockgate.agent.usage import UsageMetrics, UsageRollup
 from lockgate.approvals.decisions import DecisionStore
 from lockgate.approvals.events import VetoTimer
 from lockgate.approvals.executor import ApprovalExecutor
 from lockgate.approvals.proposals import ProposalStore
 from lockgate.approvals.requests import ApprovalRequests
+from lockgate.capacity.breaker import CircuitBreaker
+from lockgate.capacity.gate import Gate
+from lockgate.capacity.ratelimit import Bucket, RateLimiter
+from lockgate.capacity.spend import SpendCaps
 from lockgate.clock import Clock
 from lockgate.config import ApprovalsConfig, BudgetConfig, CapacityConfig
 from lockgate.inbox.queue import InboxQueue
 from lockgate.inbox.store import InboxStore
+from lockgate.model.client import ModelClient
+from lockgate.model.response_cache import ResponseCache
+from lockgate.model.retrybudget import RetryBudget
+from lockgate.model.usage import UsageMetrics, UsageRollup
 from lockgate.secrets import SecretResolver
 from lockgate.telemetry import Log, Metrics, Tracing
 from lockgate.workflows import Setup
@@ -73,7 +73,7 @@ def wire_agent_tasks(
         clock,
         log,
         tracing,
-        # One budget per process, shared by every task it runs (see lockgate.agent.model); the
+        # One budget per process, shared by every task it runs (see lockgate.model.client); the
         # floor lets a quiet process still retry a few times a minute.
         retry_budget=RetryBudget(capacity.retry_budget_ratio, min_retries_per_minute=10, clock=clock),
         metrics=metrics,
