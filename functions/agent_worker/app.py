@@ -13,7 +13,6 @@ from aws_lambda_powertools.metrics import EphemeralMetrics
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-from lockgate.agent.wiring import wire_agent_tasks
 from lockgate.clock import SystemClock
 from lockgate.config import load_config
 from lockgate.freshness import EntityVersions
@@ -24,6 +23,7 @@ from lockgate.model.usage import EmfUsageMetrics
 from lockgate.processing import Leasing, Worker
 from lockgate.restore import RestoreHooks, register_after_restore
 from lockgate.routing import Router
+from lockgate.runtime.worker import wire_agent_tasks
 from lockgate.secrets import SecretResolver
 from lockgate.settings import WorkerSettings
 from lockgate.workflows import Setup, load_workflows

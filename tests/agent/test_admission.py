@@ -249,9 +249,9 @@ def test_retries_stop_when_the_process_retry_budget_is_spent(rig: AgentRig, cloc
 def test_the_worker_wiring_admits_each_call_through_the_configured_model_and_source_buckets(
     rig: AgentRig, clock: FixedClock
 ) -> None:
-    from lockgate.agent.wiring import wire_agent_tasks
     from lockgate.config import BudgetConfig, CapacityConfig, RateLimitConfig
     from lockgate.routing import Router, TaskContext
+    from lockgate.runtime.worker import wire_agent_tasks
     from lockgate.secrets import SecretResolver
     from lockgate.telemetry import NoTracing
     from lockgate.workflows import Setup

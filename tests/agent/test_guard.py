@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from lockgate.actions.guard import Check, RunState, decide
+from lockgate.actions.guard import Check, RunState, rule_on
 from lockgate.actions.tools import RunFacts
 from tests.agent.toolkit import Effects, make_task
 
@@ -44,6 +44,6 @@ def state(tainted: bool = False, suspicious: bool = False) -> RunState:
     ],
 )
 def test_checks_in_order(tool: str, args: dict[str, Any], run: RunState, check: Check, reason: str) -> None:
-    decision = decide(make_task(Effects()), tool, args, run)
-    assert decision.check is check
-    assert reason in decision.reason
+    ruling = rule_on(make_task(Effects()).tools, tool, args, run)
+    assert ruling.check is check
+    assert reason in ruling.reason

@@ -85,7 +85,7 @@ def json_text(data: bytes) -> None:
 
 
 def tool_args(data: bytes) -> None:
-    from lockgate.actions.guard import decide
+    from lockgate.actions.guard import Allowed, rule_on
     from tests.unit.test_shop_guard_fuzz import TASK, run_state  # the shop task and facts the guard sees
 
     if not data:
@@ -95,8 +95,8 @@ def tool_args(data: bytes) -> None:
         args = json.loads(data[1:])
     except (ValueError, UnicodeError):
         return
-    decision = decide(TASK, name, args, run_state("ada@example.com", tainted=False))
-    assert decision.cleared or decision.reason
+    ruling = rule_on(TASK.tools, name, args, run_state("ada@example.com", tainted=False))
+    assert isinstance(ruling, Allowed) or ruling.reason
 
 
 TASK_TOOLS = ("read_email", "lookup_order", "find_orders", "search_help", "send_email", "refund_order")

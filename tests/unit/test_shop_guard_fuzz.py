@@ -1,7 +1,7 @@
 """Property tests: whatever arguments the model sends, the guard answers, and what it clears is safe.
 
 The model's arguments are untrusted input. For any JSON-shaped arguments to any of the shop's
-tools, ``decide`` must return a decision (never raise), and a side effect it clears must satisfy
+tools, the guard must return a ruling (never raise), and a side effect it clears must satisfy
 the hard rules checked here independently: the refund is on the verified customer's own order,
 within what is refundable and under the approval limit; the email goes to that customer only.
 """
@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lockgate.actions.guard import Check, RunState, decide
+from lockgate.actions.guard import Allowed, Check, NeedsPerson, RunState, rule_on
 from lockgate.actions.tools import RunFacts
 from lockgate.agent.tasks import Start, Task
 from shop.policies import APPROVAL_LIMIT
@@ -121,27 +121,25 @@ def test_property_any_arguments_get_a_decision_and_cleared_side_effects_obey_the
 ) -> None:
     name, args = call
     # Given any arguments the model might send, for any run
-    # When the guard decides
-    decision = decide(TASK, name, args, run_state(customer, tainted))
+    # When the guard rules
+    ruling = rule_on(TASK.tools, name, args, run_state(customer, tainted))
     # Then it answers with one of its checks and a reason whenever it objects
-    assert isinstance(decision.check, Check)
-    assert decision.cleared or decision.reason
-    if not decision.cleared:
+    assert isinstance(ruling.check, Check)
+    assert isinstance(ruling, Allowed) or ruling.reason
+    if not isinstance(ruling, Allowed):
         return
     # And whatever it cleared is safe by rules checked here, not by the guard's own code
     assert (
-        customer is not None
-        or decision.tool is None
-        or decision.tool.name not in {"refund_order", "send_email"}
+        customer is not None or ruling.tool is None or ruling.tool.name not in {"refund_order", "send_email"}
     )
     if name == "refund_order":
-        order = LOOKUP.order(decision.args.order_id)
+        order = LOOKUP.order(ruling.args.order_id)
         assert order is not None and order.customer_email == customer
-        assert Decimal(0) < decision.args.amount <= order.refundable
-        assert decision.args.amount <= APPROVAL_LIMIT
+        assert Decimal(0) < ruling.args.amount <= order.refundable
+        assert ruling.args.amount <= APPROVAL_LIMIT
         assert not tainted  # a refund after reading untrusted content always waits for a person
     if name == "send_email":
-        assert customer is not None and decision.args.to.lower() == customer
+        assert customer is not None and ruling.args.to.lower() == customer
 
 
 @FUZZ
@@ -151,12 +149,12 @@ def test_property_a_well_formed_refund_is_cleared_exactly_when_the_rules_allow_i
 ) -> None:
     # Given a well-formed refund on a real order, for any customer and taint
     args = {"order_id": order_id, "amount": str(amount), "reason": "arrived damaged"}
-    # When the guard decides
-    decision = decide(TASK, "refund_order", args, run_state(customer, tainted))
+    # When the guard rules
+    ruling = rule_on(TASK.tools, "refund_order", args, run_state(customer, tainted))
     # Then it clears exactly the refunds an independent reading of the rules allows
     order = LOOKUP.orders[order_id]
     allowed = order.customer_email == customer and amount <= order.refundable
-    assert decision.cleared is (allowed and not tainted and amount <= APPROVAL_LIMIT)
+    assert isinstance(ruling, Allowed) is (allowed and not tainted and amount <= APPROVAL_LIMIT)
     # And a refund the rules allow is never refused outright: it waits for a person instead
-    if allowed and not decision.cleared:
-        assert decision.needs_person
+    if allowed and not isinstance(ruling, Allowed):
+        assert isinstance(ruling, NeedsPerson)

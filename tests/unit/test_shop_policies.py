@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from lockgate.actions.guard import Check, RunState, decide
+from lockgate.actions.guard import Check, RunState, rule_on
 from lockgate.actions.tools import RunFacts, ToolArgumentsInvalid
 from shop.arguments import (
     FindOrdersArgs,
@@ -378,14 +378,7 @@ def test_given_malformed_email_arguments_then_they_are_refused_naming_the_field(
 # ------------------------------------------------------------------ the guard, with the shop's tools
 
 
-class _Task:
-    """Just enough of a Task for decide(): the allowed tools."""
-
-    def __init__(self) -> None:
-        self.tools = [REFUND_ORDER, send_email_tool(HOST, SHOP_ADDRESS), LOOKUP_ORDER]
-
-    def tool(self, name: str) -> Any:
-        return next((t for t in self.tools if t.name == name), None)
+TOOLS = [REFUND_ORDER, send_email_tool(HOST, SHOP_ADDRESS), LOOKUP_ORDER]  # the shop's tools the guard sees
 
 
 def tainted() -> RunState:
@@ -426,8 +419,8 @@ def tainted() -> RunState:
         ("lookup_order", {"order_id": "A-2001"}, tainted(), Check.POLICY),
     ],
 )
-def test_given_the_shops_tools_when_the_guard_decides_then_policies_taint_and_thresholds_apply(
+def test_given_the_shops_tools_when_the_guard_rules_then_policies_taint_and_thresholds_apply(
     name, raw, state, check
 ):
-    decision = decide(_Task(), name, raw, state)  # type: ignore[arg-type]
-    assert decision.check is check, decision.reason
+    ruling = rule_on(TOOLS, name, raw, state)
+    assert ruling.check is check, ruling.reason

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any
 from unittest import mock
 
-from lockgate.agent.wiring import wire_agent_tasks
 from lockgate.approvals.decisions import DecisionStore
 from lockgate.approvals.desk import ApprovalDesk
 from lockgate.approvals.operator import ReviewQueue
@@ -29,6 +28,7 @@ from lockgate.inbox.store import InboxStore
 from lockgate.processing import Leasing, Worker
 from lockgate.receipt import Receiver
 from lockgate.routing import Router
+from lockgate.runtime.worker import wire_agent_tasks
 from lockgate.secrets import SecretResolver
 from lockgate.telemetry import CountingMetrics, NoTracing
 from lockgate.workflows import Setup

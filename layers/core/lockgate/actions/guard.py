@@ -1,21 +1,24 @@
-"""The checks every tool call passes, in order: allowed → schema → policy → taint → approval.
+"""The guard's ruling on one tool call, made here and nowhere else.
 
-Pure functions of the task, the call and the run's state, so they are tested table-style.
-The ledger and execution come after a call is cleared.
+Checks in order: allowed for the task → argument schema → hard policy rules → taint → approval
+thresholds → draft-only tools. The first that objects rules. Pure functions of the task's tools,
+the call and the run's state, so they are tested table-style. The ledger and execution come after
+an ``Allowed`` ruling; a ``NeedsPerson`` ruling becomes a proposal; a ``Refused`` one goes back to
+the model as an error it can act on.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
 from lockgate.actions.tools import Risk, RunFacts, Tool, ToolArgumentsInvalid
-from lockgate.agent.tasks import Task
 
 
 class Check(StrEnum):
-    """Which check decided."""
+    """Which check ruled (recorded on the run's step as ``check``)."""
 
     ALLOWED = "allowed"
     SCHEMA = "schema"
@@ -40,54 +43,95 @@ class RunState:
 
 
 @dataclass(frozen=True)
-class Decision:
-    """The guard's answer for one call."""
+class Allowed:
+    """Cleared: may go on to the ledger."""
 
-    check: Check
-    reason: str = ""
+    tool: Tool[Any]
+    args: Any
+    check: Check = field(default=Check.CLEARED, init=False)
+    reason: str = field(default="", init=False)
+
+
+@dataclass(frozen=True)
+class NeedsPerson:
+    """Blocked until a person approves: the run read untrusted content, or the action asks for it."""
+
+    check: Check  # TAINT or APPROVAL
+    reasons: tuple[str, ...]
+    tool: Tool[Any]
+    args: Any
+
+    @property
+    def reason(self) -> str:
+        """Why, in one line (for the run's record and the model)."""
+        return "; ".join(self.reasons)
+
+
+@dataclass(frozen=True)
+class Refused:
+    """Not allowed: an unknown tool, invalid arguments or a hard policy rule."""
+
+    check: Check  # ALLOWED, SCHEMA or POLICY
+    reason: str
     tool: Tool[Any] | None = None
     args: Any = None
 
-    @property
-    def cleared(self) -> bool:
-        """May go on to the ledger."""
-        return self.check is Check.CLEARED
 
-    @property
-    def needs_person(self) -> bool:
-        """Blocked until a person approves (taint or approval)."""
-        return self.check in (Check.TAINT, Check.APPROVAL)
+Ruling = Allowed | NeedsPerson | Refused
+
+# Whether a tool is configured as "draft": the assistant prepares the action, a person sends it.
+DraftOnly = Callable[[str], bool]
 
 
-def decide(task: Task, name: str, raw_args: Any, state: RunState) -> Decision:
-    """Run the checks in order; the first that objects decides."""
-    tool = task.tool(name)
+def rule_on(
+    tools: Sequence[Tool[Any]],
+    name: str,
+    raw_args: Any,
+    state: RunState,
+    draft_only: DraftOnly | None = None,
+) -> Ruling:
+    """Run the checks in order on a call to ``name`` among the task's ``tools``; the first objection rules."""
+    tool = next((t for t in tools if t.name == name), None)
     if tool is None:
-        offered = ", ".join(t.name for t in task.tools)
-        return Decision(Check.ALLOWED, f"No tool called {name!r} is available. Available tools: {offered}.")
+        offered = ", ".join(t.name for t in tools)
+        return Refused(Check.ALLOWED, f"No tool called {name!r} is available. Available tools: {offered}.")
     try:
         args = tool.validate(raw_args)
     except ToolArgumentsInvalid as exc:
-        return Decision(Check.SCHEMA, f"Invalid arguments for {tool.name}: {exc}", tool)
+        return Refused(Check.SCHEMA, f"Invalid arguments for {tool.name}: {exc}", tool)
+    refusal = policy_refusal(tool, args, state.facts)
+    if refusal is not None:
+        return Refused(Check.POLICY, f"Refused by policy: {refusal}", tool, args)
+    if tool.risk is Risk.READ:
+        return Allowed(tool, args)
+    need = _needs_person(tool, args, state)
+    if need is not None:
+        return need
+    if draft_only is not None and tool.has_side_effect and draft_only(tool.name):
+        reason = "draft only: the assistant prepares it, a person sends it"
+        return NeedsPerson(Check.APPROVAL, (reason,), tool, args)
+    return Allowed(tool, args)
+
+
+def policy_refusal(tool: Tool[Any], args: Any, facts: RunFacts) -> str | None:
+    """The first hard policy rule that refuses these arguments, given current facts (None: all allow)."""
     for policy in tool.policies:
-        verdict = policy(args, state.facts)
+        verdict = policy(args, facts)
         if not verdict.allowed:
-            return Decision(Check.POLICY, f"Refused by policy: {verdict.reason}", tool, args)
-    if tool.risk is not Risk.READ:
-        if state.suspicious:
-            return Decision(
-                Check.TAINT,
-                "a screen flagged content in this run as a possible prompt "
-                f"injection ({state.suspicious[0]})",
-                tool,
-                args,
-            )
-        if state.tainted and tool.needs_person_when_tainted:
-            return Decision(Check.TAINT, f"this run read {state.taint_sources[0]}", tool, args)
-        if tool.risk is Risk.APPROVAL:
-            return Decision(Check.APPROVAL, f"{tool.name} always needs a person", tool, args)
-        if tool.approval_threshold is not None:
-            why = tool.approval_threshold(args, state.facts)
-            if why:
-                return Decision(Check.APPROVAL, why, tool, args)
-    return Decision(Check.CLEARED, "", tool, args)
+            return verdict.reason
+    return None
+
+
+def _needs_person(tool: Tool[Any], args: Any, state: RunState) -> NeedsPerson | None:
+    """Taint, then the tool's own approval rules, for a call with a side effect."""
+    if state.suspicious:
+        why = f"a screen flagged content in this run as a possible prompt injection ({state.suspicious[0]})"
+        return NeedsPerson(Check.TAINT, (why,), tool, args)
+    if state.tainted and tool.needs_person_when_tainted:
+        return NeedsPerson(Check.TAINT, (f"this run read {state.taint_sources[0]}",), tool, args)
+    if tool.risk is Risk.APPROVAL:
+        return NeedsPerson(Check.APPROVAL, (f"{tool.name} always needs a person",), tool, args)
+    threshold = tool.approval_threshold(args, state.facts) if tool.approval_threshold else None
+    if threshold:
+        return NeedsPerson(Check.APPROVAL, (threshold,), tool, args)
+    return None

@@ -17,6 +17,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from lockgate.actions.tools import OutcomeUnknown, ToolError
 from lockgate.clock import Clock
 from lockgate.dynamo import error_code, read_page, write_if
 from lockgate.errors import Deferred, LockgateError, StoreUnavailable
@@ -110,14 +111,15 @@ class Ledger:
         run_id: str,
         summary: str,
         effect: Callable[[str], Any],
-        is_failure: Callable[[BaseException], bool],
-        is_unknown: Callable[[BaseException], bool],
+        is_failure: Callable[[BaseException], bool] = lambda exc: isinstance(exc, ToolError),
+        is_unknown: Callable[[BaseException], bool] = lambda exc: isinstance(exc, OutcomeUnknown),
     ) -> Operation:
         """Run ``effect(idempotency_key)`` once for ``op_key``; a repeat returns the recorded outcome.
 
         ``is_failure`` says which exceptions are a definite failure (recorded FAILED, returned on
-        repeats); ``is_unknown`` which leave the outcome uncertain (UNKNOWN). Anything else also
-        becomes UNKNOWN: we cannot tell whether the effect happened.
+        repeats; a tool's ``ToolError`` by default); ``is_unknown`` which leave the outcome uncertain
+        (UNKNOWN; ``OutcomeUnknown`` by default). Anything else also becomes UNKNOWN: we cannot tell
+        whether the effect happened.
         """
         owner = uuid.uuid4().hex
         now = int(self._clock.now())

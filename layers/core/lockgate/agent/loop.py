@@ -12,6 +12,7 @@ from typing import Any
 
 from lockgate.actions.guard import RunState
 from lockgate.actions.ledger import Ledger
+from lockgate.actions.proposing import Proposer
 from lockgate.agent.batches import Batches
 from lockgate.agent.intake import AdmittedReplies, IntakeResult, take_in, with_request
 from lockgate.agent.run_totals import Totals
@@ -19,7 +20,6 @@ from lockgate.agent.runs import Run, RunStore
 from lockgate.agent.screen import Ask, Screener
 from lockgate.agent.tasks import Task
 from lockgate.agent.tool_calls import ToolCalls
-from lockgate.approvals.requests import ApprovalRequests
 from lockgate.capacity.admission import AdmittedCalls, InputTooLarge
 from lockgate.capacity.breaker import CircuitBreaker
 from lockgate.capacity.gate import Gate
@@ -55,7 +55,7 @@ class AgentLoop:
         metrics: Metrics,
         tracing: Tracing | None = None,
         screener: Screener | None = None,
-        approvals: ApprovalRequests | None = None,
+        approvals: Proposer | None = None,
         breaker: CircuitBreaker | None = None,
         responses: ResponseCache | None = None,
         batches: Batches | None = None,

@@ -6,13 +6,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from lockgate.actions.guard import Decision, RunState, decide
-from lockgate.actions.ledger import Ledger, LedgerConflict, OpState, operation_key
-from lockgate.actions.tools import OutcomeUnknown, Tool, ToolContext, ToolError, fingerprint
+from lockgate.actions.guard import Allowed, NeedsPerson, Refused, RunState, rule_on
+from lockgate.actions.ledger import Ledger, LedgerConflict, OpState
+from lockgate.actions.once import run_once
+from lockgate.actions.proposing import Proposer
+from lockgate.actions.tools import Tool, ToolContext, ToolError
 from lockgate.agent.runs import Run
 from lockgate.agent.screen import Ask, Screener
 from lockgate.agent.tasks import Task
-from lockgate.approvals.requests import ApprovalRequests
 from lockgate.telemetry import Log, Metrics, Tracing
 
 
@@ -27,7 +28,7 @@ class ToolCalls:
         metrics: Metrics,
         tracing: Tracing,
         screener: Screener | None = None,
-        approvals: ApprovalRequests | None = None,
+        approvals: Proposer | None = None,
     ) -> None:
         self._ledger = ledger
         self._log = log
@@ -41,27 +42,25 @@ class ToolCalls:
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         """The tool_result block for the call, and the entry the run records about it."""
         name, call_id = str(call.get("name", "")), str(call.get("id", ""))
-        decision = decide(task, name, call.get("input"), state)
-        if decision.cleared and self._approvals is not None:
-            decision = self._approvals.draft_only(decision)
-        entry: dict[str, Any] = {"tool": name, "check": decision.check.value, "reason": decision.reason}
-        if decision.tool is not None and decision.args is not None:
-            entry["summary"] = decision.tool.summary(decision.args)
-        if not decision.cleared:
-            self._blocked(run, name, decision)
-            if decision.needs_person and self._approvals is not None:
+        draft_only = self._approvals.draft_only if self._approvals is not None else None
+        ruling = rule_on(task.tools, name, call.get("input"), state, draft_only)
+        entry: dict[str, Any] = {"tool": name, "check": ruling.check.value, "reason": ruling.reason}
+        if ruling.tool is not None and ruling.args is not None:
+            entry["summary"] = ruling.tool.summary(ruling.args)
+        if not isinstance(ruling, Allowed):
+            self._blocked(run, name, ruling)
+            if isinstance(ruling, NeedsPerson) and self._approvals is not None:
                 text, entry["outcome"] = self._approvals.request(
                     task=task.name,
                     run_id=run.run_id,
                     call_id=call_id,
-                    decision=decision,
+                    need=ruling,
                     unverified_reason=reply_text,
                     facts=state.facts,
                 )
                 return _result(call_id, text, error=True), entry
-            return _result(call_id, _refusal_text(decision), error=True), entry
-        tool, args = decision.tool, decision.args
-        assert tool is not None  # cleared decisions carry their tool
+            return _result(call_id, _refusal_text(ruling), error=True), entry
+        tool, args = ruling.tool, ruling.args
         with self._tracing.span("tool call", tool=tool.name):
             content, error, outcome = self._execute(task, run, tool, args, state)
         entry["outcome"] = outcome
@@ -79,28 +78,22 @@ class ToolCalls:
         self, task: Task, run: Run, tool: Tool[Any], args: Any, state: RunState
     ) -> tuple[str, bool, str]:
         """(content for the model, is_error, outcome for the record)."""
-
-        def effect(idempotency_key: str | None) -> Any:
-            context = ToolContext(run.run_id, state.facts, idempotency_key, task.services)
-            return tool.run(args, context)
-
         if not tool.has_side_effect:
             try:
-                return _json(effect(None)), False, "ok"
+                context = ToolContext(run.run_id, state.facts, None, task.services)
+                return _json(tool.run(args, context)), False, "ok"
             except ToolError as exc:
                 return str(exc), True, "tool error"
-        canonical = args.model_dump(mode="json")
-        op_key = operation_key(run.run_id, tool.name, tool.ledger_identity(args, run.run_id), canonical)
         try:
-            op = self._ledger.execute(
-                op_key=op_key,
-                fingerprint=fingerprint(canonical),
-                tool=tool.name,
+            op = run_once(
+                self._ledger,
+                tool,
+                args,
+                canonical=args.model_dump(mode="json"),
                 run_id=run.run_id,
+                facts=state.facts,
+                services=task.services,
                 summary=tool.summary(args),
-                effect=effect,
-                is_failure=lambda exc: isinstance(exc, ToolError),
-                is_unknown=lambda exc: isinstance(exc, OutcomeUnknown),
             )
         except LedgerConflict as exc:
             self._metrics.add_metric(name="LedgerConflict", unit="Count", value=1)
@@ -119,15 +112,15 @@ class ToolCalls:
             "unknown",
         )
 
-    def _blocked(self, run: Run, name: str, decision: Decision) -> None:
+    def _blocked(self, run: Run, name: str, ruling: NeedsPerson | Refused) -> None:
         self._metrics.add_metric(name="ToolCallBlocked", unit="Count", value=1)
         self._log.warning(
             "tool call blocked",
             extra={
                 "run": run.run_id,
                 "tool": name,
-                "check": decision.check.value,
-                "reason": decision.reason[:300],
+                "check": ruling.check.value,
+                "reason": ruling.reason[:300],
             },
         )
 
@@ -142,14 +135,13 @@ def _taint_source(tool: Tool[Any], args: Any, content: str) -> str:
     return f"untrusted content ({tool.name}: {tool.summary(args)})"
 
 
-def _refusal_text(decision: Decision) -> str:
-    if decision.needs_person:
-        tool = decision.tool.name if decision.tool else "this action"
+def _refusal_text(ruling: NeedsPerson | Refused) -> str:
+    if isinstance(ruling, NeedsPerson):
         return (
-            f"NOT DONE: {tool} needs a person's approval ({decision.reason}). Nothing has happened. "
-            "Tell the customer their request was passed to the team; do not say it is done."
+            f"NOT DONE: {ruling.tool.name} needs a person's approval ({ruling.reason}). Nothing has "
+            "happened. Tell the customer their request was passed to the team; do not say it is done."
         )
-    return decision.reason
+    return ruling.reason
 
 
 def _result(call_id: str, content: str, *, error: bool) -> dict[str, Any]:

@@ -11,18 +11,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
 
-from lockgate.actions.ledger import Ledger, LedgerConflict, OpState, operation_key
-from lockgate.actions.tools import (
-    OutcomeUnknown,
-    RunFacts,
-    Tool,
-    ToolArgumentsInvalid,
-    ToolContext,
-    ToolError,
-    fingerprint,
-)
+from lockgate.actions.guard import policy_refusal
+from lockgate.actions.ledger import Ledger, LedgerConflict, OpState
+from lockgate.actions.once import operation_key_for, run_once
+from lockgate.actions.tools import RunFacts, ToolArgumentsInvalid, fingerprint
 from lockgate.agent.tasks import DecisionNotice, Task
 from lockgate.approvals.decisions import DecisionRecord, DecisionStore, State, Verdict, state_of
 from lockgate.approvals.proposals import Proposal, ProposalStore, answers_only
@@ -133,25 +126,19 @@ class ApprovalExecutor:
         except ToolArgumentsInvalid as exc:
             return self._not_run(proposal.approval_id, f"arguments no longer valid: {exc}")
         facts = task.facts_from(proposal.extra.get("facts", {}))
-        for policy in tool.policies:
-            verdict = policy(args, facts)
-            if not verdict.allowed:
-                return self._not_run(proposal.approval_id, f"refused by policy now: {verdict.reason}")
-        key = proposal_operation_key(tool, args, proposal)
-
-        def effect(idempotency_key: str | None) -> Any:
-            return tool.run(args, ToolContext(proposal.run_id, facts, idempotency_key, task.services))
-
+        refusal = policy_refusal(tool, args, facts)
+        if refusal is not None:
+            return self._not_run(proposal.approval_id, f"refused by policy now: {refusal}")
         try:
-            op = self._ledger.execute(
-                op_key=key,
-                fingerprint=proposal.digest,
-                tool=tool.name,
+            op = run_once(
+                self._ledger,
+                tool,
+                args,
+                canonical=proposal.args,
                 run_id=proposal.run_id,
+                facts=facts,
+                services=task.services,
                 summary=f"{proposal.summary} (approved by {', '.join(approvers)})",
-                effect=effect,
-                is_failure=lambda exc: isinstance(exc, ToolError),
-                is_unknown=lambda exc: isinstance(exc, OutcomeUnknown),
             )
         except LedgerConflict as exc:
             return self._not_run(proposal.approval_id, f"conflict: {exc}")
@@ -198,8 +185,6 @@ class ApprovalExecutor:
                 run_id=proposal.run_id,
                 summary=f"tell the task: {outcome}",
                 effect=lambda key: hook(notice, task.services),
-                is_failure=lambda exc: isinstance(exc, ToolError),
-                is_unknown=lambda exc: isinstance(exc, OutcomeUnknown),
             )
         except LedgerConflict:
             return
@@ -220,13 +205,6 @@ def approved_at(proposal: Proposal, decisions: list[DecisionRecord], allowed: fr
     return max(times, default=0)
 
 
-def proposal_operation_key(tool: Tool[Any], args: Any, proposal: Proposal) -> str:
-    """The ledger key the agent loop would have used for this call."""
-    return operation_key(
-        proposal.run_id, tool.name, tool.ledger_identity(args, proposal.run_id), proposal.args
-    )
-
-
 def action_ran(ledger: Ledger, task: Task | None, proposal: Proposal) -> bool:
     """Whether the ledger holds the proposed action (in any state): then it was run, not expired."""
     tool = task.tool(proposal.tool) if task else None
@@ -236,4 +214,4 @@ def action_ran(ledger: Ledger, task: Task | None, proposal: Proposal) -> bool:
         args = tool.validate(proposal.args)
     except ToolArgumentsInvalid:
         return False
-    return ledger.get(proposal_operation_key(tool, args, proposal)) is not None
+    return ledger.get(operation_key_for(tool, args, proposal.run_id, proposal.args)) is not None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lockgate.actions.guard import Check, Decision
+from lockgate.actions.guard import NeedsPerson
 from lockgate.actions.tools import RunFacts, canonical_json, fingerprint
 from lockgate.approvals.events import VetoTimer
 from lockgate.approvals.proposals import HOUR, Proposal, ProposalStore, approval_id_for
@@ -38,13 +38,12 @@ class ApprovalRequests:
         task: str,
         run_id: str,
         call_id: str,
-        decision: Decision,
+        need: NeedsPerson,
         unverified_reason: str,
         facts: RunFacts,
     ) -> tuple[str, str]:
         """Propose the call; returns (text for the model, outcome for the run record)."""
-        tool, args = decision.tool, decision.args
-        assert tool is not None and args is not None  # needs_person decisions carry both
+        tool, args = need.tool, need.args
         rule = self._config.for_tool(tool.name)
         now = int(self._clock.now())
         approval_id = approval_id_for(run_id, call_id)
@@ -65,7 +64,7 @@ class ApprovalRequests:
             digest=fingerprint(canonical),
             summary=tool.summary(args),
             unverified_reason=unverified_reason,
-            why=(decision.reason,),
+            why=need.reasons,
             created_at=now,
             expires_at=now + rule.decide_within_hours * HOUR,
             run_within_seconds=rule.run_within_hours * HOUR,
@@ -97,18 +96,13 @@ class ApprovalRequests:
                 "Nothing has happened yet; do not say it is done."
             ), "veto window"
         return (
-            f"NOT DONE YET: {tool.name} is waiting for a person's approval ({decision.reason}). Nothing "
+            f"NOT DONE YET: {tool.name} is waiting for a person's approval ({need.reason}). Nothing "
             "has happened. Tell the customer their request was passed to the team; do not say it is done."
         ), "proposed"
 
-    def draft_only(self, decision: Decision) -> Decision:
-        """A cleared side effect of a "draft" tool still goes to a person: the assistant only prepares it."""
-        tool = decision.tool
-        if tool is None or not tool.has_side_effect or self._config.for_tool(tool.name).pattern != "draft":
-            return decision
-        return Decision(
-            Check.APPROVAL, "draft only: the assistant prepares it, a person sends it", tool, decision.args
-        )
+    def draft_only(self, tool: str) -> bool:
+        """Whether ``tool`` is configured as "draft": the assistant prepares it, a person sends it."""
+        return self._config.for_tool(tool).pattern == "draft"
 
     def _flooded(self, task: str, now: int, window_hours: int) -> bool:
         return (

@@ -123,8 +123,8 @@ def collect_batches(resources: JobResources) -> Job:
     """collect-batches: the Message Batches API (the model key), run records and the spend holds."""
     from lockgate.agent.batches import Batches
     from lockgate.agent.runs import RunStore
-    from lockgate.agent.wiring import anthropic_factory
     from lockgate.capacity.spend import SpendCaps
+    from lockgate.model.sdk import anthropic_factory
     from lockgate.secrets import SecretResolver
 
     secrets = SecretResolver(resources.names, secretsmanager=lambda: resources.client("secretsmanager"))

@@ -1,8 +1,8 @@
-"""Builds the agent runtime for the worker (kept here so the handler stays thin)."""
+"""The agent worker's object graph: every task routed through one guarded agent loop, approvals wired in."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from lockgate.actions.ledger import Ledger
@@ -27,22 +27,11 @@ from lockgate.inbox.store import InboxStore
 from lockgate.model.client import ModelClient
 from lockgate.model.response_cache import ResponseCache
 from lockgate.model.retrybudget import RetryBudget
+from lockgate.model.sdk import anthropic_factory
 from lockgate.model.usage import UsageMetrics, UsageRollup
 from lockgate.secrets import SecretResolver
 from lockgate.telemetry import Log, Metrics, Tracing
 from lockgate.workflows import Setup
-
-
-def anthropic_factory(api_key: Callable[[], str], base_url: str | None) -> Callable[[], Any]:
-    """A factory for the real SDK client; the key is read when the first client is made."""
-
-    def make() -> Any:
-        import anthropic  # only the worker pays for this import, and only when a task runs
-
-        # Our ModelClient owns timeouts and retries; the SDK's defaults would outlive the Lambda.
-        return anthropic.Anthropic(api_key=api_key(), base_url=base_url, max_retries=0, timeout=60.0)
-
-    return make
 
 
 def wire_agent_tasks(

@@ -1,0 +1,45 @@
+"""The one path from a cleared or approved tool call to its side effect: once, through the ledger.
+
+The agent loop and the approval executor both call ``run_once``. The operation key comes from
+the system (run id, tool, the tool's business identity or the canonical arguments), never from
+the model, so a repeat of the same call returns what the ledger recorded instead of acting again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from lockgate.actions.ledger import Ledger, Operation, operation_key
+from lockgate.actions.tools import RunFacts, Tool, ToolContext, fingerprint
+
+
+def operation_key_for(tool: Tool[Any], args: Any, run_id: str, canonical: Mapping[str, Any]) -> str:
+    """The ledger key of a call: the same whether the loop runs it or a person approved it first."""
+    return operation_key(run_id, tool.name, tool.ledger_identity(args, run_id), canonical)
+
+
+def run_once(
+    ledger: Ledger,
+    tool: Tool[Any],
+    args: Any,
+    *,
+    canonical: Mapping[str, Any],
+    run_id: str,
+    facts: RunFacts,
+    services: Mapping[str, Any],
+    summary: str,
+) -> Operation:
+    """Run ``tool`` with validated ``args`` at most once; LedgerConflict if its key saw other arguments."""
+
+    def effect(idempotency_key: str | None) -> Any:
+        return tool.run(args, ToolContext(run_id, facts, idempotency_key, services))
+
+    return ledger.execute(
+        op_key=operation_key_for(tool, args, run_id, canonical),
+        fingerprint=fingerprint(canonical),
+        tool=tool.name,
+        run_id=run_id,
+        summary=summary,
+        effect=effect,
+    )

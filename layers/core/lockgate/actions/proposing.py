@@ -1,0 +1,29 @@
+"""How the agent loop asks for a person without knowing who answers (approvals implements it)."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from lockgate.actions.guard import NeedsPerson
+from lockgate.actions.tools import RunFacts
+
+
+class Proposer(Protocol):
+    """Turns a ruling that needs a person into a proposal; ``lockgate.approvals.requests`` is one."""
+
+    def draft_only(self, tool: str) -> bool:
+        """Whether ``tool`` is configured as "draft": the assistant prepares it, a person sends it."""
+        ...
+
+    def request(
+        self,
+        *,
+        task: str,
+        run_id: str,
+        call_id: str,
+        need: NeedsPerson,
+        unverified_reason: str,
+        facts: RunFacts,
+    ) -> tuple[str, str]:
+        """Propose the call; returns (text for the model, outcome for the run's record)."""
+        ...

@@ -1,0 +1,18 @@
+"""The real Anthropic SDK client, made only when a task first calls the model."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+
+def anthropic_factory(api_key: Callable[[], str], base_url: str | None) -> Callable[[], Any]:
+    """A factory for the real SDK client; the key is read when the first client is made."""
+
+    def make() -> Any:
+        import anthropic  # only the worker pays for this import, and only when a task runs
+
+        # Our ModelClient owns timeouts and retries; the SDK's defaults would outlive the Lambda.
+        return anthropic.Anthropic(api_key=api_key(), base_url=base_url, max_retries=0, timeout=60.0)
+
+    return make
