@@ -90,8 +90,8 @@ def measure(events: int = 50, warmup: int = 2) -> dict[str, Figures]:
     from lockgate.capacity.spend import SpendCaps
     from lockgate.clock import SystemClock
     from lockgate.inbox.models import Delivery, Status
+    from lockgate.inbox.routing import InboxEvent
     from lockgate.model.client import ModelClient
-    from lockgate.routing import InboxEvent
     from lockgate.telemetry import CountingMetrics
 
     log = _quiet_log()

@@ -66,7 +66,7 @@ def moto_stack() -> Iterator[tuple[Any, dict[str, str]]]:
     import boto3
     from moto import mock_aws
 
-    from lockgate_infra.local.resources import create_resources
+    from lockgate_infra.local.provision import create_resources
     from lockgate_infra.template import LocalPlan, load_template
 
     # Nothing may send a call anywhere but moto: no endpoint overrides, no profiles.

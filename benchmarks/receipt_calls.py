@@ -170,8 +170,8 @@ def lockgate_receiver(session: Any, names: dict[str, str], clock: Any, secret_re
     from lockgate.http import RawRequest, error_response
     from lockgate.inbox.bodies import BodyStore
     from lockgate.inbox.queue import InboxQueue
+    from lockgate.inbox.receipt import Receiver
     from lockgate.inbox.store import InboxStore
-    from lockgate.receipt import Receiver
     from lockgate.secrets import SecretResolver
     from lockgate.telemetry import CountingMetrics
 

@@ -74,7 +74,7 @@ def template_plan() -> LocalPlan:
 @pytest.fixture
 def aws(template_plan: LocalPlan) -> Iterator[Aws]:
     """moto in-process, with every table, queue and bucket of template.yaml created."""
-    from lockgate_infra.local.resources import create_resources
+    from lockgate_infra.local.provision import create_resources
 
     with mock_aws():
         session = boto3.session.Session(region_name="us-east-1")

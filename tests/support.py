@@ -19,10 +19,10 @@ from lockgate.freshness import EntityVersions
 from lockgate.http import HttpResponse, RawRequest, error_response
 from lockgate.inbox.bodies import BodyStore
 from lockgate.inbox.queue import DeadLetters, InboxQueue
+from lockgate.inbox.receipt import Receiver
+from lockgate.inbox.routing import Router
 from lockgate.inbox.store import InboxStore
-from lockgate.processing import Leasing, Worker
-from lockgate.receipt import Receiver
-from lockgate.routing import Router
+from lockgate.inbox.worker import Leasing, Worker
 from lockgate.secrets import SecretResolver
 from lockgate.telemetry import CountingMetrics
 

@@ -18,11 +18,11 @@ from lockgate.config import load_config
 from lockgate.freshness import EntityVersions
 from lockgate.inbox.bodies import BodyStore
 from lockgate.inbox.queue import DeadLetters, InboxQueue, decode_pointer
+from lockgate.inbox.routing import Router
 from lockgate.inbox.store import InboxStore
+from lockgate.inbox.worker import Leasing, Worker
 from lockgate.model.usage import EmfUsageMetrics
-from lockgate.processing import Leasing, Worker
 from lockgate.restore import RestoreHooks, register_after_restore
-from lockgate.routing import Router
 from lockgate.runtime.worker import wire_agent_tasks
 from lockgate.secrets import SecretResolver
 from lockgate.settings import WorkerSettings

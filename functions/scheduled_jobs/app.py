@@ -17,8 +17,9 @@ from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from lockgate.clock import SystemClock
 from lockgate.config import load_config
 from lockgate.errors import LockgateError
+from lockgate.jobs.contract import JobResources
 from lockgate.jobs.health import job_health
-from lockgate.jobs.registry import JobResources, job_registry, only
+from lockgate.jobs.registry import job_registry, only
 from lockgate.jobs.runner import JobRunner
 from lockgate.jobs.state import JobStateStore
 from lockgate.settings import JobsSettings

@@ -19,8 +19,8 @@ from lockgate.errors import LockgateError
 from lockgate.http import RawRequest, error_response
 from lockgate.inbox.bodies import BodyStore
 from lockgate.inbox.queue import InboxQueue
+from lockgate.inbox.receipt import Receiver
 from lockgate.inbox.store import InboxStore
-from lockgate.receipt import Receiver
 from lockgate.secrets import SecretResolver
 from lockgate.settings import ReceiverSettings
 

@@ -195,7 +195,7 @@ def _jobs(args: argparse.Namespace) -> int:
 
 def _run_local(args: argparse.Namespace) -> int:
     from lockgate_infra.local.model import ModelChoiceError
-    from lockgate_infra.local.stack import run_local
+    from lockgate_infra.local.run import run_local
 
     try:
         return run_local(

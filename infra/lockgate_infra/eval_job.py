@@ -25,8 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from lockgate.errors import LockgateError
-from lockgate.jobs.contract import Job, JobContext, JobResult
-from lockgate.jobs.registry import JobResources
+from lockgate.jobs.contract import Job, JobContext, JobResources, JobResult
 
 MARGIN_SECONDS = 10
 LOGGED_LINES = 40  # the report's tail: per-case counts, cost, the verdict

@@ -38,7 +38,7 @@ from lockgate.evals import (
 )
 from lockgate.evals.runner import Progress
 from lockgate.inbox.models import Delivery, Status
-from lockgate.routing import InboxEvent, Router
+from lockgate.inbox.routing import InboxEvent, Router
 from lockgate_infra.eval_models import LOG, EvalSetupError, Models, ModelSpec, parse_model
 
 
@@ -85,7 +85,7 @@ def world(plan: Any, config: LockgateConfig, session: Any) -> Iterator[World]:
     from moto.core.base_backend import BackendDict
 
     from lockgate.workflows import Setup, load_workflows
-    from lockgate_infra.local.resources import create_resources
+    from lockgate_infra.local.provision import create_resources
 
     BackendDict.reset()
     tables_only = dataclasses.replace(plan, queues={}, buckets={}, secrets={})

@@ -18,8 +18,9 @@ from typing import Any, TextIO
 
 from lockgate.clock import SystemClock
 from lockgate.config import LockgateConfig, load_config
+from lockgate.jobs.contract import JobResources
 from lockgate.jobs.health import JobHealth, job_health
-from lockgate.jobs.registry import JobResources, job_registry, only
+from lockgate.jobs.registry import job_registry, only
 from lockgate.jobs.runner import JobRunner
 from lockgate.jobs.schedule import iso
 from lockgate.jobs.state import JobStateStore

@@ -21,8 +21,8 @@ from lockgate.agent.runs import RunStore
 from lockgate.agent.tasks import Task
 from lockgate.clock import Clock, SystemClock
 from lockgate.inbox.models import Delivery, Status
+from lockgate.inbox.routing import InboxEvent
 from lockgate.model.client import ModelClient
-from lockgate.routing import InboxEvent
 from lockgate.telemetry import CountingMetrics
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -96,7 +96,7 @@ def shop_rig(
     import boto3
     from moto import mock_aws
 
-    from lockgate_infra.local.resources import create_resources
+    from lockgate_infra.local.provision import create_resources
     from lockgate_infra.stub import StubAnthropic
     from lockgate_infra.template import LocalPlan, load_template
     from shop.seed import seed

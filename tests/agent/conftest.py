@@ -15,8 +15,8 @@ from lockgate.agent.runs import RunStore
 from lockgate.agent.screen import Screener
 from lockgate.clock import FixedClock
 from lockgate.inbox.models import Delivery, Status
+from lockgate.inbox.routing import InboxEvent
 from lockgate.model.client import ModelClient
-from lockgate.routing import InboxEvent
 from lockgate.telemetry import CountingMetrics
 from lockgate_infra.stub.server import StubAnthropic
 from tests.support import LOG, Aws

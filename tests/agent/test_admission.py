@@ -250,7 +250,7 @@ def test_the_worker_wiring_admits_each_call_through_the_configured_model_and_sou
     rig: AgentRig, clock: FixedClock
 ) -> None:
     from lockgate.config import BudgetConfig, CapacityConfig, RateLimitConfig
-    from lockgate.routing import Router, TaskContext
+    from lockgate.inbox.routing import Router, TaskContext
     from lockgate.runtime.worker import wire_agent_tasks
     from lockgate.secrets import SecretResolver
     from lockgate.telemetry import NoTracing

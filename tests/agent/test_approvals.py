@@ -21,8 +21,8 @@ from lockgate.config import ApprovalsConfig, Reviewer, ToolApproval
 from lockgate.errors import Deferred
 from lockgate.inbox.bodies import BodyStore
 from lockgate.inbox.queue import InboxQueue
+from lockgate.inbox.routing import InboxEvent, TaskContext
 from lockgate.inbox.store import InboxStore
-from lockgate.routing import InboxEvent, TaskContext
 from lockgate_infra.stub.models import Scripted
 from lockgate_infra.stub.replies import Reply
 from tests.agent.conftest import AgentRig, event

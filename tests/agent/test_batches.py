@@ -9,6 +9,7 @@ import pytest
 
 from lockgate.agent.batches import PENDING_PK, Batches, BatchWaiting
 from lockgate.agent.runs import RunStore
+from lockgate.jobs.builtin.collect_batches import BatchCollector
 from lockgate.jobs.contract import JobContext
 from lockgate.model.client import Usage
 from lockgate.model.pricing import cost_usd
@@ -32,6 +33,17 @@ def batches(rig: AgentRig) -> Batches:
         rig.clock,
         log=LOG,
         metrics=rig.metrics,
+    )
+
+
+def collector(rig: AgentRig) -> BatchCollector:
+    db = rig.aws.client("dynamodb")
+    return BatchCollector(
+        lambda: anthropic.Anthropic(api_key="test-key", base_url=rig.stub.base_url, max_retries=0),
+        db,
+        rig.aws.state_table,
+        RunStore(db, rig.aws.state_table, rig.clock),
+        log=LOG,
     )
 
 
@@ -69,12 +81,12 @@ def test_submit_then_collect_then_the_run_completes_once_at_half_price(rig: Agen
     assert len(rig.stub.batches.requests) == 1
 
     # When the collect job runs while the batch is still processing, nothing changes
-    assert desk.collect_batches(job(rig)).counts == {"collected": 0, "failed": 0, "waiting": 1}
+    assert collector(rig)(job(rig)).counts == {"collected": 0, "failed": 0, "waiting": 1}
     assert len(pending(rig)) == 1
 
     # When the batch has ended and the job runs again
     rig.stub.batches.hold(False)
-    result = desk.collect_batches(job(rig))
+    result = collector(rig)(job(rig))
     assert result.done and result.counts == {"collected": 1, "failed": 0, "waiting": 0}
     assert pending(rig) == []
 
@@ -95,7 +107,7 @@ def test_submit_then_collect_then_the_run_completes_once_at_half_price(rig: Agen
     assert run.totals["by_model"]["claude-sonnet-5-5"]["batched"] == 1
 
     # And collecting again or running the delivery again changes nothing
-    assert desk.collect_batches(job(rig)).counts == {"collected": 0, "failed": 0, "waiting": 0}
+    assert collector(rig)(job(rig)).counts == {"collected": 0, "failed": 0, "waiting": 0}
     rig.loop({"batches": desk}).run(task, event(), DEADLINE)
     assert len(effects.sent) == 1 and rig.stub.calls == 1
 
@@ -109,7 +121,7 @@ def test_a_request_that_errors_in_the_batch_is_made_directly(rig: AgentRig) -> N
     with pytest.raises(BatchWaiting):
         rig.loop({"batches": desk}).run(task, event(), DEADLINE)
     # When the job collects it
-    assert desk.collect_batches(job(rig)).counts == {"collected": 0, "failed": 1, "waiting": 0}
+    assert collector(rig)(job(rig)).counts == {"collected": 0, "failed": 1, "waiting": 0}
     # Then the next run calls the model directly, at the normal price
     rig.stub.set_model(Scripted([tools_turn(SEND), Reply([say("sent")])]))
     outcome = rig.loop({"batches": desk}).run(task, event(), DEADLINE)

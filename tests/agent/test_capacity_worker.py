@@ -27,8 +27,8 @@ from lockgate.capacity.ratelimit import Bucket, RateLimiter
 from lockgate.capacity.spend import SpendCaps
 from lockgate.clock import FixedClock
 from lockgate.inbox.models import Delivery, Status
+from lockgate.inbox.worker import RetryLater
 from lockgate.model.client import ModelClient
-from lockgate.processing import RetryLater
 from lockgate.webhooks.signing import sign
 from lockgate_infra.stub.models import Scripted
 from lockgate_infra.stub.replies import Model, Reply, billing, overloaded, rate_limited

@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field
 
 from lockgate.actions.tools import OutcomeUnknown, Risk, RunFacts, Tool, ToolContext, ToolError, Verdict
 from lockgate.agent.tasks import Start, Task
-from lockgate.routing import InboxEvent
+from lockgate.inbox.routing import InboxEvent
 
 
 class LookupArgs(BaseModel):

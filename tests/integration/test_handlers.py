@@ -159,7 +159,7 @@ def test_receiver_does_not_import_the_agent_stack() -> None:
     # The receiver's cold start must not pay for anthropic or pydantic
     code = (
         "import sys\n"
-        "import lockgate.receipt, lockgate.http, lockgate.settings, lockgate.secrets\n"
+        "import lockgate.inbox.receipt, lockgate.http, lockgate.settings, lockgate.secrets\n"
         "import aws_lambda_powertools\n"
         "from aws_lambda_powertools import Logger, Metrics\n"
         "bad = [m for m in ('anthropic', 'pydantic', 'httpx') if m in sys.modules]\n"

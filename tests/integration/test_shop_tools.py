@@ -19,7 +19,7 @@ from lockgate.actions.tools import OutcomeUnknown, RunFacts, ToolContext, ToolEr
 from lockgate.clock import FixedClock
 from lockgate.errors import BadDelivery, ConfigError
 from lockgate.inbox.models import Delivery, Status
-from lockgate.routing import InboxEvent, Router
+from lockgate.inbox.routing import InboxEvent, Router
 from lockgate.workflows import Setup
 from shop import register
 from shop.arguments import RefundOrderArgs, SendEmailArgs

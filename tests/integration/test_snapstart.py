@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
+from lockgate.inbox.routing import InboxEvent, TaskContext
 from lockgate.inbox.store import InboxStore
 from lockgate.restore import RestoreHooks, register_after_restore
-from lockgate.routing import InboxEvent, TaskContext
 from tests.integration.test_handlers import function_environment, load
 from tests.integration.test_worker import store
 from tests.support import Aws, Harness

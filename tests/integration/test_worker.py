@@ -11,8 +11,8 @@ import pytest
 
 from lockgate.errors import BadDelivery, Deferred, StaleEvent
 from lockgate.inbox.models import Delivery, Status
-from lockgate.processing import RetryLater
-from lockgate.routing import InboxEvent, TaskContext
+from lockgate.inbox.routing import InboxEvent, TaskContext
+from lockgate.inbox.worker import RetryLater
 from lockgate.webhooks.signing import sign
 from tests.support import SECRETS, Harness, serialized_moto
 

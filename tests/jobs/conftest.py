@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from lockgate.clock import FixedClock
-from lockgate.jobs.contract import Job, JobContext
-from lockgate.jobs.registry import CatchUp, JobResources, JobSpec, Overlap
+from lockgate.jobs.contract import Job, JobContext, JobResources
+from lockgate.jobs.registry import CatchUp, JobSpec, Overlap
 from lockgate.jobs.runner import JobRunner
 from lockgate.jobs.state import JobState, JobStateStore
 from lockgate.telemetry import CountingMetrics

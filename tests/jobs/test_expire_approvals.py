@@ -16,9 +16,9 @@ from lockgate.approvals.proposals import HOUR, Proposal, ProposalStore
 from lockgate.clock import FixedClock
 from lockgate.config import ApprovalsConfig, Reviewer, ToolApproval
 from lockgate.inbox.queue import InboxQueue
+from lockgate.inbox.routing import InboxEvent, TaskContext
 from lockgate.inbox.store import InboxStore
 from lockgate.jobs.builtin.expire_approvals import ApprovalExpiry
-from lockgate.routing import InboxEvent, TaskContext
 from lockgate.telemetry import CountingMetrics
 from tests.agent.toolkit import Effects, make_task
 from tests.jobs.conftest import context

@@ -10,7 +10,7 @@ import pytest
 from lockgate.actions.tools import RunFacts, ToolContext, ToolError
 from lockgate.clock import FixedClock
 from lockgate.inbox.events import internal_event
-from lockgate.routing import InboxEvent
+from lockgate.inbox.routing import InboxEvent
 from shop.arguments import SendEmailArgs
 from shop.services import ShopServices, ShopSettings
 from shop.summary import ListRefundsArgs, list_refunds, only_to_owner, start

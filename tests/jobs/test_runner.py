@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from lockgate.jobs.contract import JobContext, JobResult
-from lockgate.jobs.registry import CatchUp, JobResources, Overlap
+from lockgate.jobs.contract import JobContext, JobResources, JobResult
+from lockgate.jobs.registry import CatchUp, Overlap
 from lockgate.jobs.schedule import iso
 from tests.jobs.conftest import Rig, spec
 from tests.support import serialized_moto

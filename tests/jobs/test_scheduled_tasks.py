@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 from lockgate.config import ScheduleConfig
+from lockgate.inbox.routing import Router
 from lockgate.jobs.registry import job_registry
-from lockgate.routing import Router
 from tests.jobs.conftest import Rig
 
 ALWAYS = lambda: 600.0  # noqa: E731

@@ -10,9 +10,9 @@ import pytest
 from lockgate.errors import Deferred
 from lockgate.inbox.models import Status
 from lockgate.inbox.queue import DeadLetters, InboxQueue
+from lockgate.inbox.routing import InboxEvent, TaskContext
 from lockgate.jobs.builtin import sweep_inbox
 from lockgate.jobs.builtin.sweep_inbox import InboxSweep
-from lockgate.routing import InboxEvent, TaskContext
 from lockgate.telemetry import CountingMetrics
 from lockgate.webhooks.signing import sign
 from tests.jobs.conftest import context
@@ -197,7 +197,7 @@ def test_a_sweep_stopped_by_its_deadline_resumes_from_its_cursor(
 
 
 def test_the_sweeps_writes_are_refused_once_the_worker_moved_the_delivery_on(harness: Harness) -> None:
-    from lockgate.processing import set_aside
+    from lockgate.inbox.worker import set_aside
 
     # Given the sweep read a stranded delivery, and one whose lease had expired on its last attempt
     pk = receive(harness, "raced-1")

@@ -44,7 +44,7 @@ def test_cold_start_samples_both_handlers_and_reports_agent_dependencies() -> No
     assert result.bare[0].seconds > 0 and result.receiver[0].seconds > 0
     assert result.agent_dependencies_loaded == set()
     # And importtime names our own modules, and the import's AWS calls are counted by operation
-    assert any(line.module == "lockgate.receipt" for line in result.ours)
+    assert any(line.module == "lockgate.inbox.receipt" for line in result.ours)
     assert 0 < len(result.extra) <= 5
     assert all("." in op and n > 0 for op, n in result.import_calls.items())
     assert "ratio receiver/bare" in cold_start.render(result)

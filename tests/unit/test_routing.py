@@ -6,7 +6,7 @@ import pytest
 
 from lockgate.clock import FixedClock
 from lockgate.errors import ConfigError, SecretUnavailable
-from lockgate.routing import Router, no_task
+from lockgate.inbox.routing import Router, no_task
 from lockgate.secrets import SecretResolver
 from lockgate.settings import ReceiverSettings, WorkerSettings
 from lockgate.workflows import Setup, load_workflows

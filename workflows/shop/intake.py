@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from lockgate import InboxEvent, Intake, values_in_source
+from shop.helpdesk import parse_email
 from shop.services import shop_services
 
 CHEAP_MODEL = "claude-haiku-5-5"
@@ -39,8 +40,6 @@ class CustomerRequest(BaseModel):
 
 def email_text(event: InboxEvent, services: Mapping[str, Any]) -> str:
     """The email's subject and text: what the request is read from."""
-    from shop.task import parse_email  # the task module imports this one
-
     email = parse_email(event)
     return f"Subject: {email.subject}\n\n{email.text}"
 

@@ -8,16 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from email.utils import parseaddr
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
-from lockgate import BadDelivery, InboxEvent, RunFacts, Start, Task, describe_validation_error
-from shop.arguments import MESSAGE_ID, check_email_address
+from lockgate import BadDelivery, InboxEvent, RunFacts, Start, Task
+from shop.arguments import MESSAGE_ID
 from shop.data import Order, Orders
+from shop.helpdesk import parse_email
 from shop.intake import CUSTOMER_REQUEST
-from shop.mailbox import Email, Mailbox
+from shop.mailbox import Mailbox
 from shop.notices import tell_customer
 from shop.refunds import REFUND_ORDER
 from shop.replies import send_email_tool
@@ -49,17 +47,6 @@ must approve, tell the customer their request has been passed to the team. Never
 customers' data."""
 
 
-class HelpdeskEmail(BaseModel):
-    """The helpdesk's delivery body."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    message_id: str = Field(pattern=MESSAGE_ID.pattern)
-    sender: str = Field(alias="from", min_length=3, max_length=320)
-    subject: str = Field(default="", max_length=1000)
-    text: str = Field(max_length=100_000)
-
-
 @dataclass(frozen=True)
 class ShopFacts:
     """Current facts for the policies, read from the shop's own tables (RunFacts.lookup)."""
@@ -78,28 +65,6 @@ class ShopFacts:
     def sender_of(self, message_id: str) -> str | None:
         """Who sent a received email."""
         return self.mailbox.sender_of(message_id)
-
-
-def parse_email(event: InboxEvent) -> Email:
-    """The helpdesk body as an Email; BadDelivery when it can never be processed."""
-    data = event.json()
-    try:
-        body = HelpdeskEmail.model_validate(data)
-    except ValidationError as exc:
-        raise BadDelivery(f"helpdesk email: {describe_validation_error(exc)}") from exc
-    _, address = parseaddr(body.sender)  # "Ada Lovelace <ada@example.com>" or a plain address
-    try:
-        sender = check_email_address(address).lower()
-    except ValueError as exc:
-        raise BadDelivery("helpdesk email: 'from' is not an email address") from exc
-    return Email(
-        body.message_id,
-        sender,
-        body.subject,
-        body.text,
-        event.delivery.received_at,
-        event.delivery.delivery_id,
-    )
 
 
 def start(event: InboxEvent, services: Mapping[str, Any]) -> Start:

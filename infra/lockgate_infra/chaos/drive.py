@@ -21,7 +21,7 @@ from lockgate.approvals.pages import FORM_TOKEN_FIELD
 from lockgate.approvals.proposals import RESOLVE_TOOL
 from lockgate.errors import LockgateError
 from lockgate.http import RawRequest, error_response
-from lockgate.processing import RetryLater, Worker
+from lockgate.inbox.worker import RetryLater, Worker
 from lockgate.webhooks.signing import sign
 from lockgate_infra.chaos.faults import FaultPlan, WorkerCrash
 from lockgate_infra.chaos.traffic import FORGED_SECRET, Send

@@ -38,7 +38,7 @@ def account(plan: FaultPlan, clock: FixedClock) -> Iterator[World]:
     import boto3
     from moto import mock_aws
 
-    from lockgate_infra.local.resources import create_resources
+    from lockgate_infra.local.provision import create_resources
     from lockgate_infra.stub import StubAnthropic, StubError
     from lockgate_infra.stub.shop_model import ShopModel
     from lockgate_infra.template import LocalPlan, load_template

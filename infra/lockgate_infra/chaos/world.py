@@ -24,10 +24,10 @@ from lockgate.config import LockgateConfig, parse_config
 from lockgate.freshness import EntityVersions
 from lockgate.inbox.bodies import BodyStore
 from lockgate.inbox.queue import DeadLetters, InboxQueue
+from lockgate.inbox.receipt import Receiver
+from lockgate.inbox.routing import Router
 from lockgate.inbox.store import InboxStore
-from lockgate.processing import Leasing, Worker
-from lockgate.receipt import Receiver
-from lockgate.routing import Router
+from lockgate.inbox.worker import Leasing, Worker
 from lockgate.runtime.worker import wire_agent_tasks
 from lockgate.secrets import SecretResolver
 from lockgate.telemetry import CountingMetrics, NoTracing

@@ -124,7 +124,7 @@ def run_local(
     its development value (printed), so the receiver's start-up secret check passes. The template's
     schedules run on a clock ``clock_speed`` times real time (None: no schedules).
     """
-    from lockgate_infra.local.stack import LocalStack, default_template_path  # stack imports this module
+    from lockgate_infra.local.stack import LocalStack, default_template_path
 
     out = out or sys.stdout
     stop = stop or threading.Event()

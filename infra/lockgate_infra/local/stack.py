@@ -22,14 +22,12 @@ from lockgate_infra.local.gateway import Gateway
 from lockgate_infra.local.intrinsics import REGION
 from lockgate_infra.local.moto_server import MotoServer
 from lockgate_infra.local.poller import SqsPoller
-from lockgate_infra.local.resources import LOCAL_PREFIX, create_resources
-from lockgate_infra.local.run import run_local
+from lockgate_infra.local.provision import create_resources
+from lockgate_infra.local.resources import LOCAL_PREFIX
 from lockgate_infra.local.runtime import LocalFunction, import_handler_module
 from lockgate_infra.local.scheduler import LocalScheduler
 from lockgate_infra.local.streams import StreamPoller
 from lockgate_infra.template import LocalPlan, StreamSource
-
-__all__ = ["LocalStack", "default_template_path", "run_local"]  # run_local: the CLI imports it from here
 
 log = logging.getLogger("lockgate_infra.local")
 

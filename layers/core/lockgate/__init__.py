@@ -17,7 +17,7 @@ Packages, each importing only from those below it (``tests/unit/test_layers.py``
     inbox, webhooks     the idempotent inbox, receipt, the worker's lease loop; signature schemes
     foundations         clock, errors, config, settings, secrets, dynamo, telemetry, http
 
-Names load on first use, so importing a submodule (the receiver imports ``lockgate.receipt``)
+Names load on first use, so importing a submodule (the receiver imports ``lockgate.inbox.receipt``)
 never pays for pydantic or the agent.
 """
 
@@ -32,7 +32,7 @@ __version__ = "0.1.0"
 _PUBLIC = {
     "BadDelivery": "lockgate.errors",
     "DecisionNotice": "lockgate.agent.tasks",
-    "InboxEvent": "lockgate.routing",
+    "InboxEvent": "lockgate.inbox.routing",
     "Intake": "lockgate.agent.intake",
     "OutcomeUnknown": "lockgate.actions.tools",
     "Policy": "lockgate.actions.tools",
@@ -41,7 +41,7 @@ _PUBLIC = {
     "Setup": "lockgate.workflows",
     "Start": "lockgate.agent.tasks",
     "Task": "lockgate.agent.tasks",
-    "TaskContext": "lockgate.routing",
+    "TaskContext": "lockgate.inbox.routing",
     "Tool": "lockgate.actions.tools",
     "ToolContext": "lockgate.actions.tools",
     "ToolError": "lockgate.actions.tools",
@@ -89,7 +89,7 @@ if TYPE_CHECKING:
     from lockgate.agent.structured import values_in_source
     from lockgate.agent.tasks import DecisionNotice, Start, Task
     from lockgate.errors import BadDelivery
-    from lockgate.routing import InboxEvent, TaskContext
+    from lockgate.inbox.routing import InboxEvent, TaskContext
     from lockgate.workflows import Setup
 
 

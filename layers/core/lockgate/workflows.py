@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from lockgate.errors import ConfigError
-from lockgate.routing import Router
+from lockgate.inbox.routing import Router
 
 if TYPE_CHECKING:
     from lockgate.agent.tasks import Task

@@ -6,8 +6,8 @@ from lockgate.agent.loop import AgentLoop
 from lockgate.agent.tasks import Task
 from lockgate.clock import Clock
 from lockgate.errors import PermanentFailure
+from lockgate.inbox.routing import InboxEvent, Router, TaskContext
 from lockgate.model.client import ModelError
-from lockgate.routing import InboxEvent, Router, TaskContext
 
 MARGIN_SECONDS = 10.0  # leave time to record the outcome before the function times out
 

@@ -17,9 +17,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from lockgate.agent.structured import Replies, extract
+from lockgate.inbox.routing import InboxEvent
 from lockgate.model.client import ModelReply, ModelRequest, Usage
 from lockgate.model.pricing import cost_usd
-from lockgate.routing import InboxEvent
 
 
 @dataclass(frozen=True)

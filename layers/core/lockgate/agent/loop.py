@@ -24,11 +24,11 @@ from lockgate.capacity.admission import AdmittedCalls, InputTooLarge
 from lockgate.capacity.breaker import CircuitBreaker
 from lockgate.capacity.gate import Gate
 from lockgate.clock import Clock
+from lockgate.inbox.routing import InboxEvent
 from lockgate.model.client import ModelClient, ModelReply, ModelRequest
 from lockgate.model.prompt_cache import prefix_tokens
 from lockgate.model.response_cache import ResponseCache
 from lockgate.model.usage import NoUsageMetrics, UsageMetrics, UsageRollup
-from lockgate.routing import InboxEvent
 from lockgate.telemetry import Log, Metrics, NoTracing, Tracing
 
 

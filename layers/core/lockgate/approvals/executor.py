@@ -22,7 +22,7 @@ from lockgate.approvals.proposals import Proposal, ProposalStore, answers_only
 from lockgate.clock import Clock
 from lockgate.config import ApprovalsConfig
 from lockgate.errors import BadDelivery, Deferred
-from lockgate.routing import InboxEvent, TaskContext
+from lockgate.inbox.routing import InboxEvent, TaskContext
 from lockgate.telemetry import Log, Metrics
 
 # The reconcile-operations job runs every 15 minutes: look again a little after it.

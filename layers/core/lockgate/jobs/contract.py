@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lockgate.clock import Clock
+from lockgate.config import LockgateConfig
+from lockgate.errors import ConfigError, LockgateError
 from lockgate.telemetry import Log, Metrics
 
 # Stop starting new pages when fewer than this many seconds remain before the deadline.
@@ -49,3 +51,29 @@ class JobResult:
 
 
 Job = Callable[[JobContext], JobResult]
+
+
+class JobNotWired(LockgateError):
+    """A registered job whose code is not installed in this deployment."""
+
+
+@dataclass(frozen=True)
+class JobResources:
+    """What factories build jobs from: injected clients, resource names, settings, clock, logs, metrics."""
+
+    config: LockgateConfig
+    client: Callable[[str], Any]  # boto3 client factory: resources.client("dynamodb")
+    names: Mapping[str, str]  # INBOX_TABLE, STATE_TABLE, INBOX_QUEUE_URL, ... (the function's environment)
+    clock: Clock
+    log: Log
+    metrics: Metrics
+
+    def name(self, variable: str) -> str:
+        """A resource name from the environment; ConfigError if this function was not given it."""
+        value = self.names.get(variable, "").strip()
+        if not value:
+            raise ConfigError(f"environment variable {variable} is required by this job")
+        return value
+
+
+Factory = Callable[[JobResources], Job]

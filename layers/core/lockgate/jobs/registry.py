@@ -3,24 +3,23 @@
 ``template.yaml`` declares one ``AWS::Scheduler::Schedule`` per entry here, and a test reads both,
 so a job without a schedule (or a schedule without a job) fails the build, not production.
 
-Built-in jobs live in ``lockgate.jobs.builtin`` and are built by ``lockgate.jobs.wiring``; each
+Built-in jobs live in ``lockgate.jobs.builtin`` and are built by ``lockgate.jobs.factories``; each
 factory imports its module only when that job runs, so one job's import error never stops another.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
 
-from lockgate.clock import Clock
 from lockgate.config import LockgateConfig
-from lockgate.errors import ConfigError, LockgateError
-from lockgate.jobs.contract import Job
+from lockgate.errors import ConfigError
+from lockgate.jobs import factories
+from lockgate.jobs.contract import Factory, Job, JobNotWired, JobResources
 from lockgate.jobs.schedule import ScheduleExpression
-from lockgate.telemetry import Log, Metrics
+from lockgate.jobs.tasks import scheduled_task_factory
 
 
 class Overlap(StrEnum):
@@ -35,32 +34,6 @@ class CatchUp(StrEnum):
 
     ONCE = "once"  # one run covers them (sweeps, expiries: the work is "whatever is due now")
     EACH = "each"  # run every missed occurrence, oldest first (per-day reports, scheduled tasks)
-
-
-class JobNotWired(LockgateError):
-    """A registered job whose code is not installed in this deployment."""
-
-
-@dataclass(frozen=True)
-class JobResources:
-    """What factories build jobs from: injected clients, resource names, settings, clock, logs, metrics."""
-
-    config: LockgateConfig
-    client: Callable[[str], Any]  # boto3 client factory: resources.client("dynamodb")
-    names: Mapping[str, str]  # INBOX_TABLE, STATE_TABLE, INBOX_QUEUE_URL, ... (the function's environment)
-    clock: Clock
-    log: Log
-    metrics: Metrics
-
-    def name(self, variable: str) -> str:
-        """A resource name from the environment; ConfigError if this function was not given it."""
-        value = self.names.get(variable, "").strip()
-        if not value:
-            raise ConfigError(f"environment variable {variable} is required by this job")
-        return value
-
-
-Factory = Callable[[JobResources], Job]
 
 
 @dataclass(frozen=True)
@@ -106,18 +79,6 @@ def module_factory(module: str, attribute: str = "build") -> Factory:
     return build
 
 
-def _wired(name: str) -> Factory:
-    """The factory ``lockgate.jobs.wiring.<name>`` (imported when the job runs)."""
-
-    def build(resources: JobResources) -> Job:
-        from lockgate.jobs import wiring
-
-        job: Job = getattr(wiring, name)(resources)
-        return job
-
-    return build
-
-
 # The weekly eval needs the eval harness (an isolated moto shop, infra/lockgate_infra): deployed, it
 # runs in EvalJobsFunction, which is packaged with it; ScheduledJobsFunction is not, and fails it as
 # JobNotWired if asked.
@@ -125,33 +86,33 @@ BUILTIN_JOBS: tuple[JobSpec, ...] = (
     JobSpec(
         "sweep-inbox",
         "rate(5 minutes)",
-        _wired("sweep_inbox"),
+        factories.sweep_inbox,
         "re-queue stranded deliveries, set aside those past the attempt limit",
     ),
     JobSpec(
         "expire-approvals",
         "rate(15 minutes)",
-        _wired("expire_approvals"),
+        factories.expire_approvals,
         "expire proposals past their decision or run window; tell the task",
         flexible_minutes=5,
     ),
     JobSpec(
         "reconcile-operations",
         "rate(15 minutes)",
-        _wired("reconcile_operations"),
+        factories.reconcile_operations,
         "resolve UNKNOWN ledger operations through the tool's reconcile hook, or escalate",
         flexible_minutes=5,
     ),
     JobSpec(
         "approval-digest",
         "cron(0 8 * * ? *)",
-        _wired("approval_digest"),
+        factories.approval_digest,
         "a daily digest of pending proposals to the reviewers",
     ),
     JobSpec(
         "budget-report",
         "cron(5 0 * * ? *)",
-        _wired("budget_report"),
+        factories.budget_report,
         "yesterday's model spend against the caps",
         catch_up=CatchUp.EACH,
         flexible_minutes=15,
@@ -166,14 +127,14 @@ BUILTIN_JOBS: tuple[JobSpec, ...] = (
     JobSpec(
         "prune",
         "cron(30 2 * * ? *)",
-        _wired("prune"),
+        factories.prune,
         "old done deliveries, runs and operations past retention; report sizes",
         flexible_minutes=60,
     ),
     JobSpec(
         "collect-batches",
         "rate(10 minutes)",
-        _wired("collect_batches"),
+        factories.collect_batches,
         "collect finished Message Batches results",
         overlap=Overlap.QUEUE,
         flexible_minutes=5,
@@ -183,8 +144,6 @@ BUILTIN_JOBS: tuple[JobSpec, ...] = (
 
 def job_registry(config: LockgateConfig) -> dict[str, JobSpec]:
     """The built-in jobs plus one per scheduled task in ``[schedules]`` of lockgate.toml."""
-    from lockgate.jobs.tasks import scheduled_task_factory
-
     jobs = {spec.name: spec for spec in BUILTIN_JOBS}
     for name, schedule in config.schedules.items():
         if name in jobs:

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 from lockgate.clock import Clock
 from lockgate.errors import ConfigError
-from lockgate.jobs.contract import JobContext, JobResult
-from lockgate.jobs.registry import CatchUp, JobResources, JobSpec, Overlap
+from lockgate.jobs.contract import JobContext, JobResources, JobResult
+from lockgate.jobs.registry import CatchUp, JobSpec, Overlap
 from lockgate.jobs.schedule import ScheduleExpression, iso, parse_iso
 from lockgate.jobs.state import JobState, JobStateStore
 from lockgate.telemetry import Log, Metrics

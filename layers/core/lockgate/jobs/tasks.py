@@ -12,8 +12,7 @@ import json
 from lockgate.inbox.events import enqueue, internal_event
 from lockgate.inbox.queue import InboxQueue
 from lockgate.inbox.store import InboxStore
-from lockgate.jobs.contract import Job, JobContext, JobResult
-from lockgate.jobs.registry import Factory, JobResources
+from lockgate.jobs.contract import Factory, Job, JobContext, JobResources, JobResult
 
 SOURCE = "schedule"
 

@@ -15,8 +15,8 @@ from lockgate.errors import QueueUnavailable
 from lockgate.inbox.models import Delivery, Status
 from lockgate.inbox.queue import DeadLetters, InboxQueue
 from lockgate.inbox.store import InboxStore
+from lockgate.inbox.worker import set_aside
 from lockgate.jobs.contract import JobContext, JobResult
-from lockgate.processing import set_aside
 
 NAME = "sweep-inbox"
 PAGE_SIZE = 50

@@ -23,8 +23,8 @@ from lockgate.freshness import EntityVersions
 from lockgate.inbox.bodies import BodyStore
 from lockgate.inbox.models import Delivery
 from lockgate.inbox.queue import DeadLetters, InboxQueue
+from lockgate.inbox.routing import InboxEvent, Router, TaskContext
 from lockgate.inbox.store import InboxStore
-from lockgate.routing import InboxEvent, Router, TaskContext
 from lockgate.telemetry import Log, Metrics
 
 # A deferral longer than SQS's longest message delay parks the delivery in the table instead of

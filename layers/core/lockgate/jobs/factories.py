@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from lockgate.approvals.proposals import ProposalStore
     from lockgate.inbox.queue import InboxQueue
     from lockgate.inbox.store import InboxStore
-    from lockgate.jobs.registry import JobResources
+    from lockgate.jobs.contract import JobResources
 
 
 def sweep_inbox(resources: JobResources) -> Job:
@@ -121,9 +121,9 @@ def budget_report(resources: JobResources) -> Job:
 
 def collect_batches(resources: JobResources) -> Job:
     """collect-batches: the Message Batches API (the model key), run records and the spend holds."""
-    from lockgate.agent.batches import Batches
     from lockgate.agent.runs import RunStore
     from lockgate.capacity.spend import SpendCaps
+    from lockgate.jobs.builtin.collect_batches import BatchCollector
     from lockgate.model.sdk import anthropic_factory
     from lockgate.secrets import SecretResolver
 
@@ -145,19 +145,16 @@ def collect_batches(resources: JobResources) -> Job:
             metrics=resources.metrics,
             log=resources.log,
         )
-    batches = Batches(
+    return BatchCollector(
         anthropic_factory(
             lambda: secrets.resolve(key_ref), resources.names.get("ANTHROPIC_BASE_URL") or None
         ),
         dynamodb,
         table,
         RunStore(dynamodb, table, resources.clock),
-        resources.clock,
         log=resources.log,
-        metrics=resources.metrics,
         spend=spend,
     )
-    return batches.collect_batches
 
 
 def _inbox(resources: JobResources) -> InboxStore:
@@ -192,7 +189,7 @@ def _ledger(resources: JobResources) -> Ledger:
 
 def _tasks(resources: JobResources) -> Mapping[str, Task]:
     """The workflows package's tasks (for decision notices and reconcile hooks); no model is built."""
-    from lockgate.routing import Router
+    from lockgate.inbox.routing import Router
     from lockgate.workflows import Setup, load_workflows
 
     setup = Setup(router=Router(), environ=resources.names, client=resources.client)

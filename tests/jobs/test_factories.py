@@ -12,7 +12,8 @@ from lockgate.clock import FixedClock
 from lockgate.config import load_config
 from lockgate.inbox.models import Delivery, Status
 from lockgate.inbox.store import InboxStore
-from lockgate.jobs.registry import JobNotWired, JobResources, job_registry
+from lockgate.jobs.contract import JobNotWired, JobResources
+from lockgate.jobs.registry import job_registry
 from lockgate.jobs.runner import JobRunner
 from lockgate.jobs.state import JobStateStore
 from lockgate.telemetry import CountingMetrics

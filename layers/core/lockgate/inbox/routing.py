@@ -1,0 +1,116 @@
+"""Route inbox events to task handlers by source and event type."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from lockgate.errors import BadDelivery
+from lockgate.freshness import EntityVersions
+from lockgate.inbox.models import Delivery
+from lockgate.telemetry import Log, Metrics
+
+
+@dataclass(frozen=True)
+class InboxEvent:
+    """A delivery as a task handler sees it: metadata plus the raw body."""
+
+    delivery: Delivery
+    body: bytes
+
+    @property
+    def source(self) -> str:
+        """The webhook source (or ``schedule``/``approval`` in later kinds of event)."""
+        return self.delivery.source
+
+    @property
+    def event_type(self) -> str:
+        """The provider's event type."""
+        return self.delivery.event_type
+
+    def json(self) -> Any:
+        """The body parsed as JSON; BadDelivery if it is not JSON."""
+        try:
+            return json.loads(self.body)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise BadDelivery("body is not JSON") from exc
+
+
+@dataclass
+class TaskContext:
+    """What a handler may use besides the event."""
+
+    run_id: str
+    remaining_seconds: Callable[[], float]
+    versions: EntityVersions
+    log: Log
+    metrics: Metrics
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+class TaskHandler(Protocol):
+    """Handles one event and returns a one-line outcome; raising means "retry later"."""
+
+    def __call__(self, event: InboxEvent, context: TaskContext) -> str:
+        """Do the work."""
+        ...
+
+
+def no_task(event: InboxEvent, context: TaskContext) -> str:
+    """The default: nothing is configured for this event; record that and move on."""
+    return f"no task for {event.source} event {event.event_type!r}"
+
+
+@dataclass(frozen=True)
+class Route:
+    """One rule: a source and an event type pattern (exact, ``prefix.*`` or ``*``)."""
+
+    source: str
+    event_type: str
+    handler: TaskHandler
+
+    def matches(self, source: str, event_type: str) -> bool:
+        """Whether this rule covers the event."""
+        if source != self.source:
+            return False
+        if self.event_type in ("*", event_type):
+            return True
+        return self.event_type.endswith(".*") and event_type.startswith(self.event_type[:-1])
+
+    @property
+    def specificity(self) -> int:
+        """Exact beats prefix beats wildcard; longer prefixes beat shorter ones."""
+        if self.event_type == "*":
+            return 0
+        if self.event_type.endswith(".*"):
+            return len(self.event_type)
+        return 10_000
+
+
+class Router:
+    """Chooses the handler for each event; the most specific rule wins."""
+
+    def __init__(self, default: TaskHandler = no_task) -> None:
+        self._routes: list[Route] = []
+        self._default = default
+
+    def add(self, source: str, event_type: str, handler: TaskHandler) -> None:
+        """Register a handler; a second rule for the same pattern is a mistake."""
+        for route in self._routes:
+            if (route.source, route.event_type) == (source, event_type):
+                raise ValueError(f"a handler for {source} {event_type!r} is already registered")
+        self._routes.append(Route(source, event_type, handler))
+
+    def route(self, source: str, event_type: str) -> TaskHandler:
+        """The handler for an event, or the default."""
+        candidates = [r for r in self._routes if r.matches(source, event_type)]
+        if not candidates:
+            return self._default
+        return max(candidates, key=lambda r: r.specificity).handler
+
+    @property
+    def routes(self) -> tuple[Route, ...]:
+        """Every registered rule."""
+        return tuple(self._routes)
