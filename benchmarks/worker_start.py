@@ -34,7 +34,7 @@ app = importlib.import_module("app")
 init = time.perf_counter() - started
 started = time.perf_counter()
 if "anthropic" in sys.modules:  # a restored snapshot: only the hooks run, then a client is made
-    app.restore_hooks.after_restore()
+    app.parts.restore.after_restore()
 import anthropic
 anthropic.Anthropic(api_key="not-used", base_url="http://127.0.0.1:9", max_retries=0)
 first = time.perf_counter() - started

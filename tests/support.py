@@ -15,15 +15,16 @@ from botocore.exceptions import ClientError
 from lockgate.clock import FixedClock
 from lockgate.config import LockgateConfig, parse_config
 from lockgate.errors import LockgateError
-from lockgate.freshness import EntityVersions
 from lockgate.http import HttpResponse, RawRequest, error_response
-from lockgate.inbox.bodies import BodyStore
-from lockgate.inbox.queue import DeadLetters, InboxQueue
 from lockgate.inbox.receipt import Receiver
 from lockgate.inbox.routing import Router
 from lockgate.inbox.store import InboxStore
 from lockgate.inbox.worker import Leasing, Worker
+from lockgate.runtime.deps import Deps
+from lockgate.runtime.receiver import build_receiver
+from lockgate.runtime.worker import inbox_worker
 from lockgate.secrets import SecretResolver
+from lockgate.settings import ReceiverSettings, WorkerSettings
 from lockgate.telemetry import CountingMetrics
 
 LOG = logging.getLogger("lockgate.tests")
@@ -113,6 +114,19 @@ class Aws:
         return out
 
 
+def function_env(aws: Aws) -> dict[str, str]:
+    """The environment template.yaml gives the functions, with the moto resources' names."""
+    return {
+        "INBOX_TABLE": aws.inbox_table,
+        "STATE_TABLE": aws.state_table,
+        "INBOX_QUEUE_URL": aws.queue_url,
+        "INBOX_DLQ_URL": aws.dlq_url,
+        "BODY_BUCKET": aws.bucket,
+        "APPROVALS_TABLE": aws.names["ApprovalsTable"],
+        "DECISIONS_TABLE": aws.names["DecisionsTable"],
+    }
+
+
 @dataclass
 class Harness:
     """A receiver and a worker factory wired to moto, with a controllable clock."""
@@ -129,17 +143,20 @@ class Harness:
             self.clients[service] = self.aws.client(service)
         return self.clients[service]
 
-    def receiver(self) -> Receiver:
-        return Receiver(
-            config=self.config,
+    def deps(self) -> Deps:
+        """The functions' surroundings on moto: these clients, the test secrets, the fixed clock."""
+        return Deps(
+            client=self.client,
             secrets=SecretResolver(SECRETS),
-            inbox=InboxStore(self.client("dynamodb"), self.aws.inbox_table),
-            queue=InboxQueue(self.client("sqs"), self.aws.queue_url),
-            bodies=BodyStore(self.client("s3"), self.aws.bucket),
             clock=self.clock,
             log=LOG,
             metrics=self.metrics,
         )
+
+    def receiver(self) -> Receiver:
+        """The receiver as the handler builds it (lockgate.runtime.receiver)."""
+        settings = ReceiverSettings.from_env(function_env(self.aws))
+        return build_receiver(settings, self.config, self.deps())
 
     def post(
         self,
@@ -165,19 +182,9 @@ class Harness:
             return error_response(exc)
 
     def worker(self, lease_seconds: int = 60) -> Worker:
-        return Worker(
-            inbox=InboxStore(self.client("dynamodb"), self.aws.inbox_table),
-            bodies=BodyStore(self.client("s3"), self.aws.bucket),
-            queue=InboxQueue(self.client("sqs"), self.aws.queue_url),
-            dead_letters=DeadLetters(self.client("sqs"), self.aws.dlq_url),
-            router=self.router,
-            versions=EntityVersions(self.client("dynamodb"), self.aws.state_table, self.clock),
-            settings=self.config.inbox,
-            leasing=Leasing(lease_seconds),
-            clock=self.clock,
-            log=LOG,
-            metrics=self.metrics,
-        )
+        """The inbox worker as the handler builds it, for this harness's router and lease length."""
+        settings = WorkerSettings.from_env(function_env(self.aws))
+        return inbox_worker(settings, self.config, self.router, self.deps(), Leasing(lease_seconds))
 
     def store(self) -> InboxStore:
         return InboxStore(self.client("dynamodb"), self.aws.inbox_table)

@@ -7,26 +7,18 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-import boto3
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import EphemeralMetrics
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-from lockgate.clock import SystemClock
 from lockgate.config import load_config
-from lockgate.freshness import EntityVersions
-from lockgate.inbox.bodies import BodyStore
-from lockgate.inbox.queue import DeadLetters, InboxQueue, decode_pointer
-from lockgate.inbox.routing import Router
-from lockgate.inbox.store import InboxStore
-from lockgate.inbox.worker import Leasing, Worker
+from lockgate.inbox.queue import decode_pointer
 from lockgate.model.usage import EmfUsageMetrics
-from lockgate.restore import RestoreHooks, register_after_restore
-from lockgate.runtime.worker import wire_agent_tasks
-from lockgate.secrets import SecretResolver
+from lockgate.restore import register_after_restore
+from lockgate.runtime.deps import lambda_deps
+from lockgate.runtime.worker import build_worker
 from lockgate.settings import WorkerSettings
-from lockgate.workflows import Setup, load_workflows
 
 logger = Logger()
 metrics = Metrics()
@@ -58,51 +50,18 @@ class _Annotated:
 
 settings = WorkerSettings.from_env(os.environ)
 config = load_config(Path(__file__).parent / settings.config_path)
-clock = SystemClock()
-session = boto3.session.Session()
-dynamodb = session.client("dynamodb")
-sqs = session.client("sqs")
-router = Router()
-secrets = SecretResolver(os.environ, secretsmanager=lambda: session.client("secretsmanager"))
-setup = Setup(router=router, environ=os.environ, client=session.client)  # type: ignore[arg-type]
-load_workflows(config.workflows_package, setup)
-model = wire_agent_tasks(
-    setup,
-    environ=os.environ,
-    secrets=secrets,
-    dynamodb=dynamodb,
-    state_table=settings.state_table,
-    clock=clock,
-    log=logger,
-    metrics=metrics,
+# Per-call dollars and tokens by task and model (its own EMF blob: its own dimensions).
+deps = lambda_deps(
+    os.environ,
+    logger,
+    metrics,
     tracing=PowertoolsTracing(),
-    approvals=config.approvals,
-    sqs=sqs,
-    budget=settings.budget(config.budget),
-    capacity=config.capacity,
-    # Per-call dollars and tokens by task and model (its own EMF blob: its own dimensions).
-    usage_metrics=EmfUsageMetrics(EphemeralMetrics, frozenset(t.name for t in setup.tasks)),
+    usage_metrics=lambda tasks: EmfUsageMetrics(EphemeralMetrics, tasks),
 )
-worker = Worker(
-    inbox=InboxStore(dynamodb, settings.inbox_table),
-    bodies=BodyStore(session.client("s3"), settings.body_bucket),
-    queue=InboxQueue(sqs, settings.inbox_queue_url),
-    dead_letters=DeadLetters(sqs, settings.inbox_dlq_url),
-    router=router,
-    versions=EntityVersions(dynamodb, settings.state_table, clock),
-    settings=config.inbox,
-    leasing=Leasing.for_timeout(settings.timeout_seconds),
-    clock=clock,
-    log=logger,
-    metrics=metrics,
-)
-# SnapStart: every environment restored from the snapshot reseeds its jitter and drops the
-# model SDK client and cached secrets (boto3 clients reconnect by themselves).
-restore_hooks = RestoreHooks(rngs=[worker.rng], refreshers=[secrets.forget])
-if model is not None:
-    restore_hooks.add(rngs=[model.rng], refreshers=[model.refresh])
-register_after_restore(restore_hooks.after_restore)
-if os.environ.get("AWS_LAMBDA_INITIALIZATION_TYPE") == "snap-start":
+parts = build_worker(settings, config, deps, environ=os.environ)
+worker = parts.worker
+register_after_restore(parts.restore.after_restore)
+if settings.snap_start:
     # Pre-initialised into the snapshot: the SDK's import (~2 s) is paid once at publish time,
     # not by the first invocation of every new environment. No client or key is made here.
     import anthropic  # noqa: F401

@@ -9,98 +9,28 @@ Only the approval side can read the link-signing secret.
 from __future__ import annotations
 
 import base64
-import functools
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
-import boto3
 from aws_lambda_powertools import Logger, Metrics
 
-from lockgate.approvals.decisions import DecisionStore
-from lockgate.approvals.desk import ApprovalDesk, LinkSigner
-from lockgate.approvals.digest import ReviewDigest
-from lockgate.approvals.notify import Channel, EmailChannel, Notifier, PrintChannel, WebhookChannel, post_json
 from lockgate.approvals.pages import outcome_page, parse_form
-from lockgate.approvals.proposals import Proposal, ProposalStore
-from lockgate.clock import SystemClock
+from lockgate.approvals.proposals import Proposal
 from lockgate.config import load_config
-from lockgate.errors import ConfigError
-from lockgate.inbox.queue import InboxQueue
-from lockgate.inbox.store import InboxStore
-from lockgate.secrets import SecretResolver
+from lockgate.runtime.approvals import build_approvals
+from lockgate.runtime.deps import lambda_deps
 from lockgate.settings import ApprovalSettings
 
 logger = Logger()
 metrics = Metrics()
 settings = ApprovalSettings.from_env(os.environ)
-config = load_config(Path(__file__).parent / settings.config_path)
-session = boto3.session.Session()
-dynamodb = session.client("dynamodb")
-clock = SystemClock()
-secrets = SecretResolver(os.environ, secretsmanager=lambda: session.client("secretsmanager"))
-proposals = ProposalStore(dynamodb, settings.approvals_table)
-
-
-def link_secrets() -> list[bytes]:
-    """The link-signing key(s); cached by the resolver, refreshed every few minutes."""
-    return [secrets.resolve(settings.link_secret_ref).encode()]
-
-
-def build_desk() -> ApprovalDesk | None:
-    """The callback's desk; the notifier's role has no decisions table, so it gets none."""
-    if not (settings.decisions_table and settings.inbox_table and settings.inbox_queue_url):
-        return None
-    return ApprovalDesk(
-        proposals=proposals,
-        decisions=DecisionStore(dynamodb, settings.decisions_table),
-        config=config.approvals,
-        link_secrets=link_secrets,
-        inbox=InboxStore(dynamodb, settings.inbox_table),
-        queue=InboxQueue(session.client("sqs"), settings.inbox_queue_url),
-        clock=clock,
-        log=logger,
-        metrics=metrics,
-        base_url=settings.base_url,
-    )
-
-
-def build_channels() -> list[Channel]:
-    """The configured channels (APPROVAL_CHANNELS): email (SES), slack, discord deployed; print locally."""
-    channels: list[Channel] = []
-    for name in settings.channels:
-        if name == "email":
-            channels.append(EmailChannel(session.client("ses"), settings.from_address))
-        elif name == "print":
-            channels.append(PrintChannel(lambda line: print(line, file=sys.stderr, flush=True)))
-        elif name in ("slack", "discord"):
-            # e.g. APPROVAL_SLACK_WEBHOOK_REF=secretsmanager:lockgate/notify/slack; resolved per send.
-            ref = os.environ.get(f"APPROVAL_{name.upper()}_WEBHOOK_REF", "").strip()
-            if not ref:
-                raise ConfigError(f"the {name} channel needs APPROVAL_{name.upper()}_WEBHOOK_REF")
-            channels.append(WebhookChannel(name, functools.partial(secrets.resolve, ref), post_json))
-        else:
-            raise ConfigError(f"unknown approval channel {name!r} (email, slack, discord, print)")
-    return channels
-
-
-desk = build_desk()
-signer = LinkSigner(config.approvals, link_secrets, clock, settings.base_url)
-digest = (
-    ReviewDigest(
-        proposals=proposals,
-        decisions=DecisionStore(dynamodb, settings.decisions_table),
-        config=config.approvals,
-        signer=signer,
-        link_secrets=link_secrets,
-        clock=clock,
-        base_url=settings.base_url,
-    )
-    if settings.decisions_table
-    else None
+parts = build_approvals(
+    settings,
+    load_config(Path(__file__).parent / settings.config_path),
+    lambda_deps(os.environ, logger, metrics),
 )
-notifier = Notifier(signer.links_for, config.approvals.reviewers_for, build_channels(), logger, metrics)
+desk, digest, notifier = parts.desk, parts.digest, parts.notifier
 
 
 @metrics.log_metrics

@@ -10,39 +10,24 @@ import os
 from pathlib import Path
 from typing import Any
 
-import boto3
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
-from lockgate.clock import SystemClock
 from lockgate.config import load_config
 from lockgate.errors import LockgateError
-from lockgate.jobs.contract import JobResources
 from lockgate.jobs.health import job_health
-from lockgate.jobs.registry import job_registry, only
-from lockgate.jobs.runner import JobRunner
-from lockgate.jobs.state import JobStateStore
+from lockgate.runtime.deps import lambda_deps
+from lockgate.runtime.jobs import build_jobs
 from lockgate.settings import JobsSettings
 
 logger = Logger()
 metrics = Metrics()
 
 settings = JobsSettings.from_env(os.environ)
-config = load_config(Path(__file__).parent / settings.config_path)
-clock = SystemClock()
-session = boto3.session.Session()
-store = JobStateStore(session.client("dynamodb"), settings.state_table)
-jobs = only(job_registry(config), settings.jobs)
-resources = JobResources(config, session.client, settings.names, clock, logger, metrics)  # type: ignore[arg-type]
-runner = JobRunner(
-    jobs=jobs,
-    store=store,
-    resources=resources,
-    timeout_seconds=settings.timeout_seconds,
-    clock=clock,
-    log=logger,
-    metrics=metrics,
-)
+deps = lambda_deps(settings.names, logger, metrics)
+clock = deps.clock
+parts = build_jobs(settings, load_config(Path(__file__).parent / settings.config_path), deps)
+jobs, store, runner = parts.jobs, parts.store, parts.runner
 
 
 def publish_heartbeats() -> None:

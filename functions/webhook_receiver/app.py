@@ -1,7 +1,7 @@
 """Webhook receiver Lambda: POST /webhooks/{source} → verified, stored once, queued.
 
-The composition root: settings, clients and the core Receiver are built once per
-cold start. Deliberately imports nothing of the agent (anthropic, pydantic).
+Settings and clients are read once per cold start; ``lockgate.runtime.receiver`` builds the
+Receiver from them. Deliberately imports nothing of the agent (anthropic, pydantic).
 """
 
 from __future__ import annotations
@@ -10,33 +10,22 @@ import os
 from pathlib import Path
 from typing import Any
 
-import boto3
 from aws_lambda_powertools import Logger, Metrics
 
-from lockgate.clock import SystemClock
 from lockgate.config import load_config
 from lockgate.errors import LockgateError
 from lockgate.http import RawRequest, error_response
-from lockgate.inbox.bodies import BodyStore
-from lockgate.inbox.queue import InboxQueue
-from lockgate.inbox.receipt import Receiver
-from lockgate.inbox.store import InboxStore
-from lockgate.secrets import SecretResolver
+from lockgate.runtime.deps import lambda_deps
+from lockgate.runtime.receiver import build_receiver
 from lockgate.settings import ReceiverSettings
 
 logger = Logger()
 metrics = Metrics()
 settings = ReceiverSettings.from_env(os.environ)
-session = boto3.session.Session()
-receiver = Receiver(
-    config=load_config(Path(__file__).parent / settings.config_path),
-    secrets=SecretResolver(os.environ, secretsmanager=lambda: session.client("secretsmanager")),
-    inbox=InboxStore(session.client("dynamodb"), settings.inbox_table),
-    queue=InboxQueue(session.client("sqs"), settings.inbox_queue_url),
-    bodies=BodyStore(session.client("s3"), settings.body_bucket),
-    clock=SystemClock(),
-    log=logger,
-    metrics=metrics,
+receiver = build_receiver(
+    settings,
+    load_config(Path(__file__).parent / settings.config_path),
+    lambda_deps(os.environ, logger, metrics),
 )
 # Refuse to start with a missing or empty secret: it would let anyone forge deliveries.
 receiver.check_secrets()

@@ -18,12 +18,13 @@ from typing import Any, TextIO
 
 from lockgate.clock import SystemClock
 from lockgate.config import LockgateConfig, load_config
-from lockgate.jobs.contract import JobResources
 from lockgate.jobs.health import JobHealth, job_health
-from lockgate.jobs.registry import job_registry, only
-from lockgate.jobs.runner import JobRunner
+from lockgate.jobs.registry import job_registry
 from lockgate.jobs.schedule import iso
 from lockgate.jobs.state import JobStateStore
+from lockgate.runtime.deps import Deps
+from lockgate.runtime.jobs import build_jobs
+from lockgate.secrets import SecretResolver
 from lockgate.settings import JobsSettings
 from lockgate.telemetry import CountingMetrics
 from lockgate_infra.targets import Target, TargetError
@@ -92,16 +93,11 @@ def _run_here(
     names: dict[str, str] = dict(state.get("functions", {}).get(function, {}).get("environment", {}))
     if not names:
         raise TargetError(f"the local stack has no {function}")
-    clock, metrics = SystemClock(), CountingMetrics()
-    runner = JobRunner(
-        jobs=only(job_registry(config), JobsSettings.from_env(names).jobs),
-        store=JobStateStore(target.client("dynamodb"), names["STATE_TABLE"]),
-        resources=JobResources(config, target.client, names, clock, log, metrics),
-        timeout_seconds=int(names.get("JOBS_TIMEOUT_SECONDS", "300")),
-        clock=clock,
-        log=log,
-        metrics=metrics,
+    clock = SystemClock()
+    deps = Deps(
+        client=target.client, secrets=SecretResolver(names), clock=clock, log=log, metrics=CountingMetrics()
     )
+    runner = build_jobs(JobsSettings.from_env(names), config, deps).runner
     timeout = float(names.get("JOBS_TIMEOUT_SECONDS", "300"))
     outcome = runner.run(name, scheduled_time or iso(clock.now()), lambda: timeout)
     print(json.dumps(outcome.as_dict()), file=out)

@@ -246,35 +246,44 @@ def test_retries_stop_when_the_process_retry_budget_is_spent(rig: AgentRig, cloc
 # -- wiring ----------------------------------------------------------------------------------------
 
 
-def test_the_worker_wiring_admits_each_call_through_the_configured_model_and_source_buckets(
+def test_the_worker_runtime_admits_each_call_through_the_configured_model_and_source_buckets(
     rig: AgentRig, clock: FixedClock
 ) -> None:
+    from dataclasses import replace
+
     from lockgate.config import BudgetConfig, CapacityConfig, RateLimitConfig
     from lockgate.inbox.routing import Router, TaskContext
-    from lockgate.runtime.worker import wire_agent_tasks
+    from lockgate.runtime.deps import Deps
+    from lockgate.runtime.worker import agent_tasks
     from lockgate.secrets import SecretResolver
-    from lockgate.telemetry import NoTracing
+    from lockgate.settings import WorkerSettings
     from lockgate.workflows import Setup
+    from tests.support import function_env, make_config
 
     # Given [capacity] limits for the task's model and for the github source, and a daily cap
     rig.stub.set_model(Scripted([DONE]))
     setup = Setup(router=Router(), environ={}, client=rig.aws.client)
     setup.add_task(make_task(Effects(), max_output_tokens=300))
-    wire_agent_tasks(
-        setup,
-        environ={"ANTHROPIC_API_KEY_REF": "env:KEY", "ANTHROPIC_BASE_URL": rig.stub.base_url},
-        secrets=SecretResolver({"KEY": "test-key"}),
-        dynamodb=rig.aws.client("dynamodb"),
-        state_table=rig.aws.state_table,
-        clock=clock,
-        log=LOG,
-        metrics=rig.metrics,
-        tracing=NoTracing(),
+    config = replace(
+        make_config(),
         budget=BudgetConfig(daily_usd=5.0),
         capacity=CapacityConfig(
             models={PRIMARY: RateLimitConfig(60, 100_000)}, sources={"github": RateLimitConfig(30)}
         ),
     )
+    environ = {
+        **function_env(rig.aws),
+        "ANTHROPIC_API_KEY_REF": "env:KEY",
+        "ANTHROPIC_BASE_URL": rig.stub.base_url,
+    }
+    deps = Deps(
+        client=rig.aws.client,
+        secrets=SecretResolver({"KEY": "test-key"}),
+        clock=clock,
+        log=LOG,
+        metrics=rig.metrics,
+    )
+    agent_tasks(setup, WorkerSettings.from_env(environ), config, deps)
     # When the worker routes a github event to the task
     handler = setup.router.route("github", "push")
     context = TaskContext(

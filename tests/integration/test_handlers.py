@@ -16,7 +16,7 @@ import pytest
 from lockgate.config import load_config
 from lockgate.webhooks.signing import sign
 from lockgate_infra.devsecrets import seed_dev_secrets
-from tests.support import Aws
+from tests.support import Aws, function_env
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -51,11 +51,7 @@ def handlers(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> tuple[ModuleType, Mod
 def function_environment(aws: Aws) -> dict[str, str]:
     """What the template gives the receiver and the worker, pointed at moto's resources."""
     return {
-        "INBOX_TABLE": aws.inbox_table,
-        "STATE_TABLE": aws.state_table,
-        "INBOX_QUEUE_URL": aws.queue_url,
-        "INBOX_DLQ_URL": aws.dlq_url,
-        "BODY_BUCKET": aws.bucket,
+        **function_env(aws),
         "LOCKGATE_CONFIG": str(ROOT / "lockgate.toml"),
         "WORKER_TIMEOUT_SECONDS": "60",
     }

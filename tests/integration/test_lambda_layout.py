@@ -99,7 +99,7 @@ def test_given_a_jobs_function_then_every_job_its_schedules_send_it_builds_there
     script = (
         "import json, app\n"
         f"for name in {names!r}:\n"
-        "    app.jobs[name].factory(app.resources)\n"
+        "    app.jobs[name].factory(app.parts.resources)\n"
         "print(json.dumps(sorted(app.jobs)))\n"
     )
     done = layouts(function).run(script, env(stack))

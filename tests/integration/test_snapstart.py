@@ -65,17 +65,17 @@ def test_given_two_environments_restored_from_one_snapshot_then_the_hooks_make_t
     snapshot = random.Random(7).getstate()
     for app in (a, b):
         app.worker.rng.setstate(snapshot)
-        app.model.rng.setstate(snapshot)
+        app.parts.model.rng.setstate(snapshot)
     # (without the hooks, both would back off in step: the hazard the hooks remove)
     assert jitter(a.worker.rng) == jitter(b.worker.rng)
-    assert jitter(a.model.rng) == jitter(b.model.rng)
+    assert jitter(a.parts.model.rng) == jitter(b.parts.model.rng)
     # When the runtime runs each environment's after-restore hook
     for hook in registered:
         hook()
     # Then the delivery backoff and the model retry jitter differ between them
     assert jitter(a.worker.rng) != jitter(b.worker.rng)
-    assert jitter(a.model.rng) != jitter(b.model.rng)
-    assert jitter(a.worker.rng) != jitter(a.model.rng)
+    assert jitter(a.parts.model.rng) != jitter(b.parts.model.rng)
+    assert jitter(a.worker.rng) != jitter(a.parts.model.rng)
 
 
 def test_given_a_restored_environment_then_it_rereads_secrets_instead_of_the_snapshots_copy(
@@ -83,14 +83,14 @@ def test_given_a_restored_environment_then_it_rereads_secrets_instead_of_the_sna
 ) -> None:
     # Given an environment that read the model key during init (so the snapshot holds it)
     a, _ = environments
-    assert a.secrets.resolve(f"secretsmanager:{MODEL_KEY}") == "sk-before-snapshot"
+    assert a.deps.secrets.resolve(f"secretsmanager:{MODEL_KEY}") == "sk-before-snapshot"
     # And the key was rotated after the snapshot was taken
     aws.client("secretsmanager").put_secret_value(SecretId=MODEL_KEY, SecretString="sk-rotated")
-    assert a.secrets.resolve(f"secretsmanager:{MODEL_KEY}") == "sk-before-snapshot"  # still cached
+    assert a.deps.secrets.resolve(f"secretsmanager:{MODEL_KEY}") == "sk-before-snapshot"  # still cached
     # When the environment is restored
     registered[0]()
     # Then the next read goes to Secrets Manager and gets the current key
-    assert a.secrets.resolve(f"secretsmanager:{MODEL_KEY}") == "sk-rotated"
+    assert a.deps.secrets.resolve(f"secretsmanager:{MODEL_KEY}") == "sk-rotated"
 
 
 def test_given_two_restored_workers_then_their_lease_tokens_on_the_inbox_rows_differ(
@@ -113,7 +113,7 @@ def test_given_two_restored_workers_then_their_lease_tokens_on_the_inbox_rows_di
 
     first, second = store(harness, 2)
     for app in (a, b):
-        app.router.add("github", "push", record_owner)
+        app.parts.router.add("github", "push", record_owner)
     # When each worker claims one delivery
     a.worker.process(first, "rh-a", lambda: 30.0)
     b.worker.process(second, "rh-b", lambda: 30.0)

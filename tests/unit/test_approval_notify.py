@@ -189,8 +189,10 @@ def test_given_webhook_refs_in_the_environment_when_the_notifier_starts_then_a_n
     aws: Aws, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given a deployment configured for Slack and Discord, the URLs behind secret references
+    from lockgate.runtime import approvals as approvals_runtime
+
     posts = Posts()
-    monkeypatch.setattr(notify, "post_json", posts)
+    monkeypatch.setattr(approvals_runtime, "post_json", posts)  # where the runtime builds the channels
     for name, value in {
         "APPROVALS_TABLE": aws.names["ApprovalsTable"],
         "APPROVAL_LINK_SECRET_ARN": "env:TEST_LINK_SECRET",

@@ -17,7 +17,6 @@ def register(setup: Setup) -> None:
     """
     setup.router.add("partner", "order.updated", order_updated)
     # Imported here so that loading the package for its handlers stays cheap.
-    from lockgate.clock import SystemClock
     from shop.services import ShopServices, ShopSettings
 
     settings = ShopSettings.from_env(setup.environ)
@@ -26,7 +25,7 @@ def register(setup: Setup) -> None:
     from shop.summary import refund_summary_task
     from shop.task import support_inbox_task
 
-    services = ShopServices.build(settings, setup.client, SystemClock())
+    services = ShopServices.build(settings, setup.client, setup.clock)
     setup.add_task(support_inbox_task(services))
     setup.add_task(refund_summary_task(services))  # on a schedule: [schedules.refund-summary]
 

@@ -1,8 +1,9 @@
-"""One moto account with the template's resources, the shop seeded, and our functions composed
-the way their handlers compose them: the receiver, the worker (the shop's task through the real
-wiring), and the approval desk. Each function reads its own skewed clock off one shared clock,
-and moto's SQS follows that clock too, so visibility timeouts, leases and backoff expire when
-the harness moves time on rather than in real seconds.
+"""One moto account with the template's resources, the shop seeded, and our functions built by
+their runtimes (``lockgate.runtime``), as the handlers build them: the receiver, the worker (the
+workflows package registered, capacity controls as configured), and the approval desk. Each
+function reads its own skewed clock off one shared clock, and moto's SQS follows that clock too,
+so visibility timeouts, leases and backoff expire when the harness moves time on rather than in
+real seconds.
 """
 
 from __future__ import annotations
@@ -21,17 +22,15 @@ from lockgate.approvals.operator import ReviewQueue
 from lockgate.approvals.proposals import ProposalStore
 from lockgate.clock import Clock, FixedClock
 from lockgate.config import LockgateConfig, parse_config
-from lockgate.freshness import EntityVersions
-from lockgate.inbox.bodies import BodyStore
-from lockgate.inbox.queue import DeadLetters, InboxQueue
 from lockgate.inbox.receipt import Receiver
-from lockgate.inbox.routing import Router
-from lockgate.inbox.store import InboxStore
-from lockgate.inbox.worker import Leasing, Worker
-from lockgate.runtime.worker import wire_agent_tasks
+from lockgate.inbox.worker import Worker
+from lockgate.runtime.approvals import build_approvals
+from lockgate.runtime.deps import Deps
+from lockgate.runtime.receiver import build_receiver
+from lockgate.runtime.worker import build_worker
 from lockgate.secrets import SecretResolver
-from lockgate.telemetry import CountingMetrics, NoTracing
-from lockgate.workflows import Setup
+from lockgate.settings import ApprovalSettings, ReceiverSettings, WorkerSettings
+from lockgate.telemetry import CountingMetrics
 from lockgate_infra.chaos.faults import FaultPlan
 from lockgate_infra.shoprig import ROOT
 
@@ -107,105 +106,55 @@ def sqs_on(clock: Clock) -> Iterator[None]:
 def build_world(
     session: Any, names: dict[str, str], plan: FaultPlan, stub_url: str, clock: FixedClock
 ) -> World:
-    """Compose the functions on ``session`` (moto), each with its own clock skew."""
+    """Compose the functions on ``session`` (moto) through their runtimes, each with its own clock skew."""
     config = chaos_config()
     metrics = CountingMetrics()
     environ = {
         "HELPDESK_SECRET": HELPDESK_SECRET,
+        "LINK_SECRET": LINK_SECRET,
         "ANTHROPIC_API_KEY": "stub",
         "ANTHROPIC_BASE_URL": stub_url,
+        "APPROVAL_LINK_SECRET_ARN": "env:LINK_SECRET",
+        "APPROVAL_BASE_URL": "https://approvals.chaos/approvals",
         "APPROVALS_TABLE": names["ApprovalsTable"],
         "DECISIONS_TABLE": names["DecisionsTable"],
         "INBOX_TABLE": names["InboxTable"],
         "INBOX_QUEUE_URL": names["InboxQueue"],
+        "INBOX_DLQ_URL": names["InboxDLQ"],
+        "STATE_TABLE": names["StateTable"],
+        "BODY_BUCKET": names["BodyBucket"],
+        "WORKER_TIMEOUT_SECONDS": str(WORKER_TIMEOUT_SECONDS),
         "SHOP_ORDERS_TABLE": names["ShopOrdersTable"],
         "SHOP_PAYMENTS_TABLE": names["ShopPaymentsTable"],
         "SHOP_MAIL_TABLE": names["ShopMailTable"],
     }
-    dynamodb, sqs = session.client("dynamodb"), session.client("sqs")
-    receiver = Receiver(
-        config=config,
-        secrets=SecretResolver(environ),
-        inbox=InboxStore(dynamodb, names["InboxTable"]),
-        queue=InboxQueue(sqs, names["InboxQueue"]),
-        bodies=BodyStore(session.client("s3"), names["BodyBucket"]),
-        clock=SkewedClock(clock, plan.skew()),
-        log=LOG,
-        metrics=metrics,
-    )
+
+    def deps(skew: float) -> Deps:
+        # Backoff waits cost no real time here: the harness moves the shared clock instead.
+        return Deps(
+            client=session.client,
+            secrets=SecretResolver(environ),
+            clock=SkewedClock(clock, skew),
+            log=LOG,
+            metrics=metrics,
+            sleep=lambda seconds: None,
+        )
+
+    receiver = build_receiver(ReceiverSettings.from_env(environ), config, deps(plan.skew()))
     # Two worker "instances": the second is the one SQS redelivers to mid-way.
-    built = [
-        _worker(session, names, config, environ, SkewedClock(clock, plan.skew()), metrics) for _ in range(2)
-    ]
-    workers = [worker for worker, _ in built]
-    desk_clock = SkewedClock(clock, plan.skew())
-    proposals, decisions = (
+    settings = WorkerSettings.from_env(environ)
+    built = [build_worker(settings, config, deps(plan.skew()), environ) for _ in range(2)]
+    desk_deps = deps(plan.skew())
+    desk = build_approvals(ApprovalSettings.from_env(environ), config, desk_deps).desk
+    assert desk is not None  # noqa: S101 - the environment above gives the callback its tables
+    dynamodb = session.client("dynamodb")
+    review = ReviewQueue(
         ProposalStore(dynamodb, names["ApprovalsTable"]),
         DecisionStore(dynamodb, names["DecisionsTable"]),
+        config.approvals,
+        desk_deps.clock,
     )
-    desk = ApprovalDesk(
-        proposals=proposals,
-        decisions=decisions,
-        config=config.approvals,
-        link_secrets=lambda: [LINK_SECRET.encode()],
-        inbox=InboxStore(dynamodb, names["InboxTable"]),
-        queue=InboxQueue(sqs, names["InboxQueue"]),
-        clock=desk_clock,
-        log=LOG,
-        metrics=metrics,
-        base_url="https://approvals.chaos/approvals",
+    workers = [parts.worker for parts in built]
+    return World(
+        session, names, clock, config, receiver, workers, desk, review, dict(built[0].tasks), metrics
     )
-    review = ReviewQueue(proposals, decisions, config.approvals, desk_clock)
-    return World(session, names, clock, config, receiver, workers, desk, review, built[0][1], metrics)
-
-
-def _worker(
-    session: Any,
-    names: dict[str, str],
-    config: LockgateConfig,
-    environ: dict[str, str],
-    clock: Clock,
-    metrics: CountingMetrics,
-) -> tuple[Worker, dict[str, Any]]:
-    from shop.handlers import order_updated
-    from shop.services import ShopServices, ShopSettings
-    from shop.task import support_inbox_task
-
-    router = Router()
-    setup = Setup(router=router, environ=environ, client=session.client)
-    # What shop.register does, with this worker's clock instead of the system's.
-    router.add("partner", "order.updated", order_updated)
-    settings = ShopSettings.from_env(environ)
-    assert settings is not None  # noqa: S101 - the environment above names every shop table
-    setup.add_task(support_inbox_task(ShopServices.build(settings, session.client, clock)))
-    dynamodb, sqs = session.client("dynamodb"), session.client("sqs")
-    model = wire_agent_tasks(
-        setup,
-        environ=environ,
-        secrets=SecretResolver(environ),
-        dynamodb=dynamodb,
-        state_table=names["StateTable"],
-        clock=clock,
-        log=LOG,
-        metrics=metrics,
-        tracing=NoTracing(),
-        approvals=config.approvals,
-        sqs=sqs,
-        budget=config.budget,
-    )
-    if model is not None:
-        model._sleep = lambda seconds: None  # noqa: SLF001 - backoff waits cost no real time here
-    worker = Worker(
-        inbox=InboxStore(dynamodb, names["InboxTable"]),
-        bodies=BodyStore(session.client("s3"), names["BodyBucket"]),
-        queue=InboxQueue(sqs, names["InboxQueue"]),
-        dead_letters=DeadLetters(sqs, names["InboxDLQ"]),
-        router=router,
-        versions=EntityVersions(dynamodb, names["StateTable"], clock),
-        settings=config.inbox,
-        leasing=Leasing.for_timeout(WORKER_TIMEOUT_SECONDS),
-        clock=clock,
-        log=LOG,
-        metrics=metrics,
-    )
-    return worker, {task.name: task for task in setup.tasks}

@@ -1,13 +1,15 @@
 """Per-function settings, read from the environment once, at cold start, by the handler.
 
-Frozen dataclasses rather than pydantic models: the receiver's cold start budget
-(≤15% over a bare boto3 handler) cannot afford pydantic's import.
+One class per function, listing every variable that function reads; the composition roots in
+``lockgate.runtime`` take these, never ``os.environ``. Frozen dataclasses rather than pydantic
+models: the receiver's cold start budget (≤15% over a bare boto3 handler) cannot afford pydantic's
+import.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from lockgate.config import BudgetConfig
 from lockgate.errors import ConfigError
@@ -74,6 +76,11 @@ class WorkerSettings:
     body_bucket: str
     timeout_seconds: int
     daily_budget_usd: float | None = None  # the template's DailyBudgetUsd; None keeps lockgate.toml's
+    approvals_table: str | None = None  # proposals are written only when both tables are given
+    decisions_table: str | None = None  # read-only for the worker: it re-checks decisions
+    model_key_ref: str = "env:ANTHROPIC_API_KEY"  # where the model API key is read from
+    model_base_url: str | None = None  # ANTHROPIC_BASE_URL: a stand-in API locally and in tests
+    snap_start: bool = False  # initialised into a SnapStart snapshot
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> WorkerSettings:
@@ -87,6 +94,11 @@ class WorkerSettings:
             body_bucket=_required(environ, "BODY_BUCKET"),
             timeout_seconds=_int(environ, "WORKER_TIMEOUT_SECONDS", 300),
             daily_budget_usd=_dollars(environ, "LOCKGATE_DAILY_BUDGET_USD"),
+            approvals_table=environ.get("APPROVALS_TABLE") or None,
+            decisions_table=environ.get("DECISIONS_TABLE") or None,
+            model_key_ref=environ.get("ANTHROPIC_API_KEY_REF") or "env:ANTHROPIC_API_KEY",
+            model_base_url=environ.get("ANTHROPIC_BASE_URL") or None,
+            snap_start=environ.get("AWS_LAMBDA_INITIALIZATION_TYPE") == "snap-start",
         )
 
     def budget(self, configured: BudgetConfig) -> BudgetConfig:
@@ -109,6 +121,7 @@ class ApprovalSettings:
     decisions_table: str | None  # only the callback may write decisions
     inbox_table: str | None
     inbox_queue_url: str | None
+    channel_refs: Mapping[str, str] = field(default_factory=dict)  # slack/discord → webhook secret ref
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> ApprovalSettings:
@@ -128,6 +141,11 @@ class ApprovalSettings:
             decisions_table=environ.get("DECISIONS_TABLE") or None,
             inbox_table=environ.get("INBOX_TABLE") or None,
             inbox_queue_url=environ.get("INBOX_QUEUE_URL") or None,
+            channel_refs={
+                name: ref
+                for name in ("slack", "discord")
+                if (ref := environ.get(f"APPROVAL_{name.upper()}_WEBHOOK_REF", "").strip())
+            },
         )
 
 

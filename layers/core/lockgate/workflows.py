@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from lockgate.clock import Clock, SystemClock
 from lockgate.errors import ConfigError
 from lockgate.inbox.routing import Router
 
@@ -22,6 +23,7 @@ class Setup:
     environ: Mapping[str, str]  # the function's environment (e.g. your tables' names)
     client: Callable[[str], Any]  # boto3 client factory: setup.client("dynamodb")
     tasks: list[Task] = field(default_factory=list)
+    clock: Clock = field(default_factory=SystemClock)  # the function's clock: give it to your services
 
     def add_task(self, task: Task) -> None:
         """Register an agent task; the worker routes its trigger to the agent loop."""

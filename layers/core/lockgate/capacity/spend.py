@@ -28,6 +28,7 @@ from typing import Any, NoReturn
 from botocore.exceptions import BotoCoreError, ClientError
 
 from lockgate.clock import Clock
+from lockgate.config import BudgetConfig
 from lockgate.dynamo import error_code
 from lockgate.errors import Deferred
 from lockgate.model.pricing import estimate_usd
@@ -362,3 +363,20 @@ def _remaining(item: Mapping[str, Any]) -> Decimal | None:
 
 def _seconds_to_next_day(now: float) -> int:
     return int(86_400 - (now % 86_400)) + MIDNIGHT_MARGIN_SECONDS
+
+
+def daily_caps(
+    budget: BudgetConfig, dynamodb: Any, table: str, clock: Clock, *, metrics: Metrics, log: Log
+) -> SpendCaps | None:
+    """The daily dollar caps of ``[budget]``, held in ``table``; None when no daily cap is set."""
+    if budget.daily_usd is None:
+        return None
+    return SpendCaps(
+        dynamodb,
+        table,
+        clock,
+        global_cap_usd=budget.daily_usd,
+        task_caps=budget.tasks,
+        metrics=metrics,
+        log=log,
+    )

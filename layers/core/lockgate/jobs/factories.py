@@ -122,7 +122,7 @@ def budget_report(resources: JobResources) -> Job:
 def collect_batches(resources: JobResources) -> Job:
     """collect-batches: the Message Batches API (the model key), run records and the spend holds."""
     from lockgate.agent.runs import RunStore
-    from lockgate.capacity.spend import SpendCaps
+    from lockgate.capacity.spend import daily_caps
     from lockgate.jobs.builtin.collect_batches import BatchCollector
     from lockgate.model.sdk import anthropic_factory
     from lockgate.secrets import SecretResolver
@@ -134,17 +134,8 @@ def collect_batches(resources: JobResources) -> Job:
         resources.name("STATE_TABLE"),
         resources.config.budget,
     )
-    spend = None
-    if budget.daily_usd is not None:  # the holds taken at submit are settled here, to the batch price
-        spend = SpendCaps(
-            dynamodb,
-            table,
-            resources.clock,
-            global_cap_usd=budget.daily_usd,
-            task_caps=budget.tasks,
-            metrics=resources.metrics,
-            log=resources.log,
-        )
+    # The holds taken at submit are settled here, to the batch price.
+    spend = daily_caps(budget, dynamodb, table, resources.clock, metrics=resources.metrics, log=resources.log)
     return BatchCollector(
         anthropic_factory(
             lambda: secrets.resolve(key_ref), resources.names.get("ANTHROPIC_BASE_URL") or None

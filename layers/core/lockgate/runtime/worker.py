@@ -1,8 +1,15 @@
-"""The agent worker's object graph: every task routed through one guarded agent loop, approvals wired in."""
+"""The agent worker's object graph, built here and nowhere else.
+
+The handler, the tests, the chaos harness, the cost meter and the local stack all call
+``build_worker`` with the function's settings, its clients and a clock, so what they run is what
+deploys: the workflows package registered, every task routed through one guarded agent loop with
+the configured capacity controls, approvals wired in when the function has their tables.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from lockgate.actions.ledger import Ledger
@@ -11,6 +18,7 @@ from lockgate.agent.handler import route_tasks
 from lockgate.agent.loop import AgentLoop
 from lockgate.agent.runs import RunStore
 from lockgate.agent.screen import Screener
+from lockgate.agent.tasks import Task
 from lockgate.approvals.decisions import DecisionStore
 from lockgate.approvals.events import VetoTimer
 from lockgate.approvals.executor import ApprovalExecutor
@@ -19,139 +27,172 @@ from lockgate.approvals.requests import ApprovalRequests
 from lockgate.capacity.breaker import CircuitBreaker
 from lockgate.capacity.gate import Gate
 from lockgate.capacity.ratelimit import Bucket, RateLimiter
-from lockgate.capacity.spend import SpendCaps
-from lockgate.clock import Clock
-from lockgate.config import ApprovalsConfig, BudgetConfig, CapacityConfig
-from lockgate.inbox.queue import InboxQueue
+from lockgate.capacity.spend import daily_caps
+from lockgate.config import CapacityConfig, LockgateConfig
+from lockgate.freshness import EntityVersions
+from lockgate.inbox.bodies import BodyStore
+from lockgate.inbox.queue import DeadLetters, InboxQueue
+from lockgate.inbox.routing import Router
 from lockgate.inbox.store import InboxStore
+from lockgate.inbox.worker import Leasing, Worker
 from lockgate.model.client import ModelClient
 from lockgate.model.response_cache import ResponseCache
 from lockgate.model.retrybudget import RetryBudget
 from lockgate.model.sdk import anthropic_factory
-from lockgate.model.usage import UsageMetrics, UsageRollup
-from lockgate.secrets import SecretResolver
-from lockgate.telemetry import Log, Metrics, Tracing
-from lockgate.workflows import Setup
+from lockgate.model.usage import UsageRollup
+from lockgate.restore import RestoreHooks
+from lockgate.runtime.deps import Deps
+from lockgate.settings import WorkerSettings
+from lockgate.workflows import Setup, load_workflows
 
 
-def wire_agent_tasks(
-    setup: Setup,
-    *,
-    environ: Mapping[str, str],
-    secrets: SecretResolver,
-    dynamodb: Any,
-    state_table: str,
-    clock: Clock,
-    log: Log,
-    metrics: Metrics,
-    tracing: Tracing,
-    approvals: ApprovalsConfig | None = None,
-    sqs: Any = None,
-    budget: BudgetConfig | None = None,
-    usage_metrics: UsageMetrics | None = None,
-    capacity: CapacityConfig | None = None,
+@dataclass(frozen=True)
+class WorkerParts:
+    """What the worker function runs: the worker, its tasks, the model client and the restore hooks."""
+
+    worker: Worker
+    router: Router
+    tasks: Mapping[str, Task]
+    model: ModelClient | None
+    restore: RestoreHooks
+
+
+def build_worker(
+    settings: WorkerSettings, config: LockgateConfig, deps: Deps, environ: Mapping[str, str]
+) -> WorkerParts:
+    """The worker for ``settings``: the workflows package loaded (it reads its own names from ``environ``)."""
+    router = Router()
+    setup = Setup(router=router, environ=environ, client=deps.client, clock=deps.clock)
+    load_workflows(config.workflows_package, setup)
+    model = agent_tasks(setup, settings, config, deps)
+    worker = inbox_worker(settings, config, router, deps)
+    # SnapStart: every environment restored from the snapshot reseeds its jitter and drops the
+    # model SDK client and cached secrets (boto3 clients reconnect by themselves).
+    restore = RestoreHooks(rngs=[worker.rng], refreshers=[deps.secrets.forget])
+    if model is not None:
+        restore.add(rngs=[model.rng], refreshers=[model.refresh])
+    return WorkerParts(worker, router, {task.name: task for task in setup.tasks}, model, restore)
+
+
+def inbox_worker(
+    settings: WorkerSettings,
+    config: LockgateConfig,
+    router: Router,
+    deps: Deps,
+    leasing: Leasing | None = None,
+) -> Worker:
+    """The inbox side: claim each delivery under a lease, route it, record the outcome."""
+    dynamodb, sqs = deps.client("dynamodb"), deps.client("sqs")
+    return Worker(
+        inbox=InboxStore(dynamodb, settings.inbox_table),
+        bodies=BodyStore(deps.client("s3"), settings.body_bucket),
+        queue=InboxQueue(sqs, settings.inbox_queue_url),
+        dead_letters=DeadLetters(sqs, settings.inbox_dlq_url),
+        router=router,
+        versions=EntityVersions(dynamodb, settings.state_table, deps.clock),
+        settings=config.inbox,
+        leasing=leasing or Leasing.for_timeout(settings.timeout_seconds),
+        clock=deps.clock,
+        log=deps.log,
+        metrics=deps.metrics,
+    )
+
+
+def agent_tasks(
+    setup: Setup, settings: WorkerSettings, config: LockgateConfig, deps: Deps
 ) -> ModelClient | None:
     """Route every registered task through one agent loop; returns its model client (for refresh)."""
     if not setup.tasks:
         return None
-    capacity = capacity or CapacityConfig()
-    key_ref = environ.get("ANTHROPIC_API_KEY_REF", "env:ANTHROPIC_API_KEY")
-    sdk = anthropic_factory(lambda: secrets.resolve(key_ref), environ.get("ANTHROPIC_BASE_URL") or None)
+    capacity, budget = config.capacity, settings.budget(config.budget)
+    dynamodb, table, clock = deps.client("dynamodb"), settings.state_table, deps.clock
+    sdk = anthropic_factory(lambda: deps.secrets.resolve(settings.model_key_ref), settings.model_base_url)
     model = ModelClient(
         sdk,
         clock,
-        log,
-        tracing,
+        deps.log,
+        deps.tracing,
+        sleep=deps.sleep,
         # One budget per process, shared by every task it runs (see lockgate.model.client); the
         # floor lets a quiet process still retry a few times a minute.
         retry_budget=RetryBudget(capacity.retry_budget_ratio, min_retries_per_minute=10, clock=clock),
-        metrics=metrics,
+        metrics=deps.metrics,
     )
-    ledger = Ledger(dynamodb, state_table, clock)
-    approvals_table, decisions_table = environ.get("APPROVALS_TABLE"), environ.get("DECISIONS_TABLE")
-    requests = None
-    if approvals is not None and approvals_table and decisions_table:
-        proposals = ProposalStore(dynamodb, approvals_table)
-        veto = None
-        if sqs is not None and environ.get("INBOX_TABLE") and environ.get("INBOX_QUEUE_URL"):
-            veto = VetoTimer(
-                InboxStore(dynamodb, environ["INBOX_TABLE"]), InboxQueue(sqs, environ["INBOX_QUEUE_URL"]), log
-            )
-        requests = ApprovalRequests(proposals, approvals, clock, log, metrics, veto_timer=veto)
-        # Decided proposals come back as inbox events; the executor re-checks, then runs once.
-        executor = ApprovalExecutor(
-            proposals=proposals,
-            decisions=DecisionStore(dynamodb, decisions_table),
-            tasks={t.name: t for t in setup.tasks},
-            ledger=ledger,
-            config=approvals,
-            clock=clock,
-            log=log,
-            metrics=metrics,
-        )
-        setup.router.add("approval", "*", executor)
-    spend = None
-    if budget is not None and budget.daily_usd is not None:
-        spend = SpendCaps(
-            dynamodb,
-            state_table,
-            clock,
-            global_cap_usd=budget.daily_usd,
-            task_caps=budget.tasks,
-            metrics=metrics,
-            log=log,
-        )
-    runs = RunStore(dynamodb, state_table, clock)
+    ledger = Ledger(dynamodb, table, clock)
+    spend = daily_caps(budget, dynamodb, table, clock, metrics=deps.metrics, log=deps.log)
+    runs = RunStore(dynamodb, table, clock)
+    usage = deps.usage_metrics(frozenset(t.name for t in setup.tasks)) if deps.usage_metrics else None
     batches = None
     if any(t.batch for t in setup.tasks):
-        batches = Batches(sdk, dynamodb, state_table, runs, clock, log=log, metrics=metrics, spend=spend)
+        batches = Batches(sdk, dynamodb, table, runs, clock, log=deps.log, metrics=deps.metrics, spend=spend)
     loop = AgentLoop(
         model=model,
         runs=runs,
         ledger=ledger,
         clock=clock,
-        log=log,
-        metrics=metrics,
-        tracing=tracing,
+        log=deps.log,
+        metrics=deps.metrics,
+        tracing=deps.tracing,
         screener=Screener(clock),
-        approvals=requests,
+        approvals=approvals(setup, settings, config, ledger, deps),
         # An outage is not hammered: after repeated endpoint failures calls wait, then one probes.
-        breaker=CircuitBreaker(dynamodb, state_table, clock, metrics=metrics, log=log),
+        breaker=CircuitBreaker(dynamodb, table, clock, metrics=deps.metrics, log=deps.log),
         # Cost controls: saved answers for cacheable tasks, a daily rollup per run, batches.
-        responses=ResponseCache(dynamodb, state_table, clock, log=log, metrics=metrics),
+        responses=ResponseCache(dynamodb, table, clock, log=deps.log, metrics=deps.metrics),
         batches=batches,
-        rollup=UsageRollup(dynamodb, state_table, clock, log=log, metrics=metrics),
-        usage_metrics=usage_metrics,
+        rollup=UsageRollup(dynamodb, table, clock, log=deps.log, metrics=deps.metrics),
+        usage_metrics=usage,
         # Budget holds and rate buckets: one DynamoDB write before each call, one after.
-        gate=Gate(
-            dynamodb,
-            clock,
-            spend=spend,
-            limiter=rate_limiter(capacity, dynamodb, state_table, clock, metrics, log),
-        ),
+        gate=Gate(dynamodb, clock, spend=spend, limiter=rate_limiter(capacity, dynamodb, table, deps)),
         count_tokens=capacity.count_tokens,
     )
     route_tasks(setup.router, setup.tasks, loop, clock)
     return model
 
 
-def rate_limiter(
-    capacity: CapacityConfig, dynamodb: Any, state_table: str, clock: Clock, metrics: Metrics, log: Log
-) -> RateLimiter | None:
+def approvals(
+    setup: Setup, settings: WorkerSettings, config: LockgateConfig, ledger: Ledger, deps: Deps
+) -> ApprovalRequests | None:
+    """Proposals for the loop, and the executor for decided ones; None without the approval tables."""
+    if not (settings.approvals_table and settings.decisions_table):
+        return None
+    dynamodb = deps.client("dynamodb")
+    proposals = ProposalStore(dynamodb, settings.approvals_table)
+    inbox = InboxStore(dynamodb, settings.inbox_table)
+    veto = VetoTimer(inbox, InboxQueue(deps.client("sqs"), settings.inbox_queue_url), deps.log)
+    requests = ApprovalRequests(
+        proposals, config.approvals, deps.clock, deps.log, deps.metrics, veto_timer=veto
+    )
+    # Decided proposals come back as inbox events; the executor re-checks, then runs once.
+    executor = ApprovalExecutor(
+        proposals=proposals,
+        decisions=DecisionStore(dynamodb, settings.decisions_table),
+        tasks={t.name: t for t in setup.tasks},
+        ledger=ledger,
+        config=config.approvals,
+        clock=deps.clock,
+        log=deps.log,
+        metrics=deps.metrics,
+    )
+    setup.router.add("approval", "*", executor)
+    return requests
+
+
+def rate_limiter(capacity: CapacityConfig, dynamodb: Any, table: str, deps: Deps) -> RateLimiter | None:
     """The shared rate buckets from ``[capacity]`` (``model#<id>``, ``source#<name>``); None without any."""
     limits = {
         f"{kind}#{name}": Bucket(limit.requests_per_minute, limit.tokens_per_minute)
-        for kind, table in (("model", capacity.models), ("source", capacity.sources))
-        for name, limit in table.items()
+        for kind, table_ in (("model", capacity.models), ("source", capacity.sources))
+        for name, limit in table_.items()
     }
     if not limits:
         return None
     return RateLimiter(
         dynamodb,
-        state_table,
-        clock,
+        table,
+        deps.clock,
         limits=limits,
-        metrics=metrics,
-        log=log,
+        metrics=deps.metrics,
+        log=deps.log,
         fallback_per_minute=capacity.fallback_requests_per_minute,
     )

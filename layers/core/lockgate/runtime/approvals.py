@@ -1,0 +1,87 @@
+"""The approval side's object graph: the callback's desk and digest page, the notifier's channels.
+
+One package, two functions with different roles: only the callback has the Decisions table (the
+notifier gets no desk), and only the approval side can read the link-signing secret.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from dataclasses import dataclass
+
+from lockgate.approvals.decisions import DecisionStore
+from lockgate.approvals.desk import ApprovalDesk, LinkSigner
+from lockgate.approvals.digest import ReviewDigest
+from lockgate.approvals.notify import Channel, EmailChannel, Notifier, PrintChannel, WebhookChannel, post_json
+from lockgate.approvals.proposals import ProposalStore
+from lockgate.config import LockgateConfig
+from lockgate.errors import ConfigError
+from lockgate.inbox.queue import InboxQueue
+from lockgate.inbox.store import InboxStore
+from lockgate.runtime.deps import Deps
+from lockgate.settings import ApprovalSettings
+
+
+@dataclass(frozen=True)
+class ApprovalParts:
+    """What the approval handler serves: pages and decisions (callback only), the digest, notices."""
+
+    desk: ApprovalDesk | None
+    digest: ReviewDigest | None
+    notifier: Notifier
+
+
+def build_approvals(settings: ApprovalSettings, config: LockgateConfig, deps: Deps) -> ApprovalParts:
+    """The desk, digest and notifier for ``settings``; ConfigError names a channel it cannot build."""
+    dynamodb = deps.client("dynamodb")
+    proposals = ProposalStore(dynamodb, settings.approvals_table)
+
+    def link_secrets() -> list[bytes]:
+        """The link-signing key(s); cached by the resolver, refreshed every few minutes."""
+        return [deps.secrets.resolve(settings.link_secret_ref).encode()]
+
+    signer = LinkSigner(config.approvals, link_secrets, deps.clock, settings.base_url)
+    desk = digest = None
+    if settings.decisions_table:
+        decisions = DecisionStore(dynamodb, settings.decisions_table)
+        if settings.inbox_table and settings.inbox_queue_url:
+            desk = ApprovalDesk(
+                proposals=proposals,
+                decisions=decisions,
+                config=config.approvals,
+                link_secrets=link_secrets,
+                inbox=InboxStore(dynamodb, settings.inbox_table),
+                queue=InboxQueue(deps.client("sqs"), settings.inbox_queue_url),
+                clock=deps.clock,
+                log=deps.log,
+                metrics=deps.metrics,
+                base_url=settings.base_url,
+            )
+        digest = ReviewDigest(
+            proposals=proposals,
+            decisions=decisions,
+            config=config.approvals,
+            signer=signer,
+            link_secrets=link_secrets,
+            clock=deps.clock,
+            base_url=settings.base_url,
+        )
+    channels = [channel(name, settings, deps) for name in settings.channels]
+    notifier = Notifier(signer.links_for, config.approvals.reviewers_for, channels, deps.log, deps.metrics)
+    return ApprovalParts(desk, digest, notifier)
+
+
+def channel(name: str, settings: ApprovalSettings, deps: Deps) -> Channel:
+    """One configured channel (APPROVAL_CHANNELS): email (SES), slack, discord deployed; print locally."""
+    if name == "email":
+        return EmailChannel(deps.client("ses"), settings.from_address)
+    if name == "print":
+        return PrintChannel(lambda line: print(line, file=sys.stderr, flush=True))
+    if name in ("slack", "discord"):
+        # e.g. APPROVAL_SLACK_WEBHOOK_REF=secretsmanager:lockgate/notify/slack; resolved per send.
+        ref = settings.channel_refs.get(name)
+        if not ref:
+            raise ConfigError(f"the {name} channel needs APPROVAL_{name.upper()}_WEBHOOK_REF")
+        return WebhookChannel(name, functools.partial(deps.secrets.resolve, ref), post_json)
+    raise ConfigError(f"unknown approval channel {name!r} (email, slack, discord, print)")
