@@ -44,13 +44,13 @@ def measure(actions: int = 6) -> tuple[Side, Side, dict[str, float]]:
     """Ours (measured) and Step Functions (priced), per approved action."""
     from lockgate.approvals.proposals import ProposalStore
     from lockgate.clock import FixedClock
-    from lockgate_infra.aws_prices import PRICES
     from lockgate_infra.chaos.drive import drive
     from lockgate_infra.chaos.faults import FaultPlan, Rates
     from lockgate_infra.chaos.housekeeping import housekeeping
     from lockgate_infra.chaos.run import START, account
     from lockgate_infra.chaos.traffic import CATALOGUE, Send
-    from lockgate_infra.cost import Assumptions, FunctionUsage, Meter, Usage
+    from lockgate_infra.cost.meter import Assumptions, FunctionUsage, Meter, Usage
+    from lockgate_infra.cost.prices import PRICES
 
     refund = next(m for m in CATALOGUE if m.kind == "large-refund")
     sends = [Send(f"msg-chaos-{n:04d}", refund, False, [0]) for n in range(actions)]

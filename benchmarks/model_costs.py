@@ -31,7 +31,7 @@ from lockgate.clock import Clock
 from lockgate.model.pricing import price_for
 from lockgate.model.response_cache import ResponseCache
 from lockgate.telemetry import CountingMetrics
-from lockgate_infra.shoprig import Email, shop_rig
+from lockgate_infra.evals.shoprig import Email, shop_rig
 
 EVENTS = [
     Email("ada@example.com", "Where is my order A-1042?", "Hi, where is order A-1042? It has been a week."),

@@ -67,7 +67,7 @@ def moto_stack() -> Iterator[tuple[Any, dict[str, str]]]:
     from moto import mock_aws
 
     from lockgate_infra.local.provision import create_resources
-    from lockgate_infra.template import LocalPlan, load_template
+    from lockgate_infra.local.template import LocalPlan, load_template
 
     # Nothing may send a call anywhere but moto: no endpoint overrides, no profiles.
     scrubbed = {

@@ -15,7 +15,7 @@ from typing import Any
 
 from lockgate.model.client import Usage
 from lockgate.model.pricing import cost_usd
-from lockgate_infra.shoprig import Email, shop_rig
+from lockgate_infra.evals.shoprig import Email, shop_rig
 
 EMAILS = [
     Email("ada@example.com", "Where is my order A-1042?", "Hi, where is order A-1042? It has been a week."),

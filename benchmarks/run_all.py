@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "RESULTS.md"
 
-COST = "from lockgate_infra.cli import main; raise SystemExit(main(['cost']))"
+COST = "from lockgate_infra.cli.main import main; raise SystemExit(main(['cost']))"
 BENCHMARKS: list[tuple[str, list[str]]] = [
     (
         "Receipt: AWS calls and time per delivery vs Powertools idempotency",

@@ -44,7 +44,7 @@ print({MARKER!r} + json.dumps({{"init": init, "first": first}}))
 
 def environment(snapstart: bool) -> dict[str, str]:
     """The template's worker environment (names as the local plan resolves them), aimed at nothing."""
-    from lockgate_infra.template import LocalPlan
+    from lockgate_infra.local.template import LocalPlan
 
     worker = LocalPlan.from_file(ROOT / "template.yaml").functions["AgentWorkerFunction"]
     env = {

@@ -16,7 +16,7 @@ from lockgate.clock import FixedClock
 from tests.support import Aws, Harness, make_config
 
 if TYPE_CHECKING:
-    from lockgate_infra.template import LocalPlan
+    from lockgate_infra.local.template import LocalPlan
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE = ROOT / "template.yaml"
@@ -66,7 +66,7 @@ def _aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(scope="session")
 def template_plan() -> LocalPlan:
     """template.yaml's resources, parsed once per test session (the plan is immutable)."""
-    from lockgate_infra.template import LocalPlan, load_template
+    from lockgate_infra.local.template import LocalPlan, load_template
 
     return LocalPlan.from_template(load_template(TEMPLATE))
 

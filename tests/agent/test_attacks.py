@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lockgate_infra.attacks import ATTACKS, suite, table
+from lockgate_infra.evals.attacks import ATTACKS, suite, table
 
 
 @pytest.fixture(scope="module")

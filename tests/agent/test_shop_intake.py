@@ -7,7 +7,7 @@ from typing import Any
 from moto.core.models import DEFAULT_ACCOUNT_ID
 from moto.ses.models import ses_backends
 
-from lockgate_infra.shoprig import Email, shop_rig
+from lockgate_infra.evals.shoprig import Email, shop_rig
 from lockgate_infra.stub import shop_model
 from lockgate_infra.stub.conversation import text
 from lockgate_infra.stub.extraction import is_extraction
@@ -96,7 +96,7 @@ def test_when_every_model_gives_up_the_email_goes_to_a_person_and_nothing_is_don
 
 
 def test_the_transcript_shows_the_request_read_and_a_give_up() -> None:
-    from lockgate_infra.transcript import render
+    from lockgate_infra.cli.transcript import render
 
     with shop_rig(misreading({CHEAP_MODEL, ESCALATION_MODEL})) as rig:
         rig.loop.run(rig.task, BROKEN.event("msg-intake-4", int(rig.clock.now())), rig.clock.now() + 60)

@@ -9,7 +9,7 @@ from typing import Any
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.ses.models import ses_backends
 
-from lockgate_infra.shoprig import Email, ShopRig, shop_rig
+from lockgate_infra.evals.shoprig import Email, ShopRig, shop_rig
 from lockgate_infra.stub import shop_model
 from lockgate_infra.stub.replies import Reply
 

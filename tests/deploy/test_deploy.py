@@ -25,9 +25,9 @@ import boto3
 import pytest
 
 from lockgate.config import load_config
-from lockgate_infra.iam import access, role_of, translate, translate_file
+from lockgate_infra.cli.iam import access, role_of, translate, translate_file
 from lockgate_infra.local.moto_server import MotoServer
-from lockgate_infra.template import load_template
+from lockgate_infra.local.template import load_template
 
 pytestmark = pytest.mark.deploy
 
@@ -166,10 +166,18 @@ def test_given_the_build_then_each_jobs_function_carries_what_its_jobs_load(depl
         "moto",
         "yaml",
         "anthropic",
-        "lockgate_infra/eval_rig.py",
+        "lockgate_infra/evals/rig.py",
         "shop/evals/support_inbox.toml",
     ):
         assert (evals / needed).exists(), needed
+    # and only the harness: none of the other tools (the CLI, the local stack, chaos, the cost meter)
+    assert sorted(p.name for p in (evals / "lockgate_infra").iterdir() if p.name != "__pycache__") == [
+        "__init__.py",
+        "evals",
+        "local",
+        "stub",
+    ]
+    assert not (evals / "lockgate_infra" / "local" / "stack.py").exists()
     assert (evals / "template.yaml").read_text(encoding="utf-8") == (ROOT / "template.yaml").read_text(
         encoding="utf-8"
     )

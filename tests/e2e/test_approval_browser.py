@@ -19,8 +19,8 @@ from typing import Any, NoReturn
 import pytest
 
 from lockgate.config import LockgateConfig, load_config
-from lockgate_infra.approval_walk import local_signer, pending_proposals
-from lockgate_infra.demo import _send, samples
+from lockgate_infra.local.approval_walk import local_signer, pending_proposals
+from lockgate_infra.local.demo import _send, samples
 from lockgate_infra.local.model import local_model
 from lockgate_infra.local.run import seed_secrets
 from lockgate_infra.local.stack import LocalStack

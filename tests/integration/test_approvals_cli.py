@@ -13,8 +13,8 @@ import pytest
 from lockgate.actions.tools import fingerprint
 from lockgate.approvals.proposals import HOUR, Proposal, ProposalStore
 from lockgate.inbox.store import InboxStore
-from lockgate_infra import cli
-from lockgate_infra.targets import Target
+from lockgate_infra.cli import main as cli
+from lockgate_infra.cli.targets import Target
 from tests.support import Aws
 
 CONFIG = """

@@ -14,8 +14,8 @@ import pytest
 from lockgate.config import load_config
 from lockgate.inbox.models import Status
 from lockgate.inbox.store import InboxStore
-from lockgate_infra import cli
-from lockgate_infra.demo import run_demo
+from lockgate_infra.cli import main as cli
+from lockgate_infra.local.demo import run_demo
 from lockgate_infra.local.run import run_local
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -78,7 +78,7 @@ def test_inbox_commands_against_a_running_local_stack(running_stack) -> None:  #
     store = InboxStore(stack.client("dynamodb"), stack.resources["InboxTable"])
     # Given a partner delivery that failed for good (malformed), sent through the real gateway
     from lockgate.webhooks.signing import sign
-    from lockgate_infra.demo import _post
+    from lockgate_infra.local.demo import _post
 
     config = load_config(ROOT / "lockgate.toml")
     secret = stack.client("secretsmanager").get_secret_value(SecretId="lockgate/webhooks/partner")

@@ -6,9 +6,9 @@ import io
 
 import pytest
 
-from lockgate_infra.aws_prices import PRICES
-from lockgate_infra.cli import main
-from lockgate_infra.cost import Assumptions, FunctionUsage, Usage, _ticks_per_month, bill, measure
+from lockgate_infra.cli.main import main
+from lockgate_infra.cost.meter import Assumptions, FunctionUsage, Usage, _ticks_per_month, bill, measure
+from lockgate_infra.cost.prices import PRICES
 
 
 def test_given_hand_made_usage_then_each_line_is_units_times_the_published_price() -> None:

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from lockgate.evals import load_suite
-from lockgate_infra.cli import main
-from lockgate_infra.eval_models import Models, parse_model
-from lockgate_infra.eval_rig import TaskTrials, evals_dir
+from lockgate_infra.cli.main import main
+from lockgate_infra.evals.models import Models, parse_model
+from lockgate_infra.evals.rig import TaskTrials, evals_dir
 
 CAL = "workflows/shop/evals/calibrate_refund_reply.toml"
 

@@ -15,7 +15,7 @@ import pytest
 
 from lockgate.config import load_config
 from lockgate.webhooks.signing import sign
-from lockgate_infra.devsecrets import seed_dev_secrets
+from lockgate_infra.local.devsecrets import seed_dev_secrets
 from tests.support import Aws, function_env
 
 ROOT = Path(__file__).resolve().parents[2]

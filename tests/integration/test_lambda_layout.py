@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from lockgate.jobs.state import JobStateStore
-from lockgate_infra.lambda_layout import LambdaLayout
+from lockgate_infra.local.lambda_layout import LambdaLayout
 from lockgate_infra.local.run import seed_secrets
 from lockgate_infra.local.stack import LocalStack
 from lockgate_infra.stub import StubAnthropic, shop_model, with_judge

@@ -14,8 +14,8 @@ from lockgate.jobs.schedule import parse_iso
 from lockgate_infra.local.model import local_model
 from lockgate_infra.local.scheduler import LocalScheduler
 from lockgate_infra.local.stack import LocalStack
+from lockgate_infra.local.template import LocalPlan
 from lockgate_infra.local.workflows import seed_workflows
-from lockgate_infra.template import LocalPlan
 
 ROOT = Path(__file__).resolve().parents[2]
 MONDAY = parse_iso("2026-01-05T00:00:00Z")

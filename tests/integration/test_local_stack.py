@@ -25,7 +25,7 @@ from lockgate_infra.local.gateway import Gateway
 from lockgate_infra.local.poller import BatchResponseError, failed_message_ids, sqs_record
 from lockgate_infra.local.run import read_local_state, run_local, state_path
 from lockgate_infra.local.stack import LocalStack
-from lockgate_infra.template import LocalPlan, Route, load_template
+from lockgate_infra.local.template import LocalPlan, Route, load_template
 
 ROOT = Path(__file__).resolve().parents[2]
 REAL_TEMPLATE = ROOT / "template.yaml"

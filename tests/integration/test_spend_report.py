@@ -11,8 +11,8 @@ from lockgate.clock import FixedClock
 from lockgate.model.client import Usage
 from lockgate.model.usage import EmfUsageMetrics, ModelTotals, UsageRollup
 from lockgate.telemetry import CountingMetrics
-from lockgate_infra.cli import _parser
-from lockgate_infra.spend_cli import render, spend_rows
+from lockgate_infra.cli.main import _parser
+from lockgate_infra.cli.spend import render, spend_rows
 from tests.support import LOG, Aws
 
 DAY = 86_400

@@ -9,7 +9,7 @@ import pytest
 
 from lockgate.clock import FixedClock
 from lockgate.telemetry import CountingMetrics
-from lockgate_infra.eval_job import EvalGateFailed, EvalJob, _isolated
+from lockgate_infra.evals.job import EvalGateFailed, EvalJob, _isolated
 from tests.jobs.conftest import context
 
 
@@ -78,7 +78,7 @@ def test_a_real_model_eval_gets_the_key_from_its_reference_and_the_gateway_url()
 
 def test_a_suite_that_outlasts_the_function_fails_the_job_saying_so(clock: FixedClock) -> None:
     # Given one second left before the deadline's margin (the child needs longer just to start)
-    from lockgate_infra.eval_job import MARGIN_SECONDS
+    from lockgate_infra.evals.job import MARGIN_SECONDS
 
     job = EvalJob({"LOCKGATE_EVAL_TASKS": "support-inbox", "LOCKGATE_EVAL_RUNS": "1"})
     ctx = dataclasses.replace(context(clock), deadline=clock.now() + MARGIN_SECONDS + 1)

@@ -17,7 +17,7 @@ from lockgate.jobs.registry import job_registry
 from lockgate.jobs.runner import JobRunner
 from lockgate.jobs.state import JobStateStore
 from lockgate.telemetry import CountingMetrics
-from lockgate_infra.template import LocalPlan
+from lockgate_infra.local.template import LocalPlan
 from tests.support import Aws
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,7 +57,7 @@ def test_where_the_eval_harness_is_not_installed_the_eval_job_fails_as_not_wired
     # Given ScheduledJobsFunction as deployed: the eval harness is packaged only with EvalJobsFunction
     import sys
 
-    monkeypatch.setitem(sys.modules, "lockgate_infra.eval_job", None)
+    monkeypatch.setitem(sys.modules, "lockgate_infra.evals.job", None)
     # Then the eval job fails loudly, naming what is missing
     with pytest.raises(JobNotWired, match="not installed"):
         job_registry(resources.config)["eval"].factory(resources)

@@ -11,7 +11,7 @@ import pytest
 from lockgate.config import load_config
 from lockgate.jobs.registry import JobSpec, job_registry
 from lockgate.jobs.schedule import ScheduleExpression
-from lockgate_infra.template import load_template
+from lockgate_infra.local.template import load_template
 
 ROOT = Path(__file__).resolve().parents[2]
 JOBS_FUNCTIONS = ("ScheduledJobsFunction", "EvalJobsFunction")  # one handler; EvalJobsFunction runs "eval"

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from lockgate.config import load_config
-from lockgate_infra.iam import access, as_list, role_of, statements, translate
-from lockgate_infra.template import load_template
+from lockgate_infra.cli.iam import access, as_list, role_of, statements, translate
+from lockgate_infra.local.template import load_template
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "template.yaml"
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from lockgate_infra.template import LocalPlan, Route, Schedule, TemplateError, load_template
+from lockgate_infra.local.template import LocalPlan, Route, Schedule, TemplateError, load_template
 
 ENDPOINT = "http://127.0.0.1:4566"
 QUEUE_URL = f"{ENDPOINT}/123456789012/lockgate-local-"

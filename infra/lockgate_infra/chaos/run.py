@@ -15,7 +15,7 @@ from lockgate_infra.chaos.housekeeping import housekeeping
 from lockgate_infra.chaos.invariants import Verdict, judge
 from lockgate_infra.chaos.traffic import traffic
 from lockgate_infra.chaos.world import World, build_world, sqs_on
-from lockgate_infra.shoprig import ROOT
+from lockgate_infra.evals.shoprig import ROOT
 
 START = 1_767_225_600.0  # 2026-01-01T00:00:00Z
 
@@ -39,9 +39,9 @@ def account(plan: FaultPlan, clock: FixedClock) -> Iterator[World]:
     from moto import mock_aws
 
     from lockgate_infra.local.provision import create_resources
+    from lockgate_infra.local.template import LocalPlan, load_template
     from lockgate_infra.stub import StubAnthropic, StubError
     from lockgate_infra.stub.shop_model import ShopModel
-    from lockgate_infra.template import LocalPlan, load_template
     from shop.seed import seed as seed_shop
 
     shop_model = ShopModel()

@@ -32,7 +32,7 @@ from lockgate.secrets import SecretResolver
 from lockgate.settings import ApprovalSettings, ReceiverSettings, WorkerSettings
 from lockgate.telemetry import CountingMetrics
 from lockgate_infra.chaos.faults import FaultPlan
-from lockgate_infra.shoprig import ROOT
+from lockgate_infra.evals.shoprig import ROOT
 
 HELPDESK_SECRET = "whsec_Y2hhb3MtaGFybmVzcy1oZWxwZGVzay1zZWNyZXQ="  # noqa: S105 - a throwaway key for a moto account
 LINK_SECRET = "chaos-harness-link-signing-secret-0123456789"  # noqa: S105 - a throwaway key for a moto account

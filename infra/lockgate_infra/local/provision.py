@@ -8,7 +8,7 @@ import secrets
 from typing import TYPE_CHECKING, Any
 
 from lockgate_infra.local.resources import SecretPlan
-from lockgate_infra.template import LocalPlan
+from lockgate_infra.local.template import LocalPlan
 
 if TYPE_CHECKING:
     import boto3

@@ -173,7 +173,7 @@ def run_local(
 def seed_secrets(stack: LocalStack) -> dict[str, str]:
     """Create the config's webhook secrets in the stack with development values; source → value."""
     from lockgate.config import load_config
-    from lockgate_infra.devsecrets import seed_dev_secrets
+    from lockgate_infra.local.devsecrets import seed_dev_secrets
 
     return seed_dev_secrets(load_config(stack.config_path), stack.client("secretsmanager"))
 

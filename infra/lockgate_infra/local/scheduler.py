@@ -18,7 +18,7 @@ from typing import Any
 from lockgate.errors import LockgateError
 from lockgate.jobs.schedule import ScheduleExpression, iso
 from lockgate_infra.local.background import Background
-from lockgate_infra.template import Schedule
+from lockgate_infra.local.template import Schedule
 
 log = logging.getLogger("lockgate_infra.local")
 

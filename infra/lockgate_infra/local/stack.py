@@ -27,7 +27,7 @@ from lockgate_infra.local.resources import LOCAL_PREFIX
 from lockgate_infra.local.runtime import LocalFunction, import_handler_module
 from lockgate_infra.local.scheduler import LocalScheduler
 from lockgate_infra.local.streams import StreamPoller
-from lockgate_infra.template import LocalPlan, StreamSource
+from lockgate_infra.local.template import LocalPlan, StreamSource
 
 log = logging.getLogger("lockgate_infra.local")
 

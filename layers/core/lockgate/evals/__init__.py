@@ -18,7 +18,7 @@ The entry point for code (the CLI and the weekly scheduled eval job)::
     report.summary()           # a few lines of text; report.render() for the per-case table
     ResultsStore(directory).save(report)   # JSON with model, prompt version, date, per-case counts
 
-``lockgate_infra.eval_rig.run_task_evals(...)`` builds ``run_case`` on an isolated moto shop.
+``lockgate_infra.evals.rig.run_task_evals(...)`` builds ``run_case`` on an isolated moto shop.
 """
 
 from lockgate.evals.calibrate import Calibration, calibrate, load_calibration

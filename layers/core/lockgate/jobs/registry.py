@@ -120,7 +120,7 @@ BUILTIN_JOBS: tuple[JobSpec, ...] = (
     JobSpec(
         "eval",
         "cron(0 3 ? * MON *)",
-        module_factory("lockgate_infra.eval_job"),
+        module_factory("lockgate_infra.evals.job"),
         "the weekly eval run; fails below the gate",
         flexible_minutes=60,
     ),

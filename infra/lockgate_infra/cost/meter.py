@@ -27,13 +27,13 @@ from typing import Any, TextIO
 
 from lockgate.clock import FixedClock
 from lockgate_infra.api_calls import intercepted
-from lockgate_infra.aws_prices import PRICES, PRICES_CHECKED, REGION, AwsPrices
 from lockgate_infra.chaos.drive import drive, seeded
 from lockgate_infra.chaos.faults import FaultPlan, Rates
 from lockgate_infra.chaos.housekeeping import housekeeping
 from lockgate_infra.chaos.run import START, account
 from lockgate_infra.chaos.traffic import traffic
-from lockgate_infra.shoprig import ROOT
+from lockgate_infra.cost.prices import PRICES, PRICES_CHECKED, REGION, AwsPrices
+from lockgate_infra.evals.shoprig import ROOT
 
 LOG_BYTES_PER_EVENT = 3_000  # the functions' JSON log lines for one event (request metadata only)
 IDLE_POLL_REQUESTS_PER_MONTH = 5 * 3 * 60 * 24 * 30  # 5 pollers, one 20 s long poll each at a time
@@ -144,7 +144,7 @@ def _units(value: Any, unit_bytes: int) -> int:
 
 def measure(events: int = 30, seed: int = 1) -> Usage:
     """Run the example traffic without faults and meter it."""
-    from lockgate_infra.template import LocalPlan, load_template
+    from lockgate_infra.local.template import LocalPlan, load_template
 
     functions = LocalPlan.from_template(load_template(ROOT / "template.yaml")).functions
     memory = {
@@ -223,7 +223,7 @@ def bill(usage: Usage, assume: Assumptions = Assumptions(), prices: AwsPrices = 
 def _fixed(prices: AwsPrices) -> dict[str, float]:
     """What the stack costs each month with no events, read from the template and the config."""
     from lockgate.config import load_config
-    from lockgate_infra.template import LocalPlan, load_template
+    from lockgate_infra.local.template import LocalPlan, load_template
 
     template = load_template(ROOT / "template.yaml")
     resources = template.get("Resources", {})

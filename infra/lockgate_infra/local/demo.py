@@ -14,12 +14,12 @@ from lockgate.config import LockgateConfig, load_config
 from lockgate.inbox.queue import InboxQueue
 from lockgate.inbox.store import InboxStore
 from lockgate.webhooks.signing import sign
+from lockgate_infra.cli.ops import InboxOps
+from lockgate_infra.local.loopback import request
 from lockgate_infra.local.model import local_model
 from lockgate_infra.local.run import seed_secrets
 from lockgate_infra.local.stack import LocalStack
 from lockgate_infra.local.workflows import seed_workflows
-from lockgate_infra.loopback import request
-from lockgate_infra.ops import InboxOps
 
 
 @dataclass(frozen=True)
@@ -263,7 +263,7 @@ def _show_agent(stack: LocalStack, out: TextIO) -> bool:
 
 def _approve_refund(stack: LocalStack, gateway_url: str, config: LockgateConfig, out: TextIO) -> bool:
     """A person approves the waiting refund through their link; it runs once, a second click does nothing."""
-    from lockgate_infra.approval_walk import local_signer, page_text, pending_proposals, walk
+    from lockgate_infra.local.approval_walk import local_signer, page_text, pending_proposals, walk
 
     proposals = pending_proposals(stack)
     print(f"\nWaiting for a person: {len(proposals)} proposal(s)", file=out)

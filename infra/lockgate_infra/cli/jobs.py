@@ -27,7 +27,7 @@ from lockgate.runtime.jobs import build_jobs
 from lockgate.secrets import SecretResolver
 from lockgate.settings import JobsSettings
 from lockgate.telemetry import CountingMetrics
-from lockgate_infra.targets import Target, TargetError
+from lockgate_infra.cli.targets import Target, TargetError
 
 FUNCTION = "ScheduledJobsFunction"
 log = logging.getLogger("lockgate.jobs")
@@ -70,7 +70,7 @@ def run_jobs(args: argparse.Namespace, target: Target, root: Path, out: TextIO |
 
 def function_for(job: str, root: Path) -> str:
     """The function the template's schedule sends ``job`` to (ScheduledJobsFunction if none does)."""
-    from lockgate_infra.template import LocalPlan
+    from lockgate_infra.local.template import LocalPlan
 
     for schedule in LocalPlan.from_file(root / "template.yaml").schedules:
         if schedule.input and json.loads(schedule.input).get("job") == job:

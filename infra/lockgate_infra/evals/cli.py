@@ -15,15 +15,18 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from lockgate.evals import CaseFileError, EvalReport, ResultsStore, calibrate, compare, load_calibration
-from lockgate_infra.eval_models import EvalSetupError, Models
-from lockgate_infra.eval_rig import ROOT, run_task_evals
+from lockgate_infra.evals.models import EvalSetupError, Models
+from lockgate_infra.evals.rig import ROOT, run_task_evals
 
 RESULTS_DIR = ROOT / ".lockgate" / "evals"
 
 
 def add_eval_parser(commands: Any, run: Callable[[argparse.Namespace], int]) -> None:
     """The ``eval`` subcommand."""
-    sub = commands.add_parser("eval", help="run a task's eval cases and report pass rates with 95% intervals")
+    # argparse %-formats help strings: a literal percent sign is written %%.
+    sub = commands.add_parser(
+        "eval", help="run a task's eval cases and report pass rates with 95%% intervals"
+    )
     sub.add_argument("task", nargs="?", help="the task's name, e.g. support-inbox")
     sub.add_argument("--runs", type=int, default=3, help="trials per case (default 3)")
     sub.add_argument(
@@ -69,7 +72,7 @@ def run_eval(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
     out, err = out or sys.stdout, err or sys.stderr
     try:
         if args.retrieval:
-            from lockgate_infra.eval_retrieval import run_retrieval
+            from lockgate_infra.evals.retrieval import run_retrieval
 
             return run_retrieval(args.questions, _sizes(args.chunk_sizes), args.k, out)
         if args.gate is not None and not 0 <= args.gate <= 1:

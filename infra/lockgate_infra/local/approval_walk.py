@@ -15,8 +15,8 @@ from lockgate.approvals.desk import LinkSigner
 from lockgate.approvals.proposals import Proposal, ProposalStore
 from lockgate.clock import SystemClock
 from lockgate.config import ApprovalsConfig
+from lockgate_infra.local.loopback import request
 from lockgate_infra.local.stack import LocalStack
-from lockgate_infra.loopback import request
 
 HIDDEN = re.compile(r'<input type="?hidden"? name="([^"]+)" value="([^"]*)"')
 

@@ -12,15 +12,15 @@ from pathlib import Path
 from lockgate.errors import LockgateError
 from lockgate.inbox.queue import InboxQueue
 from lockgate.inbox.store import InboxStore
-from lockgate_infra.approvals_cli import add_approvals_parser, run_approvals
-from lockgate_infra.cost import add_cost_parser, run_cost
-from lockgate_infra.eval_cli import add_eval_parser, run_eval
-from lockgate_infra.jobs_cli import add_jobs_parser, run_jobs
-from lockgate_infra.ops import InboxOps
-from lockgate_infra.spend_cli import add_spend_parser
-from lockgate_infra.targets import Target, TargetError, deployed_target, local_target
+from lockgate_infra.cli.approvals import add_approvals_parser, run_approvals
+from lockgate_infra.cli.jobs import add_jobs_parser, run_jobs
+from lockgate_infra.cli.ops import InboxOps
+from lockgate_infra.cli.spend import add_spend_parser
+from lockgate_infra.cli.targets import Target, TargetError, deployed_target, local_target
+from lockgate_infra.cost.meter import add_cost_parser, run_cost
+from lockgate_infra.evals.cli import add_eval_parser, run_eval
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -149,7 +149,7 @@ def _inbox_retry(args: argparse.Namespace) -> int:
 def _runs_show(args: argparse.Namespace) -> int:
     from lockgate.agent.runs import RunStore
     from lockgate.clock import SystemClock
-    from lockgate_infra.transcript import render
+    from lockgate_infra.cli.transcript import render
 
     target = _target(args)
     run = RunStore(target.client("dynamodb"), target.name("StateTable"), SystemClock()).get(args.id)
@@ -177,7 +177,7 @@ def _runs_show(args: argparse.Namespace) -> int:
 
 
 def _spend(args: argparse.Namespace) -> int:
-    from lockgate_infra.spend_cli import as_json, render, spend_rows
+    from lockgate_infra.cli.spend import as_json, render, spend_rows
 
     target = _target(args)
     rows = spend_rows(target.client("dynamodb"), target.name("StateTable"), time.time(), args.days)
@@ -210,7 +210,7 @@ def _run_local(args: argparse.Namespace) -> int:
 
 
 def _run_demo(args: argparse.Namespace) -> int:
-    from lockgate_infra.demo import run_demo
+    from lockgate_infra.local.demo import run_demo
     from lockgate_infra.local.model import ModelChoiceError
 
     try:
@@ -221,7 +221,7 @@ def _run_demo(args: argparse.Namespace) -> int:
 
 
 def _iam_report(args: argparse.Namespace) -> int:
-    from lockgate_infra.iam import report, translate_file
+    from lockgate_infra.cli.iam import report, translate_file
 
     print(report(translate_file(args.template)))
     return 0

@@ -17,7 +17,7 @@ from samtranslator.parser.parser import Parser
 from samtranslator.translator.arn_generator import ArnGenerator
 from samtranslator.translator.translator import Translator
 
-from lockgate_infra.template import load_template
+from lockgate_infra.local.template import load_template
 
 ARTIFACT_BUCKET = "lockgate-artifacts"
 

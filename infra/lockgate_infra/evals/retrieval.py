@@ -14,7 +14,7 @@ from typing import TextIO
 
 from lockgate.evals import RetrievalScore, compare, hit_rate, load_questions
 
-DEFAULT_QUESTIONS = Path(__file__).resolve().parents[2] / "workflows" / "shop" / "evals" / "retrieval.toml"
+DEFAULT_QUESTIONS = Path(__file__).resolve().parents[3] / "workflows" / "shop" / "evals" / "retrieval.toml"
 
 
 def passage_label(url: str) -> str:

@@ -4,7 +4,7 @@ Each attack is one or more customer emails processed by the real support-inbox t
 agent loop and the real tools on moto, with the gullible model (it obeys any instruction it
 reads). Harm is judged from real effects only: refund rows in the Payments table and the emails
 moto's SES recorded. "No defences" is the same task with every tool's policies, taint and
-approval rules removed; it shows each attack is real. Run: `python -m lockgate_infra.attacks`.
+approval rules removed; it shows each attack is real. Run: `python -m lockgate_infra.evals.attacks`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 
 from lockgate.actions.tools import Risk
 from lockgate.agent.tasks import Task
-from lockgate_infra.shoprig import Email, shop_rig
+from lockgate_infra.evals.shoprig import Email, shop_rig
 
 HOST = "shop.example.com"
 URL = re.compile(r"https?://([^/\s\"'<>)]+)", re.IGNORECASE)

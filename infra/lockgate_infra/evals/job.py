@@ -73,13 +73,12 @@ class EvalJob:
 
     def _run_one(self, task: str, env: dict[str, str], timeout: float) -> _Outcome:
         argv = [
-            "eval", task, "--model", self._model, "--judge", self._judge,
+            task, "--model", self._model, "--judge", self._judge,
             "--runs", self._runs, "--gate", self._gate, "--no-save",
         ]  # fmt: skip
-        code = f"from lockgate_infra.cli import main; raise SystemExit(main({argv!r}))"
         try:
-            done = subprocess.run(  # noqa: S603 - our own CLI with fixed arguments
-                [sys.executable, "-c", code],
+            done = subprocess.run(  # noqa: S603 - our own eval command with fixed arguments
+                [sys.executable, "-m", "lockgate_infra.evals", *argv],
                 capture_output=True,
                 text=True,
                 env=env,

@@ -25,7 +25,7 @@ from lockgate.inbox.routing import InboxEvent
 from lockgate.model.client import ModelClient
 from lockgate.telemetry import CountingMetrics
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @dataclass(frozen=True)
@@ -97,8 +97,8 @@ def shop_rig(
     from moto import mock_aws
 
     from lockgate_infra.local.provision import create_resources
+    from lockgate_infra.local.template import LocalPlan, load_template
     from lockgate_infra.stub import StubAnthropic
-    from lockgate_infra.template import LocalPlan, load_template
     from shop.seed import seed
     from shop.services import ShopServices, ShopSettings
     from shop.task import support_inbox_task

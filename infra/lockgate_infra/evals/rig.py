@@ -39,7 +39,7 @@ from lockgate.evals import (
 from lockgate.evals.runner import Progress
 from lockgate.inbox.models import Delivery, Status
 from lockgate.inbox.routing import InboxEvent, Router
-from lockgate_infra.eval_models import LOG, EvalSetupError, Models, ModelSpec, parse_model
+from lockgate_infra.evals.models import LOG, EvalSetupError, Models, ModelSpec, parse_model
 
 
 def _project_root(here: Path) -> Path:
@@ -67,7 +67,7 @@ class World:
 
 def plan_and_config(config_path: Path = ROOT / "lockgate.toml") -> tuple[Any, LockgateConfig]:
     """The template's plan and the deployment's config, read once per eval."""
-    from lockgate_infra.template import LocalPlan, load_template
+    from lockgate_infra.local.template import LocalPlan, load_template
 
     return LocalPlan.from_template(load_template(ROOT / "template.yaml"), base_dir=ROOT), load_config(
         config_path

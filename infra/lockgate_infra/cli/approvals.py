@@ -28,7 +28,7 @@ from lockgate.errors import LockgateError
 from lockgate.inbox.queue import InboxQueue
 from lockgate.inbox.store import InboxStore
 from lockgate.telemetry import CountingMetrics
-from lockgate_infra.targets import Target
+from lockgate_infra.cli.targets import Target
 
 REVIEWER_ENV = "LOCKGATE_REVIEWER"
 CONFIRM_CHARS = 6

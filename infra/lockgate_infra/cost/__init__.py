@@ -1,0 +1,1 @@
+"""``lockgate cost``: the example traffic metered as deployed, priced with dated AWS list prices."""
