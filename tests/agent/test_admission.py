@@ -1,4 +1,4 @@
-"""AdmittedCalls: output cap, input guard, fallback model, rate-limit fallback, retry budget.
+"""Admission: output cap, input guard, fallback model, rate-limit fallback, retry budget.
 
 The real SDK against the stub server, state on moto; assertions on what the stub received and
 on the State table rows.
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from lockgate.capacity.admission import AdmittedCalls, InputTooLarge
+from lockgate.capacity.admission import Admission, InputTooLarge
 from lockgate.capacity.breaker import CircuitBreaker, CircuitOpen
 from lockgate.capacity.gate import Gate
 from lockgate.capacity.ratelimit import Bucket, RateLimited, RateLimiter
@@ -43,8 +43,8 @@ def request(max_tokens: int = 4096, text: str = "Summarise the event.") -> Model
     )
 
 
-def calls(rig: AgentRig, **kw: Any) -> AdmittedCalls:
-    return AdmittedCalls(
+def calls(rig: AgentRig, **kw: Any) -> Admission:
+    return Admission(
         rig.model_client(max_attempts=kw.pop("max_attempts", 2)), metrics=rig.metrics, log=LOG, **kw
     )
 

@@ -10,7 +10,7 @@ import pytest
 from lockgate.actions.ledger import Ledger, operation_key
 from lockgate.actions.tools import fingerprint
 from lockgate.agent.tasks import DecisionNotice
-from lockgate.approvals.decisions import DecisionRecord, DecisionStore, Verdict
+from lockgate.approvals.decisions import Choice, DecisionRecord, DecisionStore
 from lockgate.approvals.executor import ApprovalExecutor
 from lockgate.approvals.proposals import HOUR, Proposal, ProposalStore
 from lockgate.clock import FixedClock
@@ -65,7 +65,7 @@ class Desk:
         assert self.proposals.propose(proposal)[1]
         return proposal
 
-    def decide(self, proposal: Proposal, verdict: Verdict, at: int, reviewer: str = "alice") -> None:
+    def decide(self, proposal: Proposal, verdict: Choice, at: int, reviewer: str = "alice") -> None:
         record = DecisionRecord(proposal.approval_id, reviewer, verdict, at, proposal.digest)
         assert self.decisions.record(record)
 
@@ -115,13 +115,13 @@ def test_only_undecided_and_approved_but_unrun_proposals_expire_and_the_task_hea
     undecided = desk.seed("undecided", 60, created_ago=25 * HOUR, decide_within=24 * HOUR)
     # And one approved one second before its decision window closed (its run window is still open)
     last_second = desk.seed("last-second", 61, created_ago=24 * HOUR + 60, decide_within=24 * HOUR)
-    desk.decide(last_second, Verdict.APPROVE, at=last_second.expires_at - 1)
+    desk.decide(last_second, Choice.APPROVE, at=last_second.expires_at - 1)
     # And one approved two hours ago that never ran (its one-hour run window has passed)
     unrun = desk.seed("unrun", 62, created_ago=3 * HOUR, decide_within=24 * HOUR)
-    desk.decide(unrun, Verdict.APPROVE, at=now - 2 * HOUR)
+    desk.decide(unrun, Choice.APPROVE, at=now - 2 * HOUR)
     # And one approved two hours ago that did run (the ledger holds it)
     ran = desk.seed("ran", 63, created_ago=3 * HOUR, decide_within=24 * HOUR)
-    desk.decide(ran, Verdict.APPROVE, at=now - 2 * HOUR)
+    desk.decide(ran, Choice.APPROVE, at=now - 2 * HOUR)
     desk.ledger.execute(
         op_key=operation_key(ran.run_id, "pay", "63.00", ran.args),
         fingerprint=ran.digest,
@@ -134,7 +134,7 @@ def test_only_undecided_and_approved_but_unrun_proposals_expire_and_the_task_hea
     )
     # And one rejected in time, and one still waiting inside its window
     rejected = desk.seed("rejected", 64, created_ago=25 * HOUR, decide_within=24 * HOUR)
-    desk.decide(rejected, Verdict.REJECT, at=now - 2 * HOUR, reviewer="bob")
+    desk.decide(rejected, Choice.REJECT, at=now - 2 * HOUR, reviewer="bob")
     desk.seed("waiting", 65, created_ago=HOUR, decide_within=24 * HOUR)
     # When the job runs
     result = desk.job()(context(desk.clock, desk.metrics))
@@ -172,7 +172,7 @@ def test_an_expiry_event_for_a_proposal_approved_meanwhile_tells_nothing(desk: D
     # (a reviewer on a skewed clock): the executor re-checks instead of trusting the event
     proposal = desk.seed("raced", 60, created_ago=25 * HOUR, decide_within=24 * HOUR)
     desk.job()(context(desk.clock))
-    desk.decide(proposal, Verdict.APPROVE, at=int(desk.clock.now()))
+    desk.decide(proposal, Choice.APPROVE, at=int(desk.clock.now()))
     # When the worker handles the expiry event
     outcomes = desk.work_the_queue()
     # Then nothing is told or run: it is not expired

@@ -11,7 +11,7 @@ import pytest
 from lockgate.actions.ledger import Ledger, Operation, OpState, operation_key
 from lockgate.actions.tools import OutcomeUnknown
 from lockgate.agent.tasks import Task
-from lockgate.approvals.decisions import DecisionRecord, DecisionStore, Verdict
+from lockgate.approvals.decisions import Choice, DecisionRecord, DecisionStore
 from lockgate.approvals.proposals import RESOLVE_TOOL, ProposalStore
 from lockgate.clock import FixedClock
 from lockgate.config import ApprovalsConfig, Reviewer
@@ -127,7 +127,7 @@ def test_an_unknown_refund_with_no_payment_is_escalated_and_a_persons_answer_set
     assert "no record of it found downstream" in proposal.why[0]
     # When the reviewer answers "it did not happen" (reject), and the job runs again
     rig.decisions.record(
-        DecisionRecord(proposal.approval_id, "alice", Verdict.REJECT, int(rig.clock.now()), proposal.digest)
+        DecisionRecord(proposal.approval_id, "alice", Choice.REJECT, int(rig.clock.now()), proposal.digest)
     )
     third = rig.run()
     # Then the entry is FAILED with who said so, nothing was refunded, and it left the open index
@@ -172,7 +172,7 @@ def test_a_tool_without_a_hook_is_asked_about_and_an_approval_means_it_happened(
     proposal = rig.proposals.get(escalation_id(op.key))
     assert proposal is not None and "has no reconcile hook" in proposal.why[0]
     rig.decisions.record(
-        DecisionRecord(proposal.approval_id, "alice", Verdict.APPROVE, int(rig.clock.now()), proposal.digest)
+        DecisionRecord(proposal.approval_id, "alice", Choice.APPROVE, int(rig.clock.now()), proposal.digest)
     )
     assert rig.run().counts["succeeded"] == 1
     # Then the entry is SUCCEEDED, recording who confirmed it

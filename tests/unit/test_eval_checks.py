@@ -10,7 +10,7 @@ from lockgate.agent.runs import Run, Step
 from lockgate.evals.cases import parse_check
 from lockgate.evals.checks import evaluate, extract_json
 from lockgate.evals.evidence import ToolCall, Transcript, transcript_from_runs
-from lockgate.evals.judge import Verdict, judge_prompt, parse_verdict
+from lockgate.evals.judge import Grade, judge_prompt, parse_verdict
 from lockgate_infra.stub.judge import judge_model
 
 REPLY = "Hello Ada,\nOrder A-1042 is shipped. Track it: https://shop.example.com/track/A-1042\nKind regards"
@@ -111,7 +111,7 @@ class FixedJudge:
         self.reply = reply
         self.seen: list[tuple[str, str]] = []
 
-    def grade(self, rubric: str, answer: str) -> Verdict:
+    def grade(self, rubric: str, answer: str) -> Grade:
         self.seen.append((rubric, answer))
         return parse_verdict(self.reply)
 

@@ -30,7 +30,7 @@ DELIVERY = re.compile(r"msg-chaos-\d{4}")
 
 
 @dataclass
-class Verdict:
+class Findings:
     """The end state, judged."""
 
     violations: list[str] = field(default_factory=list)
@@ -44,9 +44,9 @@ class Verdict:
         self.violations.append(message)
 
 
-def judge(world: World, sends: Sequence[Send], tally: Tally) -> Verdict:
+def judge(world: World, sends: Sequence[Send], tally: Tally) -> Findings:
     """Every invariant over the account's end state."""
-    verdict = Verdict()
+    verdict = Findings()
     by_id = {send.delivery_id: send for send in sends}
     inbox = {item["pk"]["S"]: item for item in world.scan("InboxTable")}
     dead = [json.loads(m["Body"]) for m in _drain(world, world.names["InboxDLQ"])]
@@ -62,7 +62,7 @@ def judge(world: World, sends: Sequence[Send], tally: Tally) -> Verdict:
 
 
 def _deliveries(
-    verdict: Verdict, sends: Sequence[Send], inbox: dict[str, Any], dead: list[dict[str, Any]]
+    verdict: Findings, sends: Sequence[Send], inbox: dict[str, Any], dead: list[dict[str, Any]]
 ) -> None:
     for send in sends:
         item = inbox.get(f"helpdesk#{send.delivery_id}")
@@ -93,7 +93,7 @@ def _deliveries(
 
 
 def _refunds(
-    verdict: Verdict, world: World, by_id: dict[str, Send], inbox: dict[str, Any], tally: Tally
+    verdict: Findings, world: World, by_id: dict[str, Send], inbox: dict[str, Any], tally: Tally
 ) -> None:
     orders = {o["order_id"]["S"]: o for o in world.scan("ShopOrdersTable")}
     proposals = world.scan("ApprovalsTable")
@@ -133,7 +133,7 @@ def _refunds(
             verdict.fail(f"order {order_id}: refunded {refunded} but payments add up to {total}")
 
 
-def _emails(verdict: Verdict, world: World, by_id: dict[str, Send], inbox: dict[str, Any]) -> None:
+def _emails(verdict: Findings, world: World, by_id: dict[str, Send], inbox: dict[str, Any]) -> None:
     from moto.core.models import DEFAULT_ACCOUNT_ID
     from moto.ses.models import ses_backends
 
@@ -160,7 +160,7 @@ def _emails(verdict: Verdict, world: World, by_id: dict[str, Send], inbox: dict[
             )
 
 
-def _ledger(verdict: Verdict, world: World) -> None:
+def _ledger(verdict: Findings, world: World) -> None:
     for item in world.scan("StateTable"):
         if item["pk"]["S"].startswith("op#") and item.get("state", {}).get("S") in (
             "PENDING",

@@ -12,7 +12,7 @@ from lockgate.clock import FixedClock
 from lockgate_infra.chaos.drive import Job, Tally, drive, seeded
 from lockgate_infra.chaos.faults import FaultPlan, Rates, inject_aws
 from lockgate_infra.chaos.housekeeping import housekeeping
-from lockgate_infra.chaos.invariants import Verdict, judge
+from lockgate_infra.chaos.invariants import Findings, judge
 from lockgate_infra.chaos.traffic import traffic
 from lockgate_infra.chaos.world import World, build_world, sqs_on
 from lockgate_infra.evals.shoprig import ROOT
@@ -28,7 +28,7 @@ class Row:
     events: int
     faults: Counter[str]
     tally: Tally
-    verdict: Verdict
+    verdict: Findings
     extra: dict[str, Any] = field(default_factory=dict)
 
 

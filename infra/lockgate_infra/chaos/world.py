@@ -18,8 +18,8 @@ from unittest import mock
 
 from lockgate.approvals.decisions import DecisionStore
 from lockgate.approvals.desk import ApprovalDesk
-from lockgate.approvals.operator import ReviewQueue
 from lockgate.approvals.proposals import ProposalStore
+from lockgate.approvals.review_queue import ReviewQueue
 from lockgate.clock import Clock, FixedClock
 from lockgate.config import LockgateConfig, parse_config
 from lockgate.inbox.receipt import Receiver

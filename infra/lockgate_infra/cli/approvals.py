@@ -18,10 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from lockgate.approvals.deciding import DecisionOutcome, DecisionRecorder
-from lockgate.approvals.decisions import DecisionStore, State, Verdict
-from lockgate.approvals.operator import ProposalStatus, ReviewQueue
+from lockgate.approvals.decisions import Choice, DecisionOutcome, DecisionRecorder, DecisionStore, State
 from lockgate.approvals.proposals import ProposalStore
+from lockgate.approvals.review_queue import ProposalStatus, ReviewQueue
 from lockgate.clock import Clock, SystemClock
 from lockgate.config import ApprovalsConfig, load_config
 from lockgate.errors import LockgateError
@@ -56,7 +55,7 @@ def add_approvals_parser(
     show.add_argument("id", help="the approval id, e.g. ap_0123456789abcdef01234567")
     show.add_argument("--json", action="store_true", help="machine-readable output")
     parsers = [listing, show]
-    for verb in Verdict:
+    for verb in Choice:
         decide = sub.add_parser(
             verb.value, help=f"{verb.value} a proposal as yourself (a configured reviewer for its tool)"
         )
@@ -134,7 +133,7 @@ def run_approvals(
     return _decide(
         command,
         status,
-        Verdict(args.approvals_command),
+        Choice(args.approvals_command),
         args.reviewer or env.get(REVIEWER_ENV),
         args.yes,
         stdin,
@@ -145,7 +144,7 @@ def run_approvals(
 def _decide(
     command: ApprovalsCommand,
     status: ProposalStatus,
-    verdict: Verdict,
+    verdict: Choice,
     reviewer_id: str | None,
     yes: bool,
     stdin: TextIO | None,
@@ -189,7 +188,7 @@ _OUTCOMES = {
 
 
 def _confirm(
-    status: ProposalStatus, verdict: Verdict, reviewer_id: str, stdin: TextIO | None, out: TextIO
+    status: ProposalStatus, verdict: Choice, reviewer_id: str, stdin: TextIO | None, out: TextIO
 ) -> None:
     """A person types the approval id's last characters; without a terminal there is no person to ask."""
     if stdin is None or not stdin.isatty():

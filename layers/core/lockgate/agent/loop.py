@@ -20,7 +20,7 @@ from lockgate.agent.runs import Run, RunStore
 from lockgate.agent.screen import Ask, Screener
 from lockgate.agent.tasks import Task
 from lockgate.agent.tool_calls import ToolCalls
-from lockgate.capacity.admission import AdmittedCalls, InputTooLarge
+from lockgate.capacity.admission import Admission, InputTooLarge
 from lockgate.capacity.breaker import CircuitBreaker
 from lockgate.capacity.gate import Gate
 from lockgate.clock import Clock
@@ -77,7 +77,7 @@ class AgentLoop:
             screener=screener,
             approvals=approvals,
         )
-        self._calls = AdmittedCalls(
+        self._calls = Admission(
             model,
             metrics=metrics,
             log=log,

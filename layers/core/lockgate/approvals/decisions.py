@@ -1,4 +1,10 @@
-"""Decisions: one per (approval, reviewer), written only by the approval side (IAM enforces it)."""
+"""A reviewer's decision: the stored record, the proposal's state from its decisions, and the rules
+every decision follows (a link's POST and `lockgate approvals approve` share them).
+
+Only a pending, unexpired, unchanged proposal takes a decision; only a reviewer allowed for its
+tool may give one; each reviewer decides once (a conditional write). A decision that settles the
+proposal becomes an inbox event, and the worker re-checks everything before acting on it.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +14,19 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from lockgate.actions.tools import fingerprint
+from lockgate.approvals.events import approval_event, enqueue
 from lockgate.approvals.proposals import RETENTION_SECONDS, Proposal
+from lockgate.clock import Clock
+from lockgate.config import ApprovalsConfig, Reviewer
 from lockgate.dynamo import write_if
 from lockgate.errors import StoreUnavailable
+from lockgate.inbox.queue import InboxQueue
+from lockgate.inbox.store import InboxStore
+from lockgate.telemetry import Log, Metrics
 
 
-class Verdict(StrEnum):
+class Choice(StrEnum):
     """What a reviewer decided."""
 
     APPROVE = "approve"
@@ -35,7 +48,7 @@ class DecisionRecord:
 
     approval_id: str
     reviewer: str
-    verdict: Verdict
+    verdict: Choice
     decided_at: int
     digest: str  # the argument digest the reviewer saw
     via: str = "link"  # "link" or "cli"
@@ -46,7 +59,7 @@ class DecisionRecord:
         return cls(
             approval_id=item["approval_id"]["S"],
             reviewer=item["reviewer"]["S"],
-            verdict=Verdict(item["verdict"]["S"]),
+            verdict=Choice(item["verdict"]["S"]),
             decided_at=int(item["decided_at"]["N"]),
             digest=item["digest"]["S"],
             via=item.get("via", {}).get("S", "link"),
@@ -60,9 +73,9 @@ def state_of(
     valid = [
         d for d in decisions if d.digest == proposal.digest and (allowed is None or d.reviewer in allowed)
     ]
-    if any(d.verdict is Verdict.REJECT for d in valid):
+    if any(d.verdict is Choice.REJECT for d in valid):
         return State.REJECTED
-    approvers = {d.reviewer for d in valid if d.verdict is Verdict.APPROVE}
+    approvers = {d.reviewer for d in valid if d.verdict is Choice.APPROVE}
     if len(approvers) >= proposal.reviewers_required:
         return State.APPROVED
     return State.EXPIRED if now > proposal.expires_at else State.PENDING
@@ -104,3 +117,104 @@ class DecisionStore:
         except (ClientError, BotoCoreError) as exc:
             raise StoreUnavailable(type(exc).__name__) from exc
         return [DecisionRecord.from_item(i) for i in response.get("Items", [])]
+
+
+def current_state(
+    config: ApprovalsConfig, proposal: Proposal, decisions: list[DecisionRecord], now: float
+) -> State:
+    """The proposal's state at ``now``, counting only reviewers the config allows for its tool."""
+    allowed = frozenset(r.id for r in config.reviewers_for(proposal.tool))
+    return state_of(proposal, decisions, now, allowed)
+
+
+class DecisionOutcome(StrEnum):
+    """What recording one reviewer's decision did; the page and the CLI each word it their way."""
+
+    APPROVED = "approved"  # this decision settled it: it will run once
+    REJECTED = "rejected"  # this decision settled it: it will not happen
+    AWAITING = "awaiting another reviewer"  # recorded; another reviewer must also approve
+    ALREADY_DECIDED = "already decided"  # this reviewer decided before; the first decision stands
+    ALREADY_APPROVED = "already approved"
+    ALREADY_REJECTED = "already rejected"
+    EXPIRED = "expired"
+    CHANGED = "changed"  # the stored arguments no longer match their digest
+    NOT_ALLOWED = "not allowed"  # not a reviewer for this tool
+
+    @property
+    def recorded(self) -> bool:
+        """Whether a decision row was written."""
+        return self in (DecisionOutcome.APPROVED, DecisionOutcome.REJECTED, DecisionOutcome.AWAITING)
+
+
+SETTLED = {
+    State.APPROVED: DecisionOutcome.ALREADY_APPROVED,
+    State.REJECTED: DecisionOutcome.ALREADY_REJECTED,
+    State.EXPIRED: DecisionOutcome.EXPIRED,
+}
+
+
+class DecisionRecorder:
+    """The rules every decision follows, whether it comes from a link's POST or from the CLI."""
+
+    def __init__(
+        self,
+        *,
+        decisions: DecisionStore,
+        config: ApprovalsConfig,
+        inbox: InboxStore,
+        queue: InboxQueue,
+        clock: Clock,
+        log: Log,
+        metrics: Metrics,
+    ) -> None:
+        self._decisions = decisions
+        self._config = config
+        self._inbox = inbox
+        self._queue = queue
+        self._clock = clock
+        self._log = log
+        self._metrics = metrics
+
+    def reviewer(self, tool: str, reviewer_id: str) -> Reviewer | None:
+        """The configured reviewer with this id if they may decide this tool's proposals, else None."""
+        return next((r for r in self._config.reviewers_for(tool) if r.id == reviewer_id), None)
+
+    def state(self, proposal: Proposal, decisions: list[DecisionRecord]) -> State:
+        """The proposal's state now, counting only reviewers allowed for its tool."""
+        return current_state(self._config, proposal, decisions, self._clock.now())
+
+    def record(self, proposal: Proposal, reviewer_id: str, verdict: Choice, via: str) -> DecisionOutcome:
+        """One decision on a pending, unexpired, unchanged proposal; a settling one enqueues the event."""
+        if self.reviewer(proposal.tool, reviewer_id) is None:
+            return DecisionOutcome.NOT_ALLOWED
+        if fingerprint(proposal.args) != proposal.digest:
+            return DecisionOutcome.CHANGED
+        state = self.state(proposal, self._decisions.for_approval(proposal.approval_id))
+        if state is not State.PENDING:
+            return SETTLED[state]
+        now = int(self._clock.now())
+        record = DecisionRecord(proposal.approval_id, reviewer_id, verdict, now, proposal.digest, via)
+        if not self._decisions.record(record):
+            return DecisionOutcome.ALREADY_DECIDED
+        self._metrics.add_metric(name=f"Approval_{verdict.value}", unit="Count", value=1)
+        self._log.info(
+            "approval decided",
+            extra={
+                "approval": proposal.approval_id,
+                "reviewer": reviewer_id,
+                "decision": verdict.value,
+                "via": via,
+            },
+        )
+        state = self.state(proposal, self._decisions.for_approval(proposal.approval_id))
+        if state is State.APPROVED:
+            self._enqueue(proposal, state, now)
+            return DecisionOutcome.APPROVED
+        if state is State.REJECTED:
+            self._enqueue(proposal, state, now)
+            return DecisionOutcome.REJECTED
+        return DecisionOutcome.AWAITING
+
+    def _enqueue(self, proposal: Proposal, state: State, now: int) -> None:
+        """The decision becomes an inbox event; the worker re-checks everything before acting."""
+        enqueue(self._inbox, self._queue, approval_event(proposal.approval_id, state.value, now), self._log)

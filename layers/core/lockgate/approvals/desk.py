@@ -13,8 +13,15 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from lockgate.actions.tools import fingerprint
-from lockgate.approvals.deciding import SETTLED, DecisionOutcome, DecisionRecorder
-from lockgate.approvals.decisions import DecisionRecord, DecisionStore, State, Verdict
+from lockgate.approvals.decisions import (
+    SETTLED,
+    Choice,
+    DecisionOutcome,
+    DecisionRecord,
+    DecisionRecorder,
+    DecisionStore,
+    State,
+)
 from lockgate.approvals.links import (
     LinkClaims,
     LinkInvalid,
@@ -152,9 +159,9 @@ class ApprovalDesk:
                 "This form is not valid", "Open the link from your notification again.", status=403
             )
         choice = form.get(DECISION_FIELD, "")
-        if choice not in (Verdict.APPROVE.value, Verdict.REJECT.value):
+        if choice not in (Choice.APPROVE.value, Choice.REJECT.value):
             return outcome_page("Choose Approve or Reject", "Nothing was decided.", status=400)
-        return _outcome_page(self.recorder.record(proposal, reviewer.id, Verdict(choice), "link"), proposal)
+        return _outcome_page(self.recorder.record(proposal, reviewer.id, Choice(choice), "link"), proposal)
 
     # -- checks ------------------------------------------------------------------------------
 

@@ -9,8 +9,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
 
-from lockgate.approvals.deciding import current_state
-from lockgate.approvals.decisions import DecisionStore, State
+from lockgate.approvals.decisions import DecisionStore, State, current_state
 from lockgate.approvals.desk import LinkSigner
 from lockgate.approvals.links import LinkInvalid, new_claims, sign_link, verify_link
 from lockgate.approvals.pages import DigestItem, Page, digest_page, outcome_page

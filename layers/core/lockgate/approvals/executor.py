@@ -17,7 +17,7 @@ from lockgate.actions.ledger import Ledger, LedgerConflict, OpState
 from lockgate.actions.once import operation_key_for, run_once
 from lockgate.actions.tools import RunFacts, ToolArgumentsInvalid, fingerprint
 from lockgate.agent.tasks import DecisionNotice, Task
-from lockgate.approvals.decisions import DecisionRecord, DecisionStore, State, Verdict, state_of
+from lockgate.approvals.decisions import Choice, DecisionRecord, DecisionStore, State, state_of
 from lockgate.approvals.proposals import Proposal, ProposalStore, answers_only
 from lockgate.clock import Clock
 from lockgate.config import ApprovalsConfig
@@ -72,7 +72,7 @@ class ApprovalExecutor:
         if data.get("state") == EXPIRED_EVENT:
             return self._expire(task, proposal, state, approved_at(proposal, decisions, allowed), now)
         if state is State.REJECTED:
-            by = ", ".join(sorted(d.reviewer for d in decisions if d.verdict is Verdict.REJECT))
+            by = ", ".join(sorted(d.reviewer for d in decisions if d.verdict is Choice.REJECT))
             self._tell(task, proposal, "rejected", f"rejected by {by}")
             return self._not_run(
                 proposal.approval_id, f"rejected by {by}: {proposal.summary} will not happen"
@@ -91,7 +91,7 @@ class ApprovalExecutor:
             {
                 d.reviewer
                 for d in decisions
-                if d.verdict is Verdict.APPROVE and d.reviewer in allowed and d.digest == proposal.digest
+                if d.verdict is Choice.APPROVE and d.reviewer in allowed and d.digest == proposal.digest
             }
         )
         approved = approved_at(proposal, decisions, allowed)
@@ -200,7 +200,7 @@ def approved_at(proposal: Proposal, decisions: list[DecisionRecord], allowed: fr
     times = [
         d.decided_at
         for d in decisions
-        if d.verdict is Verdict.APPROVE and d.reviewer in allowed and d.digest == proposal.digest
+        if d.verdict is Choice.APPROVE and d.reviewer in allowed and d.digest == proposal.digest
     ]
     return max(times, default=0)
 

@@ -52,7 +52,7 @@ class InputTooLarge(PermanentFailure):
     """The prompt is over the task's input limit: refused before sending; retrying cannot shrink it."""
 
 
-class AdmittedCalls:
+class Admission:
     """Wraps the model client with the shared controls; each one is optional."""
 
     def __init__(

@@ -25,7 +25,7 @@ from lockgate.evals.calibrate import Calibration, calibrate, load_calibration
 from lockgate.evals.cases import Case, CaseFileError, CheckSpec, Suite, load_suite, parse_suite
 from lockgate.evals.checks import CheckResult, evaluate
 from lockgate.evals.evidence import ToolCall, Transcript, transcript_from_runs
-from lockgate.evals.judge import Judge, ModelJudge, Verdict, parse_verdict
+from lockgate.evals.judge import Grade, Judge, ModelJudge, parse_verdict
 from lockgate.evals.results import ResultsStore, prompt_version
 from lockgate.evals.retrieval import Question, RetrievalScore, hit_rate, load_questions
 from lockgate.evals.runner import CaseResult, EvalReport, run_suite
@@ -49,7 +49,7 @@ __all__ = [
     "Suite",
     "ToolCall",
     "Transcript",
-    "Verdict",
+    "Grade",
     "calibrate",
     "compare",
     "evaluate",

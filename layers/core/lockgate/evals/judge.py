@@ -18,7 +18,7 @@ _LAST_WORD = re.compile(r"([A-Za-z]+)[^A-Za-z]*\Z")
 
 
 @dataclass(frozen=True)
-class Verdict:
+class Grade:
     """``outcome`` is "pass", "fail" or "unclear"; ``reasoning`` is what the judge said."""
 
     outcome: str
@@ -34,18 +34,18 @@ class Verdict:
 class Judge(Protocol):
     """Grades an answer against a rubric."""
 
-    def grade(self, rubric: str, answer: str) -> Verdict:
+    def grade(self, rubric: str, answer: str) -> Grade:
         """The verdict for this answer."""
         ...
 
 
-def parse_verdict(text: str) -> Verdict:
+def parse_verdict(text: str) -> Grade:
     """PASS or FAIL when the reply's last word is exactly that (any case, markdown around it ignored)."""
     found = _LAST_WORD.search(text.strip())
     word = found.group(1) if found else ""
     if word in ("PASS", "FAIL"):
-        return Verdict(word.lower(), text.strip())
-    return Verdict("unclear", text.strip())
+        return Grade(word.lower(), text.strip())
+    return Grade("unclear", text.strip())
 
 
 def judge_prompt(rubric: str, answer: str) -> str:
@@ -66,7 +66,7 @@ class ModelJudge:
         self._max_tokens = max_tokens
         self._timeout = timeout
 
-    def grade(self, rubric: str, answer: str) -> Verdict:
+    def grade(self, rubric: str, answer: str) -> Grade:
         """Ask the model; a failed call is an unclear verdict (so the check fails closed)."""
         request = ModelRequest(
             model=self.model_id,
@@ -79,7 +79,7 @@ class ModelJudge:
         try:
             reply = self._model.create(request, self._clock.now() + self._timeout)
         except ModelError as exc:
-            return Verdict("unclear", f"the judge call failed ({exc.kind})")
+            return Grade("unclear", f"the judge call failed ({exc.kind})")
         text = " ".join(str(b.get("text", "")) for b in reply.content if b.get("type") == "text")
         verdict = parse_verdict(text)
-        return Verdict(verdict.outcome, verdict.reasoning, cost_usd(reply.model, reply.usage, "off"))
+        return Grade(verdict.outcome, verdict.reasoning, cost_usd(reply.model, reply.usage, "off"))

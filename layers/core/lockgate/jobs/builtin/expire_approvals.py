@@ -14,8 +14,7 @@ from typing import Any
 
 from lockgate.actions.ledger import Ledger
 from lockgate.agent.tasks import Task
-from lockgate.approvals.deciding import current_state
-from lockgate.approvals.decisions import DecisionStore, State
+from lockgate.approvals.decisions import DecisionStore, State, current_state
 from lockgate.approvals.events import approval_event, enqueue
 from lockgate.approvals.executor import EXPIRED_EVENT, action_ran, approved_at
 from lockgate.approvals.proposals import Proposal, ProposalStore, answers_only

@@ -16,8 +16,7 @@ from typing import Any
 from lockgate.actions.ledger import Ledger, Operation, OpState
 from lockgate.actions.tools import OutcomeUnknown, fingerprint
 from lockgate.agent.tasks import Task
-from lockgate.approvals.deciding import current_state
-from lockgate.approvals.decisions import DecisionStore, State
+from lockgate.approvals.decisions import DecisionStore, State, current_state
 from lockgate.approvals.proposals import (
     HOUR,
     RESOLVE_TASK,

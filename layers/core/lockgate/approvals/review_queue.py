@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lockgate.approvals.deciding import current_state
-from lockgate.approvals.decisions import DecisionRecord, DecisionStore, State
+from lockgate.approvals.decisions import DecisionRecord, DecisionStore, State, current_state
 from lockgate.approvals.proposals import Proposal, ProposalStore
 from lockgate.clock import Clock
 from lockgate.config import ApprovalsConfig
