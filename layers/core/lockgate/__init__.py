@@ -6,16 +6,18 @@ Workflow authors need only this module's names::
 
 Packages, each importing only from those below it (``tests/unit/test_layers.py`` checks)::
 
-    runtime             each function's object graph, built in one place
-    jobs                scheduled jobs: sweeps, expiry, reconciliation, digests, batch collection
-    evals               the eval harness's cases, checks and judge
-    approvals           proposals, signed links, the reviewer's decision, running what was approved
+    runtime             each function's object graph, built in one place from its settings
+    jobs, evals         scheduled jobs (sweeps, expiry, reconciliation, digests, batch collection);
+                        the eval harness's cases, checks and judge
+    workflows           Setup and load_workflows: how a workflows package registers itself
+    approvals           proposals, signed links, pages, a reviewer's decision, running what was approved
     agent               tasks, the durable tool loop, runs, intake, screening
     actions             tools, the guard's ruling, the operation ledger, the one run-once path
-    capacity            spend cap, rate limits, circuit breaker, admission of each model call
+    capacity            spend caps, rate limits, circuit breaker, admission of each model call
     model               the Messages API client, retry budget, prices, usage, prompt and response caches
-    inbox, webhooks     the idempotent inbox, receipt, the worker's lease loop; signature schemes
-    foundations         clock, errors, config, settings, secrets, dynamo, telemetry, http
+    inbox               receipt, the idempotent inbox store and queue, the worker's lease loop, routing
+    webhooks            the signature schemes and delivery identity
+    foundations         clock, errors, config, settings, secrets, dynamo, telemetry, http, freshness
 
 Names load on first use, so importing a submodule (the receiver imports ``lockgate.inbox.receipt``)
 never pays for pydantic or the agent.
