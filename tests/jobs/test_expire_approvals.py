@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from lockgate.actions.ledger import Ledger, operation_key
+from lockgate.actions.ledger import Ledger
+from lockgate.actions.once import operation_key
 from lockgate.actions.tools import fingerprint
 from lockgate.agent.tasks import DecisionNotice
 from lockgate.approvals.decisions import Choice, DecisionRecord, DecisionStore

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from lockgate.actions.ledger import Ledger, Operation, OpState, operation_key
+from lockgate.actions.ledger import Ledger, Operation, OpState
+from lockgate.actions.once import operation_key
 from lockgate.actions.tools import OutcomeUnknown
 from lockgate.agent.tasks import Task
 from lockgate.approvals.decisions import Choice, DecisionRecord, DecisionStore

@@ -22,6 +22,7 @@ from lockgate.approvals.proposals import ProposalStore
 from lockgate.approvals.review_queue import ReviewQueue
 from lockgate.clock import Clock, FixedClock
 from lockgate.config import LockgateConfig, parse_config
+from lockgate.dynamo import read_all
 from lockgate.inbox.receipt import Receiver
 from lockgate.inbox.worker import Worker
 from lockgate.runtime.approvals import build_approvals
@@ -73,17 +74,7 @@ class World:
 
     def scan(self, logical_id: str) -> list[dict[str, Any]]:
         """Every item of one of the template's tables."""
-        db, items, start = self.client("dynamodb"), [], None
-        while True:
-            page = db.scan(
-                TableName=self.names[logical_id],
-                ConsistentRead=True,
-                **({"ExclusiveStartKey": start} if start else {}),
-            )
-            items.extend(page["Items"])
-            start = page.get("LastEvaluatedKey")
-            if not start:
-                return items
+        return read_all(self.client("dynamodb").scan, TableName=self.names[logical_id], ConsistentRead=True)
 
 
 def chaos_config() -> LockgateConfig:

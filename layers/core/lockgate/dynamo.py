@@ -24,6 +24,31 @@ def read_page(call: Callable[..., Any], start: dict[str, Any] | None, **request:
     return response.get("Items", []), response.get("LastEvaluatedKey")
 
 
+def read_all(call: Callable[..., Any], **request: Any) -> list[dict[str, Any]]:
+    """Every item of a ``client.query`` or ``client.scan``, page after page."""
+    items, start = read_page(call, None, **request)
+    while start:
+        page, start = read_page(call, start, **request)
+        items.extend(page)
+    return items
+
+
+def count_all(call: Callable[..., Any], **request: Any) -> int:
+    """The total ``Count`` of a ``Select="COUNT"`` query or scan, page after page."""
+    total, start = 0, None
+    while True:
+        if start:
+            request["ExclusiveStartKey"] = start
+        try:
+            response = call(**request)
+        except (ClientError, BotoCoreError) as exc:
+            raise StoreUnavailable(type(exc).__name__) from exc
+        total += int(response.get("Count", 0))
+        start = response.get("LastEvaluatedKey")
+        if not start:
+            return total
+
+
 def write_if(call: Callable[..., Any], **request: Any) -> bool:
     """Make one conditional write; False when its condition failed, StoreUnavailable on other errors."""
     try:

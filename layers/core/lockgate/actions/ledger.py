@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -78,14 +78,6 @@ class Operation:
             lease_expires_at=nums.get("lease_expires_at"),
             updated_at=nums.get("updated_at"),
         )
-
-
-def operation_key(run_id: str, tool: str, identity: str | None, args: Mapping[str, Any]) -> str:
-    """The ledger key for a tool call: the business identity, else run + tool + canonical arguments."""
-    if identity is not None:
-        return f"{tool}#{identity}"
-    canonical = json.dumps(dict(args), sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-    return f"{run_id}#{tool}#{hashlib.sha256(canonical.encode()).hexdigest()}"
 
 
 def idempotency_key_for(op_key: str) -> str:

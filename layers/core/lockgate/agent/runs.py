@@ -13,7 +13,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from lockgate.clock import Clock
-from lockgate.dynamo import error_code
+from lockgate.dynamo import error_code, read_all
 from lockgate.errors import StoreUnavailable
 
 RETENTION_SECONDS = 30 * 86_400
@@ -143,25 +143,13 @@ class RunStore:
 
     def get(self, run_id: str) -> Run | None:
         """A run with all its steps, or None."""
-        items: list[dict[str, Any]] = []
-        start: dict[str, Any] | None = None
-        try:
-            while True:
-                kwargs: dict[str, Any] = {
-                    "TableName": self._table,
-                    "KeyConditionExpression": "pk = :pk",
-                    "ExpressionAttributeValues": {":pk": {"S": _pk(run_id)}},
-                    "ConsistentRead": True,
-                }
-                if start:
-                    kwargs["ExclusiveStartKey"] = start
-                response = self._db.query(**kwargs)
-                items.extend(response.get("Items", []))
-                start = response.get("LastEvaluatedKey")
-                if not start:
-                    break
-        except (ClientError, BotoCoreError) as exc:
-            raise StoreUnavailable(type(exc).__name__) from exc
+        items = read_all(
+            self._db.query,
+            TableName=self._table,
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues={":pk": {"S": _pk(run_id)}},
+            ConsistentRead=True,
+        )
         meta = next((i for i in items if i["sk"]["S"] == "meta"), None)
         if meta is None:
             return None

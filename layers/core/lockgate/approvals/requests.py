@@ -9,7 +9,7 @@ from lockgate.actions.tools import RunFacts, canonical_json, fingerprint
 from lockgate.approvals.events import VetoTimer
 from lockgate.approvals.proposals import HOUR, Proposal, ProposalStore, approval_id_for
 from lockgate.clock import Clock
-from lockgate.config import ApprovalsConfig
+from lockgate.config import ApprovalsConfig, ToolApproval
 from lockgate.telemetry import Log, Metrics
 
 
@@ -43,7 +43,7 @@ class ApprovalRequests:
         facts: RunFacts,
     ) -> tuple[str, str]:
         """Propose the call; returns (text for the model, outcome for the run record)."""
-        tool, args = need.tool, need.args
+        tool = need.tool
         rule = self._config.for_tool(tool.name)
         now = int(self._clock.now())
         approval_id = approval_id_for(run_id, call_id)
@@ -54,25 +54,8 @@ class ApprovalRequests:
                 f"NOT DONE: too many actions are already waiting for a person, so {tool.name} was not "
                 "queued. Nothing has happened. Tell the customer the team will follow up."
             ), "flood refused"
-        canonical: dict[str, Any] = args.model_dump(mode="json")
-        proposal = Proposal(
-            approval_id=approval_id,
-            task=task,
-            run_id=run_id,
-            tool=tool.name,
-            args=canonical,
-            digest=fingerprint(canonical),
-            summary=tool.summary(args),
-            unverified_reason=unverified_reason,
-            why=need.reasons,
-            created_at=now,
-            expires_at=now + rule.decide_within_hours * HOUR,
-            run_within_seconds=rule.run_within_hours * HOUR,
-            reviewers_required=2 if tool.high_stakes else rule.reviewers_required,
-            requester=f"agent:{task}",
-            call_id=call_id,
-            extra={"facts": dict(facts.values), "pattern": rule.pattern},
-        )
+        proposal = _proposal(task, (approval_id, run_id, call_id), need, unverified_reason, facts, rule, now)
+        canonical = proposal.args
         veto = rule.pattern == "veto" and tool.reversible and self._veto_timer is not None
         if veto:
             proposal.extra["veto_until"] = now + rule.veto_minutes * 60
@@ -109,3 +92,36 @@ class ApprovalRequests:
             len(self._store.recent(task, now - window_hours * HOUR, self._config.max_pending_per_task))
             >= self._config.max_pending_per_task
         )
+
+
+def _proposal(
+    task: str,
+    ids: tuple[str, str, str],
+    need: NeedsPerson,
+    unverified_reason: str,
+    facts: RunFacts,
+    rule: ToolApproval,
+    now: int,
+) -> Proposal:
+    """The proposal a person reads: code-built from the real arguments, with every reason asked."""
+    approval_id, run_id, call_id = ids
+    tool, args = need.tool, need.args
+    canonical: dict[str, Any] = args.model_dump(mode="json")
+    return Proposal(
+        approval_id=approval_id,
+        task=task,
+        run_id=run_id,
+        tool=tool.name,
+        args=canonical,
+        digest=fingerprint(canonical),
+        summary=tool.summary(args),
+        unverified_reason=unverified_reason,
+        why=need.reasons,
+        created_at=now,
+        expires_at=now + rule.decide_within_hours * HOUR,
+        run_within_seconds=rule.run_within_hours * HOUR,
+        reviewers_required=2 if tool.high_stakes else rule.reviewers_required,
+        requester=f"agent:{task}",
+        call_id=call_id,
+        extra={"facts": dict(facts.values), "pattern": rule.pattern},
+    )

@@ -7,7 +7,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from lockgate.dynamo import error_code, read_page, write_if
+from lockgate.dynamo import conditional_failed, count_all, error_code, read_page, write_if
 from lockgate.errors import Deferred, DeliveryNotFound, LeaseLost, NotClaimable, StoreUnavailable
 from lockgate.inbox.models import Delivery, Status, to_attribute
 
@@ -40,7 +40,7 @@ class InboxStore:
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as exc:
-            if _conditional_failed(exc):
+            if conditional_failed(exc):
                 return Stored(created=False, existing=_old_item(exc))
             raise StoreUnavailable(error_code(exc)) from exc
         except BotoCoreError as exc:
@@ -87,7 +87,7 @@ class InboxStore:
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as exc:
-            if _conditional_failed(exc):
+            if conditional_failed(exc):
                 raise _why_not_claimable(pk, _old_item(exc), now) from exc
             raise StoreUnavailable(error_code(exc)) from exc
         except BotoCoreError as exc:
@@ -168,7 +168,7 @@ class InboxStore:
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as exc:
-            if _conditional_failed(exc):
+            if conditional_failed(exc):
                 old = _old_item(exc)
                 if old is None:
                     raise DeliveryNotFound(pk) from exc
@@ -243,30 +243,18 @@ class InboxStore:
 
     def count_by_status(self) -> dict[Status, int]:
         """How many deliveries are in each status (paged COUNT queries on the index)."""
-        counts: dict[Status, int] = {}
-        for status in Status:
-            total, start = 0, None
-            while True:
-                kwargs: dict[str, Any] = {
-                    "TableName": self._table,
-                    "IndexName": STATUS_INDEX,
-                    "Select": "COUNT",
-                    "KeyConditionExpression": "#s = :s",
-                    "ExpressionAttributeNames": {"#s": "status"},
-                    "ExpressionAttributeValues": {":s": {"S": status.value}},
-                }
-                if start:
-                    kwargs["ExclusiveStartKey"] = start
-                try:
-                    response = self._db.query(**kwargs)
-                except (ClientError, BotoCoreError) as exc:
-                    raise StoreUnavailable(type(exc).__name__) from exc
-                total += int(response.get("Count", 0))
-                start = response.get("LastEvaluatedKey")
-                if not start:
-                    break
-            counts[status] = total
-        return counts
+        return {
+            status: count_all(
+                self._db.query,
+                TableName=self._table,
+                IndexName=STATUS_INDEX,
+                Select="COUNT",
+                KeyConditionExpression="#s = :s",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues={":s": {"S": status.value}},
+            )
+            for status in Status
+        }
 
     def _owned_update(self, pk: str, owner: str, update: str, values: dict[str, Any]) -> None:
         values = {**values, ":owner": owner, ":processing": Status.PROCESSING.value}
@@ -280,7 +268,7 @@ class InboxStore:
                 ExpressionAttributeValues=_attributes(values),
             )
         except ClientError as exc:
-            if _conditional_failed(exc):
+            if conditional_failed(exc):
                 raise LeaseLost(pk) from exc
             raise StoreUnavailable(error_code(exc)) from exc
         except BotoCoreError as exc:
@@ -300,10 +288,6 @@ def _why_not_claimable(pk: str, old: Delivery | None, now: int) -> Exception:
 
 def _attributes(values: dict[str, Any]) -> dict[str, Any]:
     return {k: to_attribute(v) for k, v in values.items()}
-
-
-def _conditional_failed(exc: ClientError) -> bool:
-    return error_code(exc) == "ConditionalCheckFailedException"
 
 
 def _old_item(exc: ClientError) -> Delivery | None:

@@ -112,20 +112,7 @@ class Worker:
             outcome = f"stale, not applied: {exc}"
             self._metrics.add_metric(name="StaleEventSkipped", unit="Count", value=1)
         except Deferred as exc:
-            # "Not now" (capacity, a spent cap, a batch still running) is not a failed attempt; it
-            # may wait up to the defer limit, counted from when the delivery arrived.
-            limit = self._settings.defer_limit_hours * 3600
-            if now + exc.delay_seconds - delivery.received_at > limit:
-                hours = self._settings.defer_limit_hours
-                return self._give_up(delivery, owner, f"still deferred {hours} h after it arrived: {exc}")
-            # Longer than a message should be held back: the pointer is let go and the table keeps
-            # the delivery; the sweep re-queues it once it is available again.
-            parked = exc.delay_seconds > PARK_AFTER_SECONDS
-            held = None if parked else receipt_handle
-            self._retry(delivery, owner, f"deferred: {exc}", exc.delay_seconds, held, deferral=True)
-            if parked:
-                return f"parked for {exc.delay_seconds} s: {exc}"
-            raise RetryLater(str(exc)) from exc
+            return self._deferred(delivery, owner, exc, now, receipt_handle)
         except BadDelivery as exc:
             # Retrying cannot fix a malformed delivery: set it aside now.
             return self._give_up(delivery, owner, f"bad delivery: {exc}")
@@ -148,6 +135,22 @@ class Worker:
         self._metrics.add_metric(name="DeliveryProcessed", unit="Count", value=1)
         self._log.info("delivery processed", extra={**context, "outcome": outcome[:200]})
         return outcome
+
+    def _deferred(self, delivery: Delivery, owner: str, exc: Deferred, now: int, receipt_handle: str) -> str:
+        """The deferral rule: "not now" (capacity, a spent cap, a batch still running) is not a failed
+        attempt; it may wait up to the defer limit, counted from when the delivery arrived."""
+        limit = self._settings.defer_limit_hours * 3600
+        if now + exc.delay_seconds - delivery.received_at > limit:
+            hours = self._settings.defer_limit_hours
+            return self._give_up(delivery, owner, f"still deferred {hours} h after it arrived: {exc}")
+        # Longer than a message should be held back: the pointer is let go and the table keeps
+        # the delivery; the sweep re-queues it once it is available again.
+        parked = exc.delay_seconds > PARK_AFTER_SECONDS
+        held = None if parked else receipt_handle
+        self._retry(delivery, owner, f"deferred: {exc}", exc.delay_seconds, held, deferral=True)
+        if parked:
+            return f"parked for {exc.delay_seconds} s: {exc}"
+        raise RetryLater(str(exc)) from exc
 
     def _body(self, delivery: Delivery) -> bytes:
         if delivery.body is not None:

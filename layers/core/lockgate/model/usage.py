@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from botocore.exceptions import BotoCoreError, ClientError
 
 from lockgate.clock import Clock
-from lockgate.dynamo import error_code
+from lockgate.dynamo import error_code, read_all
 from lockgate.model.client import Usage
 from lockgate.model.pricing import PRICES
 from lockgate.telemetry import Log, Metrics
@@ -163,23 +163,16 @@ class UsageRollup:
 def read_day(dynamodb: Any, table: str, day: str) -> list[dict[str, Any]]:
     """The rollup rows of one UTC day: task, model and the summed numbers."""
     rows: list[dict[str, Any]] = []
-    start: dict[str, Any] | None = None
-    while True:
-        kwargs: dict[str, Any] = {
-            "TableName": table,
-            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :rollup)",
-            "ExpressionAttributeValues": {":pk": {"S": f"usage#{day}"}, ":rollup": {"S": "rollup#"}},
-        }
-        if start:
-            kwargs["ExclusiveStartKey"] = start
-        response = dynamodb.query(**kwargs)
-        for item in response.get("Items", []):
-            task, model = item["sk"]["S"].removeprefix("rollup#").rsplit("#", 1)
-            numbers = {k: Decimal(v["N"]) for k, v in item.items() if "N" in v and k != "ttl"}
-            rows.append({"day": day, "task": task, "model": model, **numbers})
-        start = response.get("LastEvaluatedKey")
-        if not start:
-            return rows
+    for item in read_all(
+        dynamodb.query,
+        TableName=table,
+        KeyConditionExpression="pk = :pk AND begins_with(sk, :rollup)",
+        ExpressionAttributeValues={":pk": {"S": f"usage#{day}"}, ":rollup": {"S": "rollup#"}},
+    ):
+        task, model = item["sk"]["S"].removeprefix("rollup#").rsplit("#", 1)
+        numbers = {k: Decimal(v["N"]) for k, v in item.items() if "N" in v and k != "ttl"}
+        rows.append({"day": day, "task": task, "model": model, **numbers})
+    return rows
 
 
 def day_of(epoch: float) -> str:

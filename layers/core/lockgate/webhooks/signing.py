@@ -69,13 +69,21 @@ def sign(  # noqa: PLR0917 - positional optionals are the published contract
         if event_type:
             headers["x-shopify-topic"] = event_type
     else:  # hmac; scheme_for refused any other scheme
-        raw = digest(key, body, source.algorithm)
-        encoded = raw.hex() if source.encoding == "hex" else base64.b64encode(raw).decode()
-        headers[(source.header or "").lower()] = source.prefix + encoded
-        if source.id_header:
-            headers[source.id_header.lower()] = delivery_id or seed.hex()[:32]
-        if source.event_type_header and event_type:
-            headers[source.event_type_header.lower()] = event_type
+        headers |= _hmac_headers(source, key, body, delivery_id or seed.hex()[:32], event_type)
+    return headers
+
+
+def _hmac_headers(
+    source: SourceConfig, key: bytes, body: bytes, delivery_id: str, event_type: str | None
+) -> dict[str, str]:
+    """A plain-HMAC source's signature header, and its id and event-type headers if it has them."""
+    raw = digest(key, body, source.algorithm)
+    encoded = raw.hex() if source.encoding == "hex" else base64.b64encode(raw).decode()
+    headers = {(source.header or "").lower(): source.prefix + encoded}
+    if source.id_header:
+        headers[source.id_header.lower()] = delivery_id
+    if source.event_type_header and event_type:
+        headers[source.event_type_header.lower()] = event_type
     return headers
 
 

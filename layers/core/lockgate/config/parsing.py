@@ -1,4 +1,4 @@
-"""The deployment's configuration file (``lockgate.toml``), parsed and validated.
+"""Reading ``lockgate.toml``: each section parsed and validated into its config type.
 
 Stdlib only on purpose: the webhook receiver loads this at cold start, and
 pydantic would add ~25% to its import time (see benchmarks/cold_start.py).
@@ -6,151 +6,29 @@ pydantic would add ~25% to its import time (see benchmarks/cold_start.py).
 
 from __future__ import annotations
 
-import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lockgate.config.model import (
+    PATTERNS,
+    REVIEWER_ID,
+    SCHEMES,
+    SECRET_PREFIXES,
+    SOURCE_NAME,
+    ApprovalsConfig,
+    BudgetConfig,
+    CapacityConfig,
+    InboxConfig,
+    LockgateConfig,
+    RateLimitConfig,
+    Reviewer,
+    ScheduleConfig,
+    SourceConfig,
+    ToolApproval,
+)
 from lockgate.errors import ConfigError
-
-SCHEMES = frozenset({"github", "stripe", "standard", "slack", "shopify", "hmac"})
-SECRET_PREFIXES = ("env:", "secretsmanager:")
-SOURCE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
-PATTERNS = ("queue", "veto", "draft")
-REVIEWER_ID = re.compile(r"^[A-Za-z0-9._@-]{1,64}$")
-DEFAULT_MAX_BODY_BYTES = 1_048_576
-
-
-@dataclass(frozen=True)
-class SourceConfig:
-    """One webhook provider: how its deliveries are signed and identified."""
-
-    name: str
-    scheme: str
-    secrets: tuple[str, ...]
-    tolerance_seconds: int = 300
-    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
-    # Options of the generic ``hmac`` scheme.
-    header: str | None = None
-    encoding: str = "hex"
-    prefix: str = ""
-    algorithm: str = "sha256"
-    id_header: str | None = None
-    id_field: str | None = None
-    event_type_header: str | None = None
-    event_type_field: str | None = None
-
-
-@dataclass(frozen=True)
-class InboxConfig:
-    """How deliveries are retried and kept."""
-
-    max_attempts: int = 5
-    backoff_base_seconds: int = 2
-    backoff_cap_seconds: int = 900
-    requeue_after_seconds: int = 120
-    retention_days: int = 14
-    max_item_body_bytes: int = 200_000
-    defer_limit_hours: int = 48  # how long a deferred delivery may keep waiting after it arrived
-
-
-@dataclass(frozen=True)
-class Reviewer:
-    """A person who may approve actions, and how to reach them."""
-
-    id: str
-    name: str
-    roles: tuple[str, ...]
-    email: str | None = None
-
-
-@dataclass(frozen=True)
-class ToolApproval:
-    """Who decides a tool's proposals, how many must agree, and the time limits."""
-
-    roles: tuple[str, ...] = ()
-    reviewers_required: int = 1
-    decide_within_hours: int = 24
-    run_within_hours: int = 1
-    # "queue": waits for approval (default). "veto": runs after veto_minutes unless someone
-    # rejects (only for tools marked reversible). "draft": the assistant prepares, a person sends.
-    pattern: str = "queue"
-    veto_minutes: int = 30
-
-
-@dataclass(frozen=True)
-class ApprovalsConfig:
-    """Reviewers and per-tool approval rules."""
-
-    reviewers: tuple[Reviewer, ...] = ()
-    tools: Mapping[str, ToolApproval] = field(default_factory=dict)
-    max_pending_per_task: int = 20
-    default: ToolApproval = field(default_factory=ToolApproval)
-
-    def for_tool(self, tool: str) -> ToolApproval:
-        """The rule for a tool, or the default."""
-        return self.tools.get(tool, self.default)
-
-    def reviewers_for(self, tool: str) -> tuple[Reviewer, ...]:
-        """Reviewers allowed to decide this tool's proposals (any reviewer when no roles are set)."""
-        roles = set(self.for_tool(tool).roles)
-        return tuple(r for r in self.reviewers if not roles or roles & set(r.roles))
-
-
-@dataclass(frozen=True)
-class BudgetConfig:
-    """Daily (UTC) dollar caps on model calls, shared by every Lambda; None: no cap."""
-
-    daily_usd: float | None = None
-    tasks: Mapping[str, float] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class RateLimitConfig:
-    """A shared per-minute limit; ``tokens_per_minute`` None limits requests only."""
-
-    requests_per_minute: int
-    tokens_per_minute: int | None = None
-
-
-@dataclass(frozen=True)
-class CapacityConfig:
-    """Shared rate limits per model and per source, and the per-process fallbacks."""
-
-    models: Mapping[str, RateLimitConfig] = field(default_factory=dict)
-    sources: Mapping[str, RateLimitConfig] = field(default_factory=dict)
-    fallback_requests_per_minute: int = 5  # per process, while the State table is unavailable
-    retry_budget_ratio: float = 0.2  # retries may add at most this share of first attempts
-    count_tokens: bool = False  # input guard: ask the API's count_tokens endpoint (else estimate)
-
-
-@dataclass(frozen=True)
-class ScheduleConfig:
-    """A task triggered by a schedule: ``[schedules.<name>]`` (its event type is the name)."""
-
-    expression: str  # as in template.yaml: "cron(17 6 ? * MON-FRI *)" (UTC)
-    catch_up: str = "each"  # missed occurrences: "each" enqueues every one, "once" only the latest
-    description: str = ""
-
-
-@dataclass(frozen=True)
-class LockgateConfig:
-    """The whole file."""
-
-    sources: Mapping[str, SourceConfig]
-    inbox: InboxConfig = field(default_factory=InboxConfig)
-    workflows_package: str | None = None
-    approvals: ApprovalsConfig = field(default_factory=ApprovalsConfig)
-    budget: BudgetConfig = field(default_factory=BudgetConfig)
-    capacity: CapacityConfig = field(default_factory=CapacityConfig)
-    schedules: Mapping[str, ScheduleConfig] = field(default_factory=dict)
-
-    def source(self, name: str) -> SourceConfig | None:
-        """The source called ``name``, or None."""
-        return self.sources.get(name)
-
 
 _SOURCE_KEYS = {f for f in SourceConfig.__dataclass_fields__ if f != "name"}
 _INBOX_KEYS = set(InboxConfig.__dataclass_fields__)
