@@ -8,6 +8,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from lockgate.errors import LockgateError
 from lockgate.inbox.queue import InboxQueue
@@ -38,7 +39,28 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lockgate", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
+    _add_local_parsers(commands)
+    targeted = _add_inbox_parsers(commands)
+    iam = commands.add_parser(
+        "iam-report", help="each function's permissions (resource × actions) from the translated template"
+    )
+    iam.add_argument("--template", type=Path, default=ROOT / "template.yaml")
+    iam.set_defaults(run=_iam_report)
+    approvals = add_approvals_parser(commands, default_config=ROOT / "lockgate.toml", run=_approvals)
+    spend = add_spend_parser(commands, run=_spend)
+    add_eval_parser(commands, run=run_eval)
+    add_cost_parser(commands, run=run_cost)
+    jobs = add_jobs_parser(commands, run=_jobs)
+    for sub in (*targeted, *approvals, spend, *jobs):
+        where = sub.add_mutually_exclusive_group()
+        where.add_argument("--local", action="store_true", help="the running `lockgate local` (default)")
+        where.add_argument("--stack", metavar="NAME", help="a deployed CloudFormation stack")
+        sub.add_argument("--region", help="AWS region of --stack")
+    return parser
 
+
+def _add_local_parsers(commands: Any) -> None:
+    """``lockgate local`` and ``lockgate demo``."""
     local = commands.add_parser("local", help="run the embedded stack in the foreground")
     local.add_argument("--config", type=Path, default=ROOT / "lockgate.toml", help="lockgate.toml to use")
     local.add_argument("--port", type=int, default=8787, help="gateway port on 127.0.0.1 (default 8787)")
@@ -58,7 +80,6 @@ def _parser() -> argparse.ArgumentParser:
         "0: no schedules)",
     )
     local.set_defaults(run=_run_local)
-
     demo = commands.add_parser("demo", help="run signed sample deliveries through a fresh local stack")
     demo.add_argument("--config", type=Path, default=ROOT / "lockgate.toml")
     demo.add_argument(
@@ -69,6 +90,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     demo.set_defaults(run=_run_demo)
 
+
+def _add_inbox_parsers(commands: Any) -> list[argparse.ArgumentParser]:
+    """``lockgate inbox status|show|retry`` and ``lockgate runs show``; returns those that take a target."""
     inbox = commands.add_parser("inbox", help="inspect and operate the inbox")
     inbox_commands = inbox.add_subparsers(dest="inbox_command", required=True)
     status = inbox_commands.add_parser("status", help="counts, oldest waiting delivery, failures")
@@ -86,22 +110,7 @@ def _parser() -> argparse.ArgumentParser:
     run_show.add_argument("id", help="the run id: the delivery id it ran for, e.g. helpdesk#msg_123")
     run_show.add_argument("--json", action="store_true", help="the raw run record")
     run_show.set_defaults(run=_runs_show)
-    iam = commands.add_parser(
-        "iam-report", help="each function's permissions (resource × actions) from the translated template"
-    )
-    iam.add_argument("--template", type=Path, default=ROOT / "template.yaml")
-    iam.set_defaults(run=_iam_report)
-    approvals = add_approvals_parser(commands, default_config=ROOT / "lockgate.toml", run=_approvals)
-    spend = add_spend_parser(commands, run=_spend)
-    add_eval_parser(commands, run=run_eval)
-    add_cost_parser(commands, run=run_cost)
-    jobs = add_jobs_parser(commands, run=_jobs)
-    for sub in (status, show, retry, run_show, *approvals, spend, *jobs):
-        where = sub.add_mutually_exclusive_group()
-        where.add_argument("--local", action="store_true", help="the running `lockgate local` (default)")
-        where.add_argument("--stack", metavar="NAME", help="a deployed CloudFormation stack")
-        sub.add_argument("--region", help="AWS region of --stack")
-    return parser
+    return [status, show, retry, run_show]
 
 
 def _target(args: argparse.Namespace) -> Target:

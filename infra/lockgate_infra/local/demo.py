@@ -43,69 +43,48 @@ def order_update(order_id: str, status: str, updated_at: int) -> bytes:
     ).encode()
 
 
+def _email(message_id: str, sender: str, subject: str, text: str) -> bytes:
+    """A helpdesk delivery body."""
+    return json.dumps({"message_id": message_id, "from": sender, "subject": subject, "text": text}).encode()
+
+
+def _order(label: str, status: str, updated_at: int, delivery_id: str) -> Sample:
+    """A partner's update of order A-1042."""
+    body = order_update("A-1042", status, updated_at)
+    return Sample(label, "partner", body, delivery_id, "order.updated", 200)
+
+
 def samples(now: int) -> list[list[Sample]]:
     """Rounds of requests; each round is processed before the next is sent."""
-    where = json.dumps(
-        {
-            "message_id": "msg-demo-1",
-            "from": "ada@example.com",
-            "subject": "Where is my order A-1042?",
-            "text": "Hi, I ordered last week and haven't seen it yet. Where is order A-1042? Thanks, Ada",
-        }
-    ).encode()
-    refund = json.dumps(
-        {
-            "message_id": "msg-demo-2",
-            "from": "grace@example.com",
-            "subject": "Broken teapot, order A-2001",
-            "text": "My order A-2001 arrived broken. Please refund it. Grace",
-        }
-    ).encode()
+    where = _email(
+        "msg-demo-1",
+        "ada@example.com",
+        "Where is my order A-1042?",
+        "Hi, I ordered last week and haven't seen it yet. Where is order A-1042? Thanks, Ada",
+    )
+    refund = _email(
+        "msg-demo-2",
+        "grace@example.com",
+        "Broken teapot, order A-2001",
+        "My order A-2001 arrived broken. Please refund it. Grace",
+    )
+    stale = json.dumps({"id": "evt_demo", "type": "charge.refunded", "created": now - 600}).encode()
+    push = b'{"ref":"refs/heads/main"}'
     return [
         [
-            Sample(
-                "order A-1042 paid",
-                "partner",
-                order_update("A-1042", "paid", now - 60),
-                "p-100",
-                "order.updated",
-                200,
-            ),
-            Sample(
-                "  the provider retries it (duplicate)",
-                "partner",
-                order_update("A-1042", "paid", now - 60),
-                "p-100",
-                "order.updated",
-                200,
-            ),
+            _order("order A-1042 paid", "paid", now - 60, "p-100"),
+            _order("  the provider retries it (duplicate)", "paid", now - 60, "p-100"),
             Sample("email: where is my order? (agent)", "helpdesk", where, "msg-demo-1", "unknown", 200),
             Sample("email: please refund A-2001 (agent)", "helpdesk", refund, "msg-demo-2", "unknown", 200),
-            Sample("GitHub push", "github", b'{"ref":"refs/heads/main"}', "gh-1", "push", 200),
+            Sample("GitHub push", "github", push, "gh-1", "push", 200),
         ],
+        [_order("order A-1042 shipped", "shipped", now, "p-101")],
         [
-            Sample(
-                "order A-1042 shipped",
-                "partner",
-                order_update("A-1042", "shipped", now),
-                "p-101",
-                "order.updated",
-                200,
-            )
-        ],
-        [
-            Sample(
-                "late, older update: A-1042 paid",
-                "partner",
-                order_update("A-1042", "paid", now - 30),
-                "p-099",
-                "order.updated",
-                200,
-            ),
+            _order("late, older update: A-1042 paid", "paid", now - 30, "p-099"),
             Sample(
                 "forged GitHub push (wrong secret)",
                 "github",
-                b'{"ref":"refs/heads/main"}',
+                push,
                 "gh-2",
                 "push",
                 401,
@@ -114,7 +93,7 @@ def samples(now: int) -> list[list[Sample]]:
             Sample(
                 "stale Stripe event (signed 10 min ago)",
                 "stripe",
-                json.dumps({"id": "evt_demo", "type": "charge.refunded", "created": now - 600}).encode(),
+                stale,
                 "evt_demo",
                 "charge.refunded",
                 401,
@@ -186,43 +165,49 @@ def run_demo(
                 print(f"  {status}  {sample.label:<42} {reply:<60} {mark}", file=out)
             stack.drain(timeout=30)
         store = InboxStore(stack.client("dynamodb"), stack.resources["InboxTable"])
-        print("\nWhat the worker did", file=out)
-        for pk in (
-            "partner#p-100",
-            "partner#p-101",
-            "partner#p-099",
-            "partner#p-102",
-            "helpdesk#msg-demo-1",
-            "helpdesk#msg-demo-2",
-            "github#gh-1",
-        ):
-            delivery = store.get(pk)
-            result = delivery.outcome or delivery.last_error or ""
-            print(f"  {delivery.status.value:<9} {pk:<22} attempts={delivery.attempts}  {result}", file=out)
-        ok &= store.get("partner#p-101").outcome == "order A-1042 is now shipped"
-        ok &= (store.get("partner#p-099").outcome or "").startswith("stale, not applied")
-        ok &= store.get("partner#p-102").status.value == "failed"
+        ok &= _show_worker(store, out)
         ok &= _show_agent(stack, out)
         ok &= _approve_refund(stack, gateway.url, config, out)
-        sqs = stack.client("sqs")
-        ops = InboxOps(
-            store, InboxQueue(sqs, stack.resources["InboxQueue"]), sqs, stack.resources["InboxDLQ"]
-        )
-        summary = ops.status(int(time.time()))
-        print("\nInbox status (lockgate inbox status)", file=out)
-        print(
-            "  "
-            + "  ".join(f"{k}: {v}" for k, v in summary.counts.items())
-            + f"   dead letters: {summary.dead_letters}",
-            file=out,
-        )
-        for failed in summary.failed:
-            print(f"  FAILED {failed['id']}: {failed['error']}", file=out)
+        _show_status(stack, store, out)
     print(
         "\nDemo " + ("finished: every reply and outcome was as expected." if ok else "FAILED: see above."),
         file=out,
     )
     return 0 if ok else 1
+
+
+def _show_worker(store: InboxStore, out: TextIO) -> bool:
+    """What the worker did with each delivery; True if the plain handlers' outcomes are as expected."""
+    print("\nWhat the worker did", file=out)
+    for pk in (
+        "partner#p-100",
+        "partner#p-101",
+        "partner#p-099",
+        "partner#p-102",
+        "helpdesk#msg-demo-1",
+        "helpdesk#msg-demo-2",
+        "github#gh-1",
+    ):
+        delivery = store.get(pk)
+        result = delivery.outcome or delivery.last_error or ""
+        print(f"  {delivery.status.value:<9} {pk:<22} attempts={delivery.attempts}  {result}", file=out)
+    return (
+        store.get("partner#p-101").outcome == "order A-1042 is now shipped"
+        and (store.get("partner#p-099").outcome or "").startswith("stale, not applied")
+        and store.get("partner#p-102").status.value == "failed"
+    )
+
+
+def _show_status(stack: LocalStack, store: InboxStore, out: TextIO) -> None:
+    """What ``lockgate inbox status`` says at the end."""
+    sqs = stack.client("sqs")
+    ops = InboxOps(store, InboxQueue(sqs, stack.resources["InboxQueue"]), sqs, stack.resources["InboxDLQ"])
+    summary = ops.status(int(time.time()))
+    print("\nInbox status (lockgate inbox status)", file=out)
+    counts = "  ".join(f"{k}: {v}" for k, v in summary.counts.items())
+    print(f"  {counts}   dead letters: {summary.dead_letters}", file=out)
+    for failed in summary.failed:
+        print(f"  FAILED {failed['id']}: {failed['error']}", file=out)
 
 
 def _show_agent(stack: LocalStack, out: TextIO) -> bool:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -194,25 +194,7 @@ def _add_event(built: BuiltFunction, event_name: str, event: Mapping[str, Any], 
             )
         )
     elif kind == "DynamoDB":
-        table = logical_id_of(raw.get("Stream"), ("StreamArn",))
-        if table is None:
-            raise TemplateError(f"{where}.Stream: use !GetAtt <Table>.StreamArn of a table in this template")
-        built.stream_sources.append(
-            StreamSource(
-                function=function,
-                event=event_name,
-                table=table,
-                starting_position=str(get("StartingPosition", "LATEST")),
-                batch_size=int(get("BatchSize", 100)),
-                report_batch_item_failures="ReportBatchItemFailures" in (get("FunctionResponseTypes") or []),
-                maximum_retry_attempts=_optional_int(get("MaximumRetryAttempts")),
-                bisect_on_error=get("BisectBatchOnFunctionError", False) in (True, "true", "True"),
-                on_failure=logical_id_of(
-                    ((raw.get("DestinationConfig") or {}).get("OnFailure") or {}).get("Destination"), ("Arn",)
-                ),
-                enabled=get("Enabled", True) in (True, "true", "True"),
-            )
-        )
+        built.stream_sources.append(_stream_source(function, event_name, raw, get, where))
     elif kind in ("ScheduleV2", "Schedule"):
         expression = get("ScheduleExpression" if kind == "ScheduleV2" else "Schedule")
         if not isinstance(expression, str):
@@ -231,6 +213,29 @@ def _add_event(built: BuiltFunction, event_name: str, event: Mapping[str, Any], 
         )
     else:
         built.ignored.append(f"{where} ({kind})")
+
+
+def _stream_source(
+    function: str, event_name: str, raw: Mapping[str, Any], get: Callable[..., Any], where: str
+) -> StreamSource:
+    """A DynamoDB stream event: the table it reads, batching, retries and where failures go."""
+    table = logical_id_of(raw.get("Stream"), ("StreamArn",))
+    if table is None:
+        raise TemplateError(f"{where}.Stream: use !GetAtt <Table>.StreamArn of a table in this template")
+    return StreamSource(
+        function=function,
+        event=event_name,
+        table=table,
+        starting_position=str(get("StartingPosition", "LATEST")),
+        batch_size=int(get("BatchSize", 100)),
+        report_batch_item_failures="ReportBatchItemFailures" in (get("FunctionResponseTypes") or []),
+        maximum_retry_attempts=_optional_int(get("MaximumRetryAttempts")),
+        bisect_on_error=get("BisectBatchOnFunctionError", False) in (True, "true", "True"),
+        on_failure=logical_id_of(
+            ((raw.get("DestinationConfig") or {}).get("OnFailure") or {}).get("Destination"), ("Arn",)
+        ),
+        enabled=get("Enabled", True) in (True, "true", "True"),
+    )
 
 
 def build_scheduler_schedule(logical_id: str, properties: Mapping[str, Any], resolver: Resolver) -> Schedule:

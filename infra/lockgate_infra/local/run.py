@@ -156,18 +156,32 @@ def run_local(
         stack.start_pollers()
         if clock_speed is not None:
             stack.start_scheduler(clock_speed)
-        state_file.parent.mkdir(parents=True, exist_ok=True)
-        state_file.write_text(json.dumps(local_state(stack, gateway), indent=2) + "\n", encoding="utf-8")
-        try:
-            _print_banner(stack, gateway, dev_secrets, out)
-            if ready is not None:
-                ready(stack)
-            while not stop.wait(0.5):
-                pass
-        finally:
-            state_file.unlink(missing_ok=True)
+        _serve(
+            stack, gateway, state_file, lambda: _print_banner(stack, gateway, dev_secrets, out), ready, stop
+        )
     print("local stack stopped", file=out)
     return 0
+
+
+def _serve(
+    stack: LocalStack,
+    gateway: Gateway,
+    state_file: Path,
+    banner: Callable[[], None],
+    ready: Callable[[LocalStack], None] | None,
+    stop: threading.Event,
+) -> None:
+    """Publish the state file for ``--local`` CLI calls, then wait for ``stop``; the file goes with us."""
+    state_file.parent.mkdir(parents=True, exist_ok=True)
+    state_file.write_text(json.dumps(local_state(stack, gateway), indent=2) + "\n", encoding="utf-8")
+    try:
+        banner()
+        if ready is not None:
+            ready(stack)
+        while not stop.wait(0.5):
+            pass
+    finally:
+        state_file.unlink(missing_ok=True)
 
 
 def seed_secrets(stack: LocalStack) -> dict[str, str]:

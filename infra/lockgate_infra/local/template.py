@@ -158,17 +158,7 @@ class LocalPlan:
     ) -> LocalPlan:
         """Plan a parsed template; ``parameters`` override the template's Defaults."""
         endpoint_url = endpoint_url.rstrip("/")
-        resources: Mapping[str, Any] = template.get("Resources") or {}
-        # Conditions depend only on parameters and mappings, so a resolver without
-        # resource names can decide which resources exist.
-        conditional = Resolver(template, parameters, {}, {})
-        present = {
-            logical_id: spec
-            for logical_id, spec in resources.items()
-            if "Condition" not in spec or conditional.condition(spec["Condition"], logical_id)
-        }
-        refs, attributes = local_references(present, endpoint_url)
-        resolver = Resolver(template, parameters, refs, attributes)
+        present, resolver = _present(template, parameters, endpoint_url)
         root = Path(base_dir) if base_dir is not None else Path.cwd()
         globals_ = (template.get("Globals") or {}).get("Function") or {}
 
@@ -254,3 +244,20 @@ class LocalPlan:
     def account_id(self) -> str:
         """The account moto reports."""
         return ACCOUNT_ID
+
+
+def _present(
+    template: Mapping[str, Any], parameters: Mapping[str, str] | None, endpoint_url: str
+) -> tuple[dict[str, Any], Resolver]:
+    """The resources whose conditions hold, and a resolver that knows their local names."""
+    resources: Mapping[str, Any] = template.get("Resources") or {}
+    # Conditions depend only on parameters and mappings, so a resolver without
+    # resource names can decide which resources exist.
+    conditional = Resolver(template, parameters, {}, {})
+    present = {
+        logical_id: spec
+        for logical_id, spec in resources.items()
+        if "Condition" not in spec or conditional.condition(spec["Condition"], logical_id)
+    }
+    refs, attributes = local_references(present, endpoint_url)
+    return present, Resolver(template, parameters, refs, attributes)
