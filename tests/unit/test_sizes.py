@@ -16,9 +16,6 @@ WAITING = {
     "layers/core/lockgate/capacity/spend.py": 382,  # shrinks when reserve() goes (the gate is the one path)
     "infra/lockgate_infra/local/stack.py": 364,
     "infra/lockgate_infra/cost/meter.py": 343,
-    "infra/lockgate_infra/local/gateway.py": 313,
-    "infra/lockgate_infra/local/gateway.py:_handler_for": 79,
-    "infra/lockgate_infra/local/gateway.py:build_event": 70,
     "benchmarks/cold_start.py": 379,
     "benchmarks/receipt_calls.py": 351,
     "benchmarks/load.py": 316,

@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
-import base64
-import json
 import logging
 import re
 import threading
 import time
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Self
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import unquote, urlsplit
 
+from lockgate_infra.local.apigw import build_event, http_response
 from lockgate_infra.local.functions import Route
-from lockgate_infra.local.intrinsics import ACCOUNT_ID
 
 log = logging.getLogger("lockgate_infra.local")
 
@@ -69,103 +66,6 @@ class RouteTable:
             if found is not None:
                 return compiled.route, dict(zip(compiled.names, found.groups(), strict=True))
         return None
-
-
-def build_event(
-    *,
-    method: str,
-    target: str,
-    headers: Sequence[tuple[str, str]],
-    body: bytes,
-    route: Route,
-    path_parameters: dict[str, str],
-    source_ip: str,
-    always_base64: bool = False,
-    api_id: str = "local",
-    request_id: str | None = None,
-    now: float | None = None,
-) -> dict[str, Any]:
-    """The payload-2.0 event API Gateway would send for this request."""
-    now = time.time() if now is None else now
-    split = urlsplit(target)
-    joined: dict[str, str] = {}
-    cookies: list[str] = []
-    for name, value in headers:
-        key = name.lower()
-        if key == "cookie":  # 2.0 moves cookies out of the headers
-            cookies += [c.strip() for c in value.split(";") if c.strip()]
-        else:
-            joined[key] = f"{joined[key]},{value}" if key in joined else value
-    joined.setdefault("x-forwarded-for", source_ip)
-    joined.setdefault("x-forwarded-proto", "http")
-    query: dict[str, str] = {}
-    for key, value in parse_qsl(split.query, keep_blank_values=True):
-        query[key] = f"{query[key]},{value}" if key in query else value
-    domain = joined.get("host", "localhost").split(":")[0]
-    event: dict[str, Any] = {
-        "version": "2.0",
-        "routeKey": route.route_key,
-        "rawPath": split.path or "/",
-        "rawQueryString": split.query,
-        "headers": joined,
-        "requestContext": {
-            "accountId": ACCOUNT_ID,
-            "apiId": api_id,
-            "domainName": domain,
-            "domainPrefix": domain.split(".")[0],
-            "http": {
-                "method": method.upper(),
-                "path": split.path or "/",
-                "protocol": "HTTP/1.1",
-                "sourceIp": source_ip,
-                "userAgent": joined.get("user-agent", ""),
-            },
-            "requestId": request_id or str(uuid.uuid4()),
-            "routeKey": route.route_key,
-            "stage": "$default",
-            "time": time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(now)),
-            "timeEpoch": int(now * 1000),
-        },
-        "isBase64Encoded": False,
-    }
-    if cookies:
-        event["cookies"] = cookies
-    if query:
-        event["queryStringParameters"] = query
-    if path_parameters:
-        event["pathParameters"] = path_parameters
-    if body:
-        text = None if always_base64 else _utf8(body)
-        if text is None:
-            event["body"], event["isBase64Encoded"] = base64.b64encode(body).decode("ascii"), True
-        else:
-            event["body"] = text
-    return event
-
-
-def _utf8(body: bytes) -> str | None:
-    try:
-        return body.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-
-
-def http_response(result: Any) -> tuple[int, list[tuple[str, str]], bytes]:
-    """Status, headers and body from a handler's 2.0 response; ValueError if API Gateway would refuse it."""
-    if not (isinstance(result, dict) and "statusCode" in result):
-        # 2.0 infers a response from any other JSON value.
-        return 200, [("content-type", "application/json")], json.dumps(result).encode()
-    status = result["statusCode"]
-    if not isinstance(status, int) or isinstance(status, bool) or not 100 <= status <= 599:
-        raise ValueError(f"statusCode must be an HTTP status, got {status!r}")
-    headers = [(str(k), str(v)) for k, v in (result.get("headers") or {}).items()]
-    headers += [("set-cookie", str(c)) for c in result.get("cookies") or []]
-    body = result.get("body")
-    if body is None:
-        return status, headers, b""
-    if not isinstance(body, str):
-        raise ValueError(f"body must be a string, got {type(body).__name__}")
-    return status, headers, base64.b64decode(body) if result.get("isBase64Encoded") else body.encode()
 
 
 class Gateway:
@@ -232,82 +132,87 @@ class _Server(ThreadingHTTPServer):
     request_queue_size = 128
 
 
+class _GatewayHandler(BaseHTTPRequestHandler):
+    """One request: routed, turned into a payload-2.0 event, answered with the function's reply."""
+
+    server_version = "lockgate-local-gateway"
+    gateway: Gateway  # set per server by _handler_for
+
+    def dispatch(self) -> None:
+        started = time.monotonic()
+        status = self._respond()
+        log.info("%s %s -> %d (%d ms)", self.command, self.path, status, (time.monotonic() - started) * 1000)
+
+    def _respond(self) -> int:
+        body = self._read_body()
+        if body is None:
+            return self._send(
+                413, [("content-type", "application/json")], b'{"message":"Request Entity Too Large"}'
+            )
+        matched = self.gateway.routes.match(self.command, unquote(urlsplit(self.path).path) or "/")
+        if matched is None:
+            return self._send(404, [("content-type", "application/json")], b'{"message":"Not Found"}')
+        route, parameters = matched
+        event = build_event(
+            method=self.command,
+            target=self.path,
+            headers=list(self.headers.items()),
+            body=body,
+            route=route,
+            path_parameters=parameters,
+            source_ip=self.client_address[0],
+            always_base64=self.gateway.always_base64,
+        )
+        try:
+            status, headers, payload = http_response(self.gateway.invoke(route.function, event))
+        except Exception:  # noqa: BLE001 - API Gateway answers 500 to any failed invocation
+            log.exception("%s failed on %s %s", route.function, self.command, self.path)
+            return self._send(
+                500, [("content-type", "application/json")], b'{"message":"Internal Server Error"}'
+            )
+        return self._send(status, headers, payload)
+
+    def _read_body(self) -> bytes | None:
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            body = self._read_chunks()
+            return body if len(body) <= self.gateway.max_body_bytes else None
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > self.gateway.max_body_bytes:
+            self.close_connection = True
+            return None
+        return self.rfile.read(length) if length else b""
+
+    def _read_chunks(self) -> bytes:
+        chunks = []
+        while size := int(self.rfile.readline().split(b";")[0].strip() or b"0", 16):
+            chunks.append(self.rfile.read(size))
+            self.rfile.readline()  # the CRLF closing each chunk
+        while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+            pass  # trailers, up to the blank line
+        return b"".join(chunks)
+
+    def _send(self, status: int, headers: list[tuple[str, str]], body: bytes) -> int:
+        self.send_response(status)
+        for name, value in headers:
+            if name.lower() not in ("content-length", "transfer-encoding", "connection"):
+                self.send_header(name, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+        return status
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+        log.debug("gateway: " + format, *args)
+
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        pass  # dispatch logs one line per request, with the time taken
+
+
+for _method in ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"):
+    setattr(_GatewayHandler, f"do_{_method}", _GatewayHandler.dispatch)
+
+
 def _handler_for(gateway: Gateway) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        server_version = "lockgate-local-gateway"
-
-        def dispatch(self) -> None:
-            started = time.monotonic()
-            status = self._respond()
-            log.info(
-                "%s %s -> %d (%d ms)", self.command, self.path, status, (time.monotonic() - started) * 1000
-            )
-
-        def _respond(self) -> int:
-            body = self._read_body()
-            if body is None:
-                return self._send(
-                    413, [("content-type", "application/json")], b'{"message":"Request Entity Too Large"}'
-                )
-            matched = gateway.routes.match(self.command, unquote(urlsplit(self.path).path) or "/")
-            if matched is None:
-                return self._send(404, [("content-type", "application/json")], b'{"message":"Not Found"}')
-            route, parameters = matched
-            event = build_event(
-                method=self.command,
-                target=self.path,
-                headers=list(self.headers.items()),
-                body=body,
-                route=route,
-                path_parameters=parameters,
-                source_ip=self.client_address[0],
-                always_base64=gateway.always_base64,
-            )
-            try:
-                status, headers, payload = http_response(gateway.invoke(route.function, event))
-            except Exception:  # noqa: BLE001 - API Gateway answers 500 to any failed invocation
-                log.exception("%s failed on %s %s", route.function, self.command, self.path)
-                return self._send(
-                    500, [("content-type", "application/json")], b'{"message":"Internal Server Error"}'
-                )
-            return self._send(status, headers, payload)
-
-        def _read_body(self) -> bytes | None:
-            if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-                body = self._read_chunks()
-                return body if len(body) <= gateway.max_body_bytes else None
-            length = int(self.headers.get("Content-Length") or 0)
-            if length > gateway.max_body_bytes:
-                self.close_connection = True
-                return None
-            return self.rfile.read(length) if length else b""
-
-        def _read_chunks(self) -> bytes:
-            chunks = []
-            while size := int(self.rfile.readline().split(b";")[0].strip() or b"0", 16):
-                chunks.append(self.rfile.read(size))
-                self.rfile.readline()  # the CRLF closing each chunk
-            while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                pass  # trailers, up to the blank line
-            return b"".join(chunks)
-
-        def _send(self, status: int, headers: list[tuple[str, str]], body: bytes) -> int:
-            self.send_response(status)
-            for name, value in headers:
-                if name.lower() not in ("content-length", "transfer-encoding", "connection"):
-                    self.send_header(name, value)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(body)
-            return status
-
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
-            log.debug("gateway: " + format, *args)
-
-        def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
-            pass  # dispatch logs one line per request, with the time taken
-
-    for method in ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"):
-        setattr(Handler, f"do_{method}", Handler.dispatch)
-    return Handler
+    """The request handler class for one gateway (the HTTP server makes one instance per request)."""
+    return type("Handler", (_GatewayHandler,), {"gateway": gateway})
