@@ -3,27 +3,30 @@ and the template's functions loaded as Lambda would load them."""
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import logging
 import os
-import re
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
 import boto3
 
+from lockgate_infra.local.environment import (
+    DUMMY_CREDENTIALS,
+    EnvironmentPatch,
+    localise_api_url,
+    names_local_api,
+    point_at_moto,
+)
 from lockgate_infra.local.gateway import Gateway
-from lockgate_infra.local.intrinsics import REGION
 from lockgate_infra.local.moto_server import MotoServer
 from lockgate_infra.local.poller import SqsPoller
 from lockgate_infra.local.provision import create_resources
-from lockgate_infra.local.resources import LOCAL_PREFIX
 from lockgate_infra.local.runtime import LocalFunction, import_handler_module
 from lockgate_infra.local.scheduler import LocalScheduler
 from lockgate_infra.local.streams import StreamPoller
@@ -31,52 +34,11 @@ from lockgate_infra.local.template import LocalPlan, StreamSource
 
 log = logging.getLogger("lockgate_infra.local")
 
-DUMMY_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
-# Anything that could send a handler's boto3 calls somewhere other than moto.
-_ESCAPES = ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN",
-            "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS")  # fmt: skip
-# An HTTP API's deployed base URL as the plan resolves it (resources.local_api_url).
-_LOCAL_API_URL = re.compile(
-    rf"https://{re.escape(LOCAL_PREFIX)}[a-z0-9-]+\.execute-api\.{re.escape(REGION)}\.amazonaws\.com"
-)
-
 
 def default_template_path() -> Path:
     """``template.yaml`` in the working directory, else at the root of this checkout."""
     here = Path.cwd() / "template.yaml"
     return here if here.is_file() else Path(__file__).resolve().parents[3] / "template.yaml"
-
-
-class _EnvironmentPatch:
-    """Changes to ``os.environ`` that can be undone exactly."""
-
-    def __init__(self) -> None:
-        self._saved: dict[str, str | None] = {}
-
-    def set(self, key: str, value: str) -> None:
-        self._saved.setdefault(key, os.environ.get(key))
-        os.environ[key] = value
-
-    def unset(self, key: str) -> None:
-        self._saved.setdefault(key, os.environ.get(key))
-        os.environ.pop(key, None)
-
-    @contextlib.contextmanager
-    def hidden(self, keys: Iterable[str]) -> Iterator[None]:
-        """``keys`` absent from ``os.environ`` inside the block, back as they were after it."""
-        held = {key: os.environ.pop(key) for key in list(keys) if key in os.environ}
-        try:
-            yield
-        finally:
-            os.environ.update(held)
-
-    def restore(self) -> None:
-        for key, value in self._saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-        self._saved.clear()
 
 
 class LocalStack:
@@ -105,7 +67,7 @@ class LocalStack:
         self._overrides = dict(environment or {})  # applied over every function's environment
         self._reset = reset
         self._server = MotoServer(host, port, serialise_dynamodb=serialise_dynamodb)
-        self._env = _EnvironmentPatch()
+        self._env = EnvironmentPatch()
         self._functions: dict[str, LocalFunction] = {}
         self._env_owners: dict[str, str] = {}  # variable → the function that set it
         self._load_lock = threading.Lock()
@@ -340,25 +302,14 @@ class LocalStack:
 
     def _localise(self, value: str) -> str:
         """An HTTP API's deployed URL in an environment value becomes the gateway's, once it runs."""
-        if self.gateway is None:
-            return value
-        return _LOCAL_API_URL.sub(self.gateway.url, value)
+        return value if self.gateway is None else localise_api_url(value, self.gateway.url)
 
     def _relocalise_loaded_environment(self) -> None:
         """Functions loaded before the gateway started get its URL too (read at call time)."""
         for logical_id in self._functions:
             for key, value in self.plan.functions[logical_id].environment.items():
-                if key not in self._overrides and _LOCAL_API_URL.search(value):
+                if key not in self._overrides and names_local_api(value):
                     self._env.set(key, self._localise(value))
 
     def _point_environment_at_moto(self) -> None:
-        for key in [*_ESCAPES, *(k for k in os.environ if k.startswith("AWS_ENDPOINT_URL_"))]:
-            self._env.unset(key)
-        for key, value in {
-            "AWS_ENDPOINT_URL": self.endpoint_url,
-            **DUMMY_CREDENTIALS,
-            "AWS_DEFAULT_REGION": "us-east-1",
-            "AWS_REGION": "us-east-1",
-            "LOCKGATE_CONFIG": str(self.config_path),
-        }.items():
-            self._env.set(key, value)
+        point_at_moto(self._env, self.endpoint_url, str(self.config_path))

@@ -1,0 +1,80 @@
+"""The process environment the local stack's functions see: moto's endpoint and dummy credentials,
+nothing that could reach a real account, and each change undone exactly when the stack stops."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from collections.abc import Iterable, Iterator
+
+from lockgate_infra.local.intrinsics import REGION
+from lockgate_infra.local.resources import LOCAL_PREFIX
+
+DUMMY_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
+# Anything that could send a handler's boto3 calls somewhere other than moto.
+_ESCAPES = ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN",
+            "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS")  # fmt: skip
+# An HTTP API's deployed base URL as the plan resolves it (resources.local_api_url).
+_LOCAL_API_URL = re.compile(
+    rf"https://{re.escape(LOCAL_PREFIX)}[a-z0-9-]+\.execute-api\.{re.escape(REGION)}\.amazonaws\.com"
+)
+
+
+class EnvironmentPatch:
+    """Changes to ``os.environ`` that can be undone exactly."""
+
+    def __init__(self) -> None:
+        self._saved: dict[str, str | None] = {}
+
+    def set(self, key: str, value: str) -> None:
+        """Set ``key``, remembering what it was."""
+        self._saved.setdefault(key, os.environ.get(key))
+        os.environ[key] = value
+
+    def unset(self, key: str) -> None:
+        """Remove ``key``, remembering what it was."""
+        self._saved.setdefault(key, os.environ.get(key))
+        os.environ.pop(key, None)
+
+    @contextlib.contextmanager
+    def hidden(self, keys: Iterable[str]) -> Iterator[None]:
+        """``keys`` absent from ``os.environ`` inside the block, back as they were after it."""
+        held = {key: os.environ.pop(key) for key in list(keys) if key in os.environ}
+        try:
+            yield
+        finally:
+            os.environ.update(held)
+
+    def restore(self) -> None:
+        """Every changed key back as it was."""
+        for key, value in self._saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        self._saved.clear()
+
+
+def point_at_moto(env: EnvironmentPatch, endpoint_url: str, config_path: str) -> None:
+    """Every boto3 client the functions make goes to moto, with dummy credentials, in us-east-1."""
+    for key in [*_ESCAPES, *(k for k in os.environ if k.startswith("AWS_ENDPOINT_URL_"))]:
+        env.unset(key)
+    for key, value in {
+        "AWS_ENDPOINT_URL": endpoint_url,
+        **DUMMY_CREDENTIALS,
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_REGION": "us-east-1",
+        "LOCKGATE_CONFIG": config_path,
+    }.items():
+        env.set(key, value)
+
+
+def names_local_api(value: str) -> bool:
+    """Whether an environment value holds an HTTP API's deployed-style URL."""
+    return _LOCAL_API_URL.search(value) is not None
+
+
+def localise_api_url(value: str, gateway_url: str) -> str:
+    """The value with every HTTP API URL replaced by the running gateway's."""
+    return _LOCAL_API_URL.sub(gateway_url, value)
