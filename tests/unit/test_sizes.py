@@ -15,7 +15,6 @@ MODULE_LINES, FUNCTION_LINES = 300, 60
 WAITING = {
     "layers/core/lockgate/capacity/spend.py": 382,  # shrinks when reserve() goes (the gate is the one path)
     "infra/lockgate_infra/local/stack.py": 315,
-    "infra/lockgate_infra/cost/meter.py": 343,
     "benchmarks/cold_start.py": 379,
     "benchmarks/receipt_calls.py": 351,
     "benchmarks/load.py": 316,

@@ -18,7 +18,7 @@ from lockgate_infra.cli.jobs import add_jobs_parser, run_jobs
 from lockgate_infra.cli.ops import InboxOps
 from lockgate_infra.cli.spend import add_spend_parser
 from lockgate_infra.cli.targets import Target, TargetError, deployed_target, local_target
-from lockgate_infra.cost.meter import add_cost_parser, run_cost
+from lockgate_infra.cost.report import add_cost_parser, run_cost
 from lockgate_infra.evals.cli import add_eval_parser, run_eval
 
 ROOT = Path(__file__).resolve().parents[3]
