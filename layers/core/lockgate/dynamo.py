@@ -15,13 +15,16 @@ Page = tuple[list[dict[str, Any]], dict[str, Any] | None]
 
 def read_page(call: Callable[..., Any], start: dict[str, Any] | None, **request: Any) -> Page:
     """One page of ``client.query`` or ``client.scan`` from ``start``, and where the next begins (or None)."""
-    if start:
-        request["ExclusiveStartKey"] = start
+    response = _page(call, start, request)
+    return response.get("Items", []), response.get("LastEvaluatedKey")
+
+
+def _page(call: Callable[..., Any], start: dict[str, Any] | None, request: dict[str, Any]) -> Any:
+    """One paged read from ``start``; StoreUnavailable when the table cannot be read."""
     try:
-        response = call(**request)
+        return call(**request, **({"ExclusiveStartKey": start} if start else {}))
     except (ClientError, BotoCoreError) as exc:
         raise StoreUnavailable(type(exc).__name__) from exc
-    return response.get("Items", []), response.get("LastEvaluatedKey")
 
 
 def read_all(call: Callable[..., Any], **request: Any) -> list[dict[str, Any]]:
@@ -37,12 +40,7 @@ def count_all(call: Callable[..., Any], **request: Any) -> int:
     """The total ``Count`` of a ``Select="COUNT"`` query or scan, page after page."""
     total, start = 0, None
     while True:
-        if start:
-            request["ExclusiveStartKey"] = start
-        try:
-            response = call(**request)
-        except (ClientError, BotoCoreError) as exc:
-            raise StoreUnavailable(type(exc).__name__) from exc
+        response = _page(call, start, request)
         total += int(response.get("Count", 0))
         start = response.get("LastEvaluatedKey")
         if not start:
