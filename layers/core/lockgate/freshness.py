@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -10,11 +10,16 @@ from lockgate.clock import Clock
 from lockgate.dynamo import conditional_failed
 from lockgate.errors import StaleEvent, StoreUnavailable
 
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
 
 class EntityVersions:
     """Per-entity high-water marks of provider event time, in the State table."""
 
-    def __init__(self, dynamodb: Any, table_name: str, clock: Clock, ttl_seconds: int = 30 * 86_400) -> None:
+    def __init__(
+        self, dynamodb: DynamoDBClient, table_name: str, clock: Clock, ttl_seconds: int = 30 * 86_400
+    ) -> None:
         self._db = dynamodb
         self._clock = clock
         self._table = table_name

@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -21,6 +21,9 @@ from lockgate.actions.tools import OutcomeUnknown, ToolError
 from lockgate.clock import Clock
 from lockgate.dynamo import error_code, read_page, write_if
 from lockgate.errors import Deferred, LockgateError, StoreUnavailable
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
 
 RETENTION_SECONDS = 90 * 86_400
 # A sparse index: only IN_PROGRESS and UNKNOWN entries carry ``open_state``, so the reconcile job
@@ -88,7 +91,9 @@ def idempotency_key_for(op_key: str) -> str:
 class Ledger:
     """Runs side effects through conditional writes in the State table."""
 
-    def __init__(self, dynamodb: Any, table_name: str, clock: Clock, lease_seconds: int = 120) -> None:
+    def __init__(
+        self, dynamodb: DynamoDBClient, table_name: str, clock: Clock, lease_seconds: int = 120
+    ) -> None:
         self._db = dynamodb
         self._table = table_name
         self._clock = clock
@@ -142,25 +147,20 @@ class Ledger:
     def mark_unknown_if_stuck(self, op_key: str) -> bool:
         """An IN_PROGRESS operation past its lease becomes UNKNOWN (its executor died mid-call)."""
         now = int(self._clock.now())
-        try:
-            self._db.update_item(
-                TableName=self._table,
-                Key=_key(op_key),
-                UpdateExpression="SET #st = :unknown, open_state = :unknown, updated_at = :now, #err = :why",
-                ConditionExpression="#st = :running AND lease_expires_at < :now",
-                ExpressionAttributeNames={"#st": "state", "#err": "error"},
-                ExpressionAttributeValues={
-                    ":unknown": {"S": OpState.UNKNOWN.value},
-                    ":running": {"S": OpState.IN_PROGRESS.value},
-                    ":now": {"N": str(now)},
-                    ":why": {"S": "executor stopped mid-call; outcome unknown"},
-                },
-            )
-        except ClientError as exc:
-            if error_code(exc) == "ConditionalCheckFailedException":
-                return False
-            raise StoreUnavailable(error_code(exc)) from exc
-        return True
+        return write_if(
+            self._db.update_item,
+            TableName=self._table,
+            Key=_key(op_key),
+            UpdateExpression="SET #st = :unknown, open_state = :unknown, updated_at = :now, #err = :why",
+            ConditionExpression="#st = :running AND lease_expires_at < :now",
+            ExpressionAttributeNames={"#st": "state", "#err": "error"},
+            ExpressionAttributeValues={
+                ":unknown": {"S": OpState.UNKNOWN.value},
+                ":running": {"S": OpState.IN_PROGRESS.value},
+                ":now": {"N": str(now)},
+                ":why": {"S": "executor stopped mid-call; outcome unknown"},
+            },
+        )
 
     def open_page(
         self, state: OpState, start: dict[str, Any] | None = None, limit: int = 50

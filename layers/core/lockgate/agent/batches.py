@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -24,6 +24,9 @@ from lockgate.model.client import ModelRequest
 from lockgate.model.errors import classify
 from lockgate.model.pricing import estimate_usd
 from lockgate.telemetry import Log, Metrics
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
 
 # How long the event waits before it looks for the answer again. Each look is a worker attempt,
 # so with the inbox's 5 attempts an event waits about 4 hours; most batches end within one.
@@ -42,7 +45,7 @@ class Batches:
     def __init__(
         self,
         client_factory: Callable[[], Any],
-        dynamodb: Any,
+        dynamodb: DynamoDBClient,
         table: str,
         runs: RunStore,
         clock: Clock,

@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from lockgate.clock import Clock
 from lockgate.dynamo import error_code, read_all
 from lockgate.errors import StoreUnavailable
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
 
 RETENTION_SECONDS = 30 * 86_400
 MAX_STEP_JSON = 350_000  # a DynamoDB item holds 400 KB
@@ -54,7 +57,7 @@ class Run:
 class RunStore:
     """Reads and writes runs; a step, once written, is never overwritten."""
 
-    def __init__(self, dynamodb: Any, table_name: str, clock: Clock) -> None:
+    def __init__(self, dynamodb: DynamoDBClient, table_name: str, clock: Clock) -> None:
         self._db = dynamodb
         self._table = table_name
         self._clock = clock

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -24,6 +24,9 @@ from lockgate.errors import StoreUnavailable
 from lockgate.inbox.queue import InboxQueue
 from lockgate.inbox.store import InboxStore
 from lockgate.telemetry import Log, Metrics
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
 
 
 class Choice(StrEnum):
@@ -84,7 +87,7 @@ def state_of(
 class DecisionStore:
     """The Decisions table. The worker's role may only read it."""
 
-    def __init__(self, dynamodb: Any, table_name: str) -> None:
+    def __init__(self, dynamodb: DynamoDBClient, table_name: str) -> None:
         self._db = dynamodb
         self._table = table_name
 

@@ -5,12 +5,15 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from lockgate.dynamo import conditional_failed, read_page
 from lockgate.errors import StoreUnavailable
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
 
 HOUR = 3_600
 RETENTION_SECONDS = 30 * 86_400
@@ -105,7 +108,7 @@ def answers_only(proposal: Proposal) -> bool:
 class ProposalStore:
     """The Approvals table: conditional, write-once puts; reads for the pages and the executor."""
 
-    def __init__(self, dynamodb: Any, table_name: str) -> None:
+    def __init__(self, dynamodb: DynamoDBClient, table_name: str) -> None:
         self._db = dynamodb
         self._table = table_name
 

@@ -24,10 +24,10 @@ from typing import Protocol
 
 from lockgate.capacity.breaker import CircuitBreaker, CircuitOpen
 from lockgate.capacity.gate import Gate
-from lockgate.capacity.spend import Reservation, estimate_usd, input_tokens_upper_bound
+from lockgate.capacity.spend import Reservation, input_tokens_upper_bound
 from lockgate.errors import Deferred, PermanentFailure
 from lockgate.model.client import ModelClient, ModelError, ModelReply, ModelRequest
-from lockgate.model.pricing import cost_usd
+from lockgate.model.pricing import cost_usd, estimate_usd
 from lockgate.model.response_cache import ResponseCache
 from lockgate.telemetry import Log, Metrics
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import uuid
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -19,6 +19,9 @@ from lockgate.clock import Clock
 from lockgate.dynamo import dec, error_code, num
 from lockgate.errors import Deferred
 from lockgate.telemetry import Log, Metrics
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
 
 __all__ = ["CircuitBreaker", "CircuitOpen"]
 
@@ -34,7 +37,7 @@ class CircuitBreaker:
 
     def __init__(
         self,
-        dynamodb: Any,
+        dynamodb: DynamoDBClient,
         table: str,
         clock: Clock,
         *,

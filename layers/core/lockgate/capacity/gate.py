@@ -24,7 +24,7 @@ Trade-offs, chosen on purpose:
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -32,6 +32,9 @@ from lockgate.capacity.ratelimit import BucketUnavailable, RateLimited, RateLimi
 from lockgate.capacity.spend import Hold, Reservation, SpendCaps
 from lockgate.clock import Clock
 from lockgate.dynamo import error_code
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
 
 MAX_TRIES = 6  # transactions per admission before treating the buckets as contended
 
@@ -48,7 +51,7 @@ class Gate:
     """Admits one model call through the spend caps and the rate buckets with one write."""
 
     def __init__(
-        self, dynamodb: Any, clock: Clock, *, spend: SpendCaps | None, limiter: RateLimiter | None
+        self, dynamodb: DynamoDBClient, clock: Clock, *, spend: SpendCaps | None, limiter: RateLimiter | None
     ) -> None:
         self._db = dynamodb
         self._clock = clock
@@ -160,7 +163,9 @@ class Gate:
                 raise _Failed([{"Code": "ConditionalCheckFailed", "Item": item}]) from exc
             return
         try:
-            self._db.transact_write_items(TransactItems=[{"Update": u} for u in updates])
+            # The updates are built as plain dicts (the spend and rate modules share their shape).
+            items: list[Any] = [{"Update": u} for u in updates]
+            self._db.transact_write_items(TransactItems=items)
         except ClientError as exc:
             if error_code(exc) != "TransactionCanceledException":
                 raise

@@ -28,7 +28,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -36,6 +36,9 @@ from lockgate.clock import Clock
 from lockgate.dynamo import dec, error_code, num
 from lockgate.errors import Deferred
 from lockgate.telemetry import Log, Metrics
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
 
 __all__ = ["Bucket", "BucketUnavailable", "RateLimited", "RateLimiter", "Take"]
 
@@ -76,7 +79,7 @@ class RateLimiter:
 
     def __init__(
         self,
-        dynamodb: Any,
+        dynamodb: DynamoDBClient,
         table: str,
         clock: Clock,
         *,

@@ -23,7 +23,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -31,18 +31,10 @@ from lockgate.clock import Clock
 from lockgate.config import BudgetConfig
 from lockgate.dynamo import error_code
 from lockgate.errors import Deferred
-from lockgate.model.pricing import estimate_usd
 from lockgate.telemetry import Log, Metrics
 
-__all__ = [
-    "Hold",
-    "Reservation",
-    "SpendCapReached",
-    "SpendCaps",
-    "SpendUnavailable",
-    "estimate_usd",
-    "input_tokens_upper_bound",
-]
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
 
 TTL_SECONDS = 40 * 86_400
 NEAR_CAP = Decimal("0.8")  # share of the cap spent that counts as "near"
@@ -98,7 +90,7 @@ class SpendCaps:
 
     def __init__(
         self,
-        dynamodb: Any,
+        dynamodb: DynamoDBClient,
         table: str,
         clock: Clock,
         *,
@@ -366,7 +358,7 @@ def _seconds_to_next_day(now: float) -> int:
 
 
 def daily_caps(
-    budget: BudgetConfig, dynamodb: Any, table: str, clock: Clock, *, metrics: Metrics, log: Log
+    budget: BudgetConfig, dynamodb: DynamoDBClient, table: str, clock: Clock, *, metrics: Metrics, log: Log
 ) -> SpendCaps | None:
     """The daily dollar caps of ``[budget]``, held in ``table``; None when no daily cap is set."""
     if budget.daily_usd is None:

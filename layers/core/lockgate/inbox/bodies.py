@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import TYPE_CHECKING
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from lockgate.errors import StoreUnavailable
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
 
 PREFIX = "bodies/"
 
@@ -15,7 +18,7 @@ PREFIX = "bodies/"
 class BodyStore:
     """Puts and gets delivery bodies in the body bucket."""
 
-    def __init__(self, s3: Any, bucket: str) -> None:
+    def __init__(self, s3: S3Client, bucket: str) -> None:
         self._s3 = s3
         self._bucket = bucket
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from lockgate.errors import QueueUnavailable
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
 
 # SQS caps a message's visibility timeout at 12 hours.
 MAX_VISIBILITY_SECONDS = 43_200
@@ -16,7 +19,7 @@ MAX_VISIBILITY_SECONDS = 43_200
 class InboxQueue:
     """Sends delivery pointers and defers messages for backoff."""
 
-    def __init__(self, sqs: Any, queue_url: str) -> None:
+    def __init__(self, sqs: SQSClient, queue_url: str) -> None:
         self._sqs = sqs
         self._url = queue_url
 
@@ -46,7 +49,7 @@ class InboxQueue:
 class DeadLetters:
     """Where deliveries past the attempt limit are set aside, with their error."""
 
-    def __init__(self, sqs: Any, queue_url: str) -> None:
+    def __init__(self, sqs: SQSClient, queue_url: str) -> None:
         self._sqs = sqs
         self._url = queue_url
 

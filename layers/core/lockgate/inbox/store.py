@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from lockgate.dynamo import conditional_failed, count_all, error_code, read_page, write_if
 from lockgate.errors import Deferred, DeliveryNotFound, LeaseLost, NotClaimable, StoreUnavailable
 from lockgate.inbox.models import Delivery, Status, to_attribute
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
 
 STATUS_INDEX = "by-status"
 MAX_ERROR_CHARS = 500
@@ -26,7 +29,7 @@ class Stored:
 class InboxStore:
     """Reads and conditionally writes inbox items. The client is injected."""
 
-    def __init__(self, dynamodb: Any, table_name: str) -> None:
+    def __init__(self, dynamodb: DynamoDBClient, table_name: str) -> None:
         self._db = dynamodb
         self._table = table_name
 

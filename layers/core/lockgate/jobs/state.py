@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -19,6 +19,9 @@ from lockgate.dynamo import error_code as _code
 from lockgate.dynamo import read_page, write_if
 from lockgate.errors import LeaseLost, StoreUnavailable
 from lockgate.inbox.models import to_attribute
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
 
 PARTITION = "jobs"
 MAX_ERROR_CHARS = 500
@@ -76,7 +79,7 @@ class Acquired:
 class JobStateStore:
     """Conditional reads and writes of job rows; the client is injected."""
 
-    def __init__(self, dynamodb: Any, table_name: str) -> None:
+    def __init__(self, dynamodb: DynamoDBClient, table_name: str) -> None:
         self._db = dynamodb
         self._table = table_name
 

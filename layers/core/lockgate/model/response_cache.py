@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -19,6 +19,9 @@ from lockgate.clock import Clock
 from lockgate.dynamo import conditional_failed
 from lockgate.model.client import ModelReply, ModelRequest, Usage
 from lockgate.telemetry import Log, Metrics
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
 
 DEFAULT_TTL_SECONDS = 7 * 86_400
 MAX_ANSWER_BYTES = 300_000  # a DynamoDB item holds 400 KB; bigger answers are simply not saved
@@ -43,7 +46,7 @@ class ResponseCache:
 
     def __init__(
         self,
-        dynamodb: Any,
+        dynamodb: DynamoDBClient,
         table: str,
         clock: Clock,
         *,

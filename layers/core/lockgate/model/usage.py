@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -21,6 +21,9 @@ from lockgate.dynamo import error_code, read_all
 from lockgate.model.client import Usage
 from lockgate.model.pricing import PRICES
 from lockgate.telemetry import Log, Metrics
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
 
 TTL_SECONDS = 400 * 86_400  # a year of history, and a bit
 TOKEN_FIELDS = tuple(Usage().as_dict())
@@ -103,7 +106,9 @@ class EmfUsageMetrics:
 class UsageRollup:
     """Adds each finished run's per-model totals to the day's rollup, once."""
 
-    def __init__(self, dynamodb: Any, table: str, clock: Clock, *, log: Log, metrics: Metrics) -> None:
+    def __init__(
+        self, dynamodb: DynamoDBClient, table: str, clock: Clock, *, log: Log, metrics: Metrics
+    ) -> None:
         self._db = dynamodb
         self._table = table
         self._clock = clock
@@ -116,7 +121,7 @@ class UsageRollup:
             return False
         now = int(self._clock.now())
         day = day_of(now)
-        writes: list[dict[str, Any]] = [
+        writes: list[Any] = [  # TransactWriteItem dicts
             {
                 "Put": {
                     "TableName": self._table,
@@ -160,7 +165,7 @@ class UsageRollup:
         self._log.error("usage rollup failed", extra={"run": run_id, "error": error})
 
 
-def read_day(dynamodb: Any, table: str, day: str) -> list[dict[str, Any]]:
+def read_day(dynamodb: DynamoDBClient, table: str, day: str) -> list[dict[str, Any]]:
     """The rollup rows of one UTC day: task, model and the summed numbers."""
     rows: list[dict[str, Any]] = []
     for item in read_all(

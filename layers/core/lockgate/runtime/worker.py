@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from lockgate.actions.ledger import Ledger
 from lockgate.agent.batches import Batches
@@ -44,6 +44,9 @@ from lockgate.restore import RestoreHooks
 from lockgate.runtime.deps import Deps
 from lockgate.settings import WorkerSettings
 from lockgate.workflows import Setup, load_workflows
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
 
 
 @dataclass(frozen=True)
@@ -178,7 +181,9 @@ def approvals(
     return requests
 
 
-def rate_limiter(capacity: CapacityConfig, dynamodb: Any, table: str, deps: Deps) -> RateLimiter | None:
+def rate_limiter(
+    capacity: CapacityConfig, dynamodb: DynamoDBClient, table: str, deps: Deps
+) -> RateLimiter | None:
     """The shared rate buckets from ``[capacity]`` (``model#<id>``, ``source#<name>``); None without any."""
     limits = {
         f"{kind}#{name}": Bucket(limit.requests_per_minute, limit.tokens_per_minute)

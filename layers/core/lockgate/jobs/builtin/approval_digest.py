@@ -8,7 +8,7 @@ reviewer per scheduled day: a conditional put marks it sent, so a retried run se
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -20,6 +20,9 @@ from lockgate.dynamo import write_if
 from lockgate.errors import StoreUnavailable
 from lockgate.jobs.contract import JobContext, JobResult
 
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
 NAME = "approval-digest"
 MARK_RETENTION_SECONDS = 3 * 86_400
 
@@ -27,7 +30,7 @@ MARK_RETENTION_SECONDS = 3 * 86_400
 class DigestMarks:
     """ "Sent today" marks in the State table: one conditional put per reviewer and day."""
 
-    def __init__(self, dynamodb: Any, table_name: str) -> None:
+    def __init__(self, dynamodb: DynamoDBClient, table_name: str) -> None:
         self._db = dynamodb
         self._table = table_name
 

@@ -13,11 +13,14 @@ from __future__ import annotations
 import datetime as dt
 from collections import defaultdict
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING
 
 from lockgate.config import BudgetConfig
 from lockgate.jobs.contract import JobContext, JobResult
 from lockgate.model.usage import read_day
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
 
 NAME = "budget-report"
 NEAR = Decimal("0.8")
@@ -26,7 +29,7 @@ NEAR = Decimal("0.8")
 class BudgetReport:
     """The ``budget-report`` job."""
 
-    def __init__(self, *, dynamodb: Any, state_table: str, budget: BudgetConfig) -> None:
+    def __init__(self, *, dynamodb: DynamoDBClient, state_table: str, budget: BudgetConfig) -> None:
         self._db = dynamodb
         self._table = state_table
         self._budget = budget

@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable
 from dataclasses import replace
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -28,6 +28,9 @@ from lockgate.model.pricing import cost_usd
 from lockgate.model.usage import NoUsageMetrics, UsageMetrics
 from lockgate.telemetry import Log
 
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
 
 class BatchCollector:
     """The job: fetch every pending batch that has ended and record its answers into the runs."""
@@ -35,7 +38,7 @@ class BatchCollector:
     def __init__(
         self,
         client_factory: Callable[[], Any],
-        dynamodb: Any,
+        dynamodb: DynamoDBClient,
         table: str,
         runs: RunStore,
         *,

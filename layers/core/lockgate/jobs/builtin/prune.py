@@ -14,13 +14,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lockgate.actions import ledger
 from lockgate.agent import runs
 from lockgate.config import InboxConfig
 from lockgate.dynamo import Page, read_page, write_if
 from lockgate.jobs.contract import JobContext, JobResult
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
 
 NAME = "prune"
 DAY = 86_400
@@ -45,7 +48,9 @@ class Family:
 class Prune:
     """The ``prune`` job."""
 
-    def __init__(self, *, dynamodb: Any, inbox_table: str, state_table: str, settings: InboxConfig) -> None:
+    def __init__(
+        self, *, dynamodb: DynamoDBClient, inbox_table: str, state_table: str, settings: InboxConfig
+    ) -> None:
         self._db = dynamodb
         self._tables = (inbox_table, state_table)
         self._families = (
