@@ -23,6 +23,7 @@ from lockgate.errors import Deferred, StoreUnavailable
 from lockgate.model.client import ModelRequest
 from lockgate.model.errors import classify
 from lockgate.model.pricing import estimate_usd
+from lockgate.model.sdk import LazySdk
 from lockgate.telemetry import Log, Metrics
 
 if TYPE_CHECKING:
@@ -54,8 +55,7 @@ class Batches:
         metrics: Metrics,
         spend: SpendCaps | None = None,
     ) -> None:
-        self._factory = client_factory
-        self._client: Any = None
+        self._sdk = LazySdk(client_factory)
         self._db = dynamodb
         self._table = table
         self._runs = runs
@@ -122,11 +122,6 @@ class Batches:
             )
         except (ClientError, BotoCoreError) as exc:
             raise StoreUnavailable(f"could not list message batch {data['batch_id']}") from exc
-
-    def _sdk(self) -> Any:
-        if self._client is None:
-            self._client = self._factory()
-        return self._client
 
 
 def reservation_json(reservation: Reservation) -> str:

@@ -16,3 +16,17 @@ def anthropic_factory(api_key: Callable[[], str], base_url: str | None) -> Calla
         return anthropic.Anthropic(api_key=api_key(), base_url=base_url, max_retries=0, timeout=60.0)
 
     return make
+
+
+class LazySdk:
+    """The SDK client made on first use and kept (Message Batches calls); the key is read then."""
+
+    def __init__(self, factory: Callable[[], Any]) -> None:
+        self._factory = factory
+        self._client: Any = None
+
+    def __call__(self) -> Any:
+        """The client, made now if this is the first call."""
+        if self._client is None:
+            self._client = self._factory()
+        return self._client

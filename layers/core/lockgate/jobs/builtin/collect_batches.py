@@ -25,6 +25,7 @@ from lockgate.jobs.contract import JobContext, JobResult
 from lockgate.model.client import reply_from_message
 from lockgate.model.errors import classify
 from lockgate.model.pricing import cost_usd
+from lockgate.model.sdk import LazySdk
 from lockgate.model.usage import NoUsageMetrics, UsageMetrics
 from lockgate.telemetry import Log
 
@@ -46,8 +47,7 @@ class BatchCollector:
         spend: SpendCaps | None = None,
         usage_metrics: UsageMetrics | None = None,
     ) -> None:
-        self._factory = client_factory
-        self._client: Any = None
+        self._sdk = LazySdk(client_factory)
         self._db = dynamodb
         self._table = table
         self._runs = runs
@@ -136,11 +136,6 @@ class BatchCollector:
             self._usage_metrics.model_call(run.task, reply.model, reply.usage, actual, cache_hit=False)
         if self._spend is not None and "reservation" in item:
             self._spend.settle(_reservation_from(item["reservation"]["S"]), actual)
-
-    def _sdk(self) -> Any:
-        if self._client is None:
-            self._client = self._factory()
-        return self._client
 
 
 def _by_batch(items: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
