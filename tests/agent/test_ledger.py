@@ -137,3 +137,16 @@ def test_two_concurrent_executions_produce_one_side_effect(aws: Aws, clock: Fixe
             t.join()
     assert len(effects) == 1
     assert outcomes.count("SUCCEEDED") >= 1 and len(outcomes) == 8
+
+
+def test_operation_keys_keep_the_format_stored_ledger_rows_were_written_with() -> None:
+    from lockgate.actions.once import operation_key
+
+    # Given a call without a business identity, and one with
+    by_args = operation_key("helpdesk#msg-1", "send_email", None, {"to": "ada@example.com", "body": "Hé"})
+    by_identity = operation_key("r", "refund_order", "refund#A-1#80.00", {})
+    # Then the keys are exactly what earlier releases stored (a changed key would run an action twice)
+    assert by_args == (
+        "helpdesk#msg-1#send_email#9efd99a36c89ce0b8629ed0cb8f65720cf38489af7e4f2a1f1ad088e4204ac0f"
+    )
+    assert by_identity == "refund_order#refund#A-1#80.00"

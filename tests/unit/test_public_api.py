@@ -30,3 +30,10 @@ def test_importing_a_submodule_pays_for_no_public_name() -> None:
     # Then neither pydantic nor the model SDK came with it
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
+
+
+def test_last_releases_import_paths_still_work_for_one_release() -> None:
+    from lockgate.agent.tools import Tool as OldTool
+    from lockgate.routing import InboxEvent as OldEvent
+
+    assert OldTool is lockgate.Tool and OldEvent is lockgate.InboxEvent

@@ -7,8 +7,6 @@ the model, so a repeat of the same call returns what the ledger recorded instead
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,8 +18,7 @@ def operation_key(run_id: str, tool: str, identity: str | None, args: Mapping[st
     """The ledger key for a tool call: the business identity, else run + tool + canonical arguments."""
     if identity is not None:
         return f"{tool}#{identity}"
-    canonical = json.dumps(dict(args), sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-    return f"{run_id}#{tool}#{hashlib.sha256(canonical.encode()).hexdigest()}"
+    return f"{run_id}#{tool}#{fingerprint(dict(args))}"
 
 
 def operation_key_for(tool: Tool[Any], args: Any, run_id: str, canonical: Mapping[str, Any]) -> str:
