@@ -8,8 +8,8 @@ over one in-process moto (template.yaml's State table), counting every DynamoDB 
 - **gate**: daily caps (global + the task's own) and rate buckets (the event's source and the
   model), admitted as Lockgate does: one ``TransactWriteItems`` before the call, one after
   (``lockgate.capacity.gate``).
-- **one by one**: the same controls called separately, as before the gate: a conditional update
-  per counter to reserve, one per bucket, one per counter to settle.
+- **one by one**: the gate's own updates sent separately, as before the gate: a conditional
+  update per bucket, one per counter to hold, one per counter to settle.
 
 Added calls per model call = (set-up - no controls) / model calls; target **<= 2**. The day's
 first calls (which open the counters) are warm-up and not counted. The circuit breaker's read
@@ -50,18 +50,47 @@ class Figures:
 
 
 class OneByOne:
-    """The controls called one at a time (the design before the gate), for comparison."""
+    """The gate's own holds and takes, each sent as a call of its own (the design before the gate)."""
 
-    def __init__(self, spend: Any, limiter: Any) -> None:
-        self.spend, self.limiter = spend, limiter
+    def __init__(self, db: Any, clock: Any, spend: Any, limiter: Any) -> None:
+        self.db, self.clock, self.spend, self.limiter = db, clock, spend, limiter
 
     def admit(self, task: str, scopes: list[str], estimate_usd: float, tokens: int, deadline: float) -> Any:
-        for scope in scopes:
-            self.limiter.admit(scope, tokens, deadline)
-        return self.spend.reserve(task, estimate_usd)
+        from lockgate.capacity.ratelimit import Take
+
+        now = self.clock.now()
+        for scope in scopes:  # the buckets are far from their limits here: no waits
+            take = self.limiter.plan(scope, tokens, now)
+            if isinstance(take, Take) and self._sent(take.update) is None:
+                self.limiter.taken(take)
+        holds = self.spend.holds(task, estimate_usd, now, frozenset())
+        for hold in holds:
+            refused = self._sent(hold.update)
+            if refused is not None:  # the day's first hold opens its counter; near the cap: no margin
+                self.spend.hold_refused(hold, refused.get("Item"), now)
+                (again,) = [
+                    h
+                    for h in self.spend.holds(task, estimate_usd, now, frozenset([hold.counter]))
+                    if h.counter == hold.counter
+                ]
+                self._sent(again.update)
+        return self.spend.reservation(task, holds)
 
     def settle(self, reservation: Any, actual_usd: float) -> None:
-        self.spend.settle(reservation, actual_usd)
+        for update in self.spend.settle_updates(reservation, actual_usd):
+            self._sent(update)
+
+    def _sent(self, update: dict[str, Any]) -> dict[str, Any] | None:
+        """One UpdateItem; the refusal's response (ALL_OLD) when its condition failed, else None."""
+        from botocore.exceptions import ClientError
+
+        try:
+            self.db.update_item(**update)
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+            return dict(exc.response)
+        return None
 
 
 @contextmanager
@@ -122,7 +151,7 @@ def measure(events: int = 50, warmup: int = 2) -> dict[str, Figures]:
         setups: dict[str, dict[str, Any]] = {
             "no controls": {},
             "gate (budget + rate limits)": {"gate": Gate(db, clock, spend=spend, limiter=limiter)},
-            "one by one (before the gate)": {"gate": OneByOne(spend, limiter)},
+            "one by one (before the gate)": {"gate": OneByOne(db, clock, spend, limiter)},
             "gate + circuit breaker": {
                 "gate": Gate(db, clock, spend=spend, limiter=limiter),
                 "breaker": CircuitBreaker(db, table, clock, metrics=metrics, log=log),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 import anthropic
@@ -9,6 +10,8 @@ import pytest
 
 from lockgate.agent.batches import PENDING_PK, Batches, BatchWaiting
 from lockgate.agent.runs import RunStore
+from lockgate.capacity.gate import Gate
+from lockgate.capacity.spend import SpendCaps
 from lockgate.jobs.builtin.collect_batches import BatchCollector
 from lockgate.jobs.contract import JobContext
 from lockgate.model.client import Usage
@@ -18,12 +21,12 @@ from lockgate_infra.stub.replies import Reply, bad_request
 from tests.agent.conftest import AgentRig, event
 from tests.agent.test_loop import DEADLINE, say, tools_turn, use
 from tests.agent.toolkit import Effects, make_task
-from tests.support import LOG
+from tests.support import LOG, state_row
 
 SEND = use("t1", "send", {"to": "owner@example.com", "text": "Weekly digest"})
 
 
-def batches(rig: AgentRig) -> Batches:
+def batches(rig: AgentRig, gate: Gate | None = None) -> Batches:
     db = rig.aws.client("dynamodb")
     return Batches(
         lambda: anthropic.Anthropic(api_key="test-key", base_url=rig.stub.base_url, max_retries=0),
@@ -33,10 +36,11 @@ def batches(rig: AgentRig) -> Batches:
         rig.clock,
         log=LOG,
         metrics=rig.metrics,
+        gate=gate,
     )
 
 
-def collector(rig: AgentRig) -> BatchCollector:
+def collector(rig: AgentRig, gate: Gate | None = None) -> BatchCollector:
     db = rig.aws.client("dynamodb")
     return BatchCollector(
         lambda: anthropic.Anthropic(api_key="test-key", base_url=rig.stub.base_url, max_retries=0),
@@ -44,6 +48,7 @@ def collector(rig: AgentRig) -> BatchCollector:
         rig.aws.state_table,
         RunStore(db, rig.aws.state_table, rig.clock),
         log=LOG,
+        gate=gate,
     )
 
 
@@ -110,6 +115,40 @@ def test_submit_then_collect_then_the_run_completes_once_at_half_price(rig: Agen
     assert collector(rig)(job(rig)).counts == {"collected": 0, "failed": 0, "waiting": 0}
     rig.loop({"batches": desk}).run(task, event(), DEADLINE)
     assert len(effects.sent) == 1 and rig.stub.calls == 1
+
+
+def test_the_batch_price_is_held_on_the_daily_caps_and_settled_to_the_actual(rig: AgentRig) -> None:
+    # Given daily caps, admitted through the same gate as every direct model call
+    db = rig.aws.client("dynamodb")
+    caps = SpendCaps(
+        db, rig.aws.state_table, rig.clock, global_cap_usd=5.0, task_caps={}, metrics=rig.metrics, log=LOG
+    )
+    gate = Gate(db, rig.clock, spend=caps, limiter=None)
+    task = make_task(Effects(), batch=True)
+    rig.stub.set_model(Scripted([tools_turn(SEND), Reply([say("sent")])]))
+
+    def spent() -> Decimal:
+        row = state_row(rig.aws, "spend#2026-01-01", "global")
+        assert row is not None
+        return Decimal(row["spent"]["N"])
+
+    # When the first call is submitted as a batch
+    with pytest.raises(BatchWaiting):
+        rig.loop({"batches": batches(rig, gate)}).run(task, event(), DEADLINE)
+    # Then its upper-bound estimate is held before anything is sent
+    held = spent()
+    assert held > 0
+    # When the job collects the answer
+    assert collector(rig, gate)(job(rig)).counts["collected"] == 1
+    # Then the hold is replaced by what the batched call cost (half price), once
+    run = rig.runs().get("github#d-1")
+    assert run is not None
+    first = run.step(1, "model")
+    assert first is not None
+    actual = cost_usd("claude-sonnet-5-5", Usage(**first.data["usage"]), batch=True)
+    assert spent() == pytest.approx(Decimal(str(actual)), abs=Decimal("0.000002"))
+    assert spent() < held
+    assert collector(rig, gate)(job(rig)).counts["collected"] == 0 and spent() < held
 
 
 def test_a_request_that_errors_in_the_batch_is_made_directly(rig: AgentRig) -> None:

@@ -1,4 +1,5 @@
-"""Capacity controls on moto: the shared rate bucket, the circuit breaker and the retry budget."""
+"""Capacity controls on moto: the shared rate bucket (taken through the gate), the circuit breaker
+and the retry budget."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 import pytest
 
 from lockgate.capacity.breaker import CircuitBreaker, CircuitOpen
+from lockgate.capacity.gate import Gate
 from lockgate.capacity.ratelimit import Bucket, RateLimited, RateLimiter
 from lockgate.clock import FixedClock
 from lockgate.errors import Deferred
@@ -35,9 +37,10 @@ def limiter(
     tpm: int = 100_000,
     db: Any = None,
     sleep: Any = None,
-) -> RateLimiter:
-    return RateLimiter(
-        db or aws.client("dynamodb"),
+) -> Buckets:
+    db = db or aws.client("dynamodb")
+    limiter = RateLimiter(
+        db,
         aws.state_table,
         clock,
         limits={f"model#{MODEL}": Bucket(requests_per_minute=rpm, tokens_per_minute=tpm)},
@@ -46,6 +49,17 @@ def limiter(
         fallback_per_minute=5,
         sleep=sleep or Sleeper(clock),
     )
+    return Buckets(Gate(db, clock, spend=None, limiter=limiter))
+
+
+class Buckets:
+    """The gate with rate buckets and no spend caps: these tests are about the buckets alone."""
+
+    def __init__(self, gate: Gate) -> None:
+        self.gate = gate
+
+    def admit(self, scope: str, tokens: int, deadline: float) -> None:
+        assert self.gate.admit("triage", [scope], 0.0, tokens, deadline) is None
 
 
 def breaker(aws: Aws, clock: FixedClock, metrics: CountingMetrics, db: Any = None) -> CircuitBreaker:

@@ -1,4 +1,8 @@
-"""Daily dollar caps on moto: atomic conditional counters in the State table, failing closed."""
+"""Daily dollar caps on moto: atomic conditional counters in the State table, failing closed.
+
+Every hold goes through ``lockgate.capacity.gate.Gate``, the one way a model call is admitted;
+here without rate buckets, so these tests are about the caps alone.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +12,14 @@ from typing import Any
 
 import pytest
 
-from lockgate.capacity.spend import SpendCapReached, SpendCaps, SpendUnavailable
+from lockgate.capacity.gate import Gate
+from lockgate.capacity.spend import Reservation, SpendCapReached, SpendCaps, SpendUnavailable
 from lockgate.clock import FixedClock
 from lockgate.errors import Deferred
 from lockgate.telemetry import CountingMetrics
 from tests.support import LOG, Aws, fail_calls, serialized_moto
 
+FAR = 10_000_000_000.0  # a deadline that never limits
 DAY = "2026-01-01"  # FixedClock's default start is 2026-01-01T00:00:00Z
 
 
@@ -22,9 +28,25 @@ def metrics() -> CountingMetrics:
     return CountingMetrics()
 
 
-def caps(aws: Aws, clock: FixedClock, metrics: CountingMetrics, db: Any = None, **kw: Any) -> SpendCaps:
-    return SpendCaps(
-        db or aws.client("dynamodb"),
+class Budget:
+    """The gate with daily caps and no rate buckets: hold before a call, settle after it."""
+
+    def __init__(self, gate: Gate) -> None:
+        self.gate = gate
+
+    def reserve(self, task: str, estimate_usd: float) -> Reservation:
+        reservation = self.gate.admit(task, [], estimate_usd, 0, FAR)
+        assert reservation is not None
+        return reservation
+
+    def settle(self, reservation: Reservation, actual_usd: float) -> None:
+        self.gate.settle(reservation, actual_usd)
+
+
+def caps(aws: Aws, clock: FixedClock, metrics: CountingMetrics, db: Any = None, **kw: Any) -> Budget:
+    db = db or aws.client("dynamodb")
+    spend = SpendCaps(
+        db,
         aws.state_table,
         clock,
         global_cap_usd=kw.get("global_cap", 10.0),
@@ -32,6 +54,7 @@ def caps(aws: Aws, clock: FixedClock, metrics: CountingMetrics, db: Any = None, 
         metrics=metrics,
         log=LOG,
     )
+    return Budget(Gate(db, clock, spend=spend, limiter=None))
 
 
 def row(aws: Aws, sk: str, day: str = DAY) -> dict[str, Any] | None:
@@ -162,8 +185,10 @@ def test_settle_never_creates_a_counter(aws: Aws, clock: FixedClock, metrics: Co
     )
     spend.settle(res, 0.1)
     assert row(aws, "task#triage") is None
+    # and the counters settle together: the global one keeps the estimate (an over-count, the
+    # safe direction), and the lost settle is said loudly
     assert metrics.totals["SpendSettleFailed"] == 1
-    assert remaining(aws, "global") == Decimal("9.9")
+    assert remaining(aws, "global") == Decimal("9")
 
 
 def test_near_cap_metric_fires_once_when_crossing_80_percent(
@@ -172,10 +197,12 @@ def test_near_cap_metric_fires_once_when_crossing_80_percent(
     spend = caps(aws, clock, metrics, task_caps={})
     spend.reserve("digest", 7.9)
     assert "SpendNearCap" not in metrics.totals
-    spend.reserve("digest", 0.1)  # exactly 80 %
+    spend.reserve("digest", 0.1)  # exactly 80 %: the crossing
+    assert metrics.totals["SpendNearCap"] == 1
     spend.reserve("digest", 0.5)
     spend.reserve("digest", 0.5)
     assert metrics.totals["SpendNearCap"] == 1
+    assert remaining(aws, "global") == Decimal("1")
 
 
 def test_a_task_cap_is_independent_of_the_global_cap(
@@ -228,9 +255,9 @@ def test_ten_threads_against_a_cap_that_fits_four(
 
 
 def test_dynamodb_errors_fail_closed(aws: Aws, clock: FixedClock, metrics: CountingMetrics) -> None:
-    # Given DynamoDB refuses every UpdateItem
+    # Given DynamoDB refuses every write (both counters go in one transaction)
     db = aws.client("dynamodb")
-    fail_calls(db, "UpdateItem", "ProvisionedThroughputExceededException")
+    fail_calls(db, "TransactWriteItems", "ProvisionedThroughputExceededException")
     spend = caps(aws, clock, metrics, db=db)
     # When a call is reserved
     with pytest.raises(SpendUnavailable) as caught:
@@ -241,15 +268,17 @@ def test_dynamodb_errors_fail_closed(aws: Aws, clock: FixedClock, metrics: Count
     assert metrics.totals["SpendUnavailable"] == 1
 
 
-def test_an_error_on_the_second_counter_gives_back_the_first(
+def test_the_counters_hold_together_or_not_at_all(
     aws: Aws, clock: FixedClock, metrics: CountingMetrics
 ) -> None:
+    # Given both counters open, and the task counter's item made unwritable by a wrong type
     spend = caps(aws, clock, metrics)
-    spend.reserve("triage", 0.5)  # both counters open
-    db = aws.client("dynamodb")
-    fail_calls(db, "UpdateItem", when=lambda p: b"task#triage" in p["body"])
+    spend.reserve("triage", 0.5)
+    put_counter(aws, "task#triage", remaining={"S": "1.5"})
+    # When a call is reserved
     with pytest.raises(SpendUnavailable):
-        caps(aws, clock, metrics, db=db).reserve("triage", 0.5)
+        spend.reserve("triage", 0.5)
+    # Then the global counter's hold was not written either: nothing to give back
     assert remaining(aws, "global") == Decimal("9.5")
 
 
@@ -261,21 +290,21 @@ def test_calls_per_reserve(aws: Aws, clock: FixedClock, metrics: CountingMetrics
         lambda request, **_: sent.append(request.headers["X-Amz-Target"].decode().split(".")[-1]),
     )
     spend = caps(aws, clock, metrics, db=db)
-    # The day's first reserve opens each counter: update (fails), put, update
+    # The day's first reserve opens each counter: the holds (refused: no items), a put each, the holds
     spend.reserve("triage", 0.1)
-    assert sent == ["UpdateItem", "PutItem", "UpdateItem"] * 2
-    # An existing day: one conditional update per counter
+    assert sent == ["TransactWriteItems", "PutItem", "PutItem", "TransactWriteItems"]
+    # An existing day: both counters in one call
     sent.clear()
     res = spend.reserve("triage", 0.1)
-    assert sent == ["UpdateItem", "UpdateItem"]
-    # An uncapped task: one
+    assert sent == ["TransactWriteItems"]
+    # An uncapped task: one counter, one plain update
     sent.clear()
     spend.reserve("digest", 0.1)
     assert sent == ["UpdateItem"]
-    # Settling: one per counter, none when the estimate was exact
+    # Settling: one call for both counters, none when the estimate was exact
     sent.clear()
     spend.settle(res, 0.05)
-    assert sent == ["UpdateItem", "UpdateItem"]
+    assert sent == ["TransactWriteItems"]
     sent.clear()
     spend.settle(res, 0.1)
     assert sent == []
@@ -289,7 +318,6 @@ def test_a_negative_estimate_is_refused(aws: Aws, clock: FixedClock, metrics: Co
 
 def test_the_loop_defers_before_sending_when_the_daily_cap_is_reached(aws: Aws, clock: FixedClock) -> None:
     # Given an agent whose task has spent its daily cap
-    from lockgate.capacity.gate import Gate
     from lockgate_infra.stub.models import Scripted
     from lockgate_infra.stub.replies import Reply
     from lockgate_infra.stub.server import StubAnthropic

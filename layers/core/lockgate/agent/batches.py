@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from lockgate.agent.runs import Run, RunStore
-from lockgate.capacity.spend import Reservation, SpendCaps, input_tokens_upper_bound
+from lockgate.capacity.gate import Gate
+from lockgate.capacity.spend import Reservation, input_tokens_upper_bound
 from lockgate.clock import Clock
 from lockgate.errors import Deferred, StoreUnavailable
 from lockgate.model.client import ModelRequest
@@ -53,7 +54,7 @@ class Batches:
         *,
         log: Log,
         metrics: Metrics,
-        spend: SpendCaps | None = None,
+        gate: Gate | None = None,
     ) -> None:
         self._sdk = LazySdk(client_factory)
         self._db = dynamodb
@@ -62,7 +63,7 @@ class Batches:
         self._clock = clock
         self._log = log
         self._metrics = metrics
-        self._spend = spend
+        self._gate = gate
 
     def first_call(self, task: str, run: Run, request: ModelRequest) -> None:
         """Submit once, then wait (BatchWaiting); returns only when the batch failed: call directly."""
@@ -77,20 +78,20 @@ class Batches:
 
     def _submit(self, task: str, run: Run, request: ModelRequest) -> Any:
         reservation = None
-        if self._spend is not None:
+        if self._gate is not None:  # the batch price held on the day's caps; no rate bucket to take
             prompt = input_tokens_upper_bound(request.system, request.tools, request.messages)
             estimate = estimate_usd(
                 request.model, prompt, request.max_tokens, cache_ttl=request.cache_ttl, batch=True
             )
-            reservation = self._spend.reserve(task, estimate)
+            reservation = self._gate.admit(task, [], estimate, 0, self._clock.now())
         custom_id = "run-" + hashlib.sha256(run.run_id.encode()).hexdigest()[:40]
         try:
             batch = self._sdk().messages.batches.create(
                 requests=[{"custom_id": custom_id, "params": request.to_params()}]
             )
         except Exception as exc:  # noqa: BLE001 - every SDK failure is classified
-            if self._spend is not None and reservation is not None:
-                self._spend.settle(reservation, 0.0)
+            if self._gate is not None:
+                self._gate.settle(reservation, 0.0)
             raise classify(exc) from exc
         data = {"batch_id": batch.id, "custom_id": custom_id, "task": task, "cache_ttl": request.cache_ttl}
         step = self._runs.record(run, 1, "batch", data)

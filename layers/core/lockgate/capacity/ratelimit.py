@@ -8,10 +8,9 @@ a scope is ``model#<id>`` or ``source#<name>``. A call costing ``c`` units again
 at most ``BURST_SECONDS`` (one minute) ahead of now, i.e. a full bucket holds one minute of
 limit and refills continuously. Requests and tokens are two tats on one item, taken together.
 
-The client computes the new tats and writes them with ONE conditional update whose
-condition is the old tats it assumed (or "idle": both tats in the past): a plain UpdateItem
-(``admit``), or one item of the model call's single transaction (``plan``, used by
-``lockgate.capacity.gate``). A lost race returns
+The client computes the new tats (``plan``) and ``lockgate.capacity.gate`` writes them with ONE
+conditional update whose condition is the old tats it assumed (or "idle": both tats in the
+past), alone or as one item of the model call's single transaction. A lost race returns
 the current item (ALL_OLD) at no extra read, so the next attempt is exact; a quiet bucket, or
 one only this process uses, costs one call per admission. Empty bucket: sleep the wait when
 it fits before the deadline, else raise ``RateLimited`` (Deferred) so the event goes back to
@@ -30,10 +29,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
 from lockgate.clock import Clock
-from lockgate.dynamo import dec, error_code, num
+from lockgate.dynamo import dec, num
 from lockgate.errors import Deferred
 from lockgate.telemetry import Log, Metrics
 
@@ -44,7 +41,6 @@ __all__ = ["Bucket", "BucketUnavailable", "RateLimited", "RateLimiter", "Take"]
 
 BURST_SECONDS = 60.0  # a full bucket holds one minute of the limit
 DEADLINE_MARGIN_SECONDS = 30.0  # after a wait, the model call itself still needs time
-MAX_WRITES = 4  # conditional writes per admission attempt before treating it as contention
 TTL_SECONDS = 86_400
 
 
@@ -101,23 +97,6 @@ class RateLimiter:
         self._fallback = _LocalWindow(fallback_per_minute)
         self._seen: dict[str, tuple[Decimal, Decimal]] = {}  # scope -> last known (req_tat, tok_tat)
 
-    def admit(self, scope: str, tokens: int, deadline: float) -> None:
-        """Take one request and ``tokens`` tokens from the scope's bucket, waiting within ``deadline``.
-
-        Scopes without a configured bucket (e.g. ``model#<id>``, ``source#<name>``) are not limited.
-        """
-        if scope not in self._limits:
-            return
-        while True:
-            now = self._clock.now()
-            try:
-                wait = self._take(scope, tokens, now)
-            except BucketUnavailable as exc:
-                wait = self.fallback(scope, now, str(exc))
-            if wait <= 0:
-                return
-            self.wait_or_defer(scope, wait, now, deadline)
-
     def plan(self, scope: str, tokens: int, now: float) -> Take | float | None:
         """The conditional write that takes from the scope's bucket, or the seconds to wait first.
 
@@ -167,28 +146,6 @@ class RateLimiter:
             self._log.warning("rate limited", extra={"scope": scope, "wait": round(wait, 3)})
             raise RateLimited(f"rate limit for {scope}: retry in {wait:.1f}s", max(1, math.ceil(wait)))
         self._sleep(wait)  # the bucket refills by then; never a busy loop
-
-    def _take(self, scope: str, tokens: int, now: float) -> float:
-        """0 when admitted, else the seconds until the bucket has room (nothing taken)."""
-        interval = 0.0
-        for _ in range(MAX_WRITES):
-            take = self.plan(scope, tokens, now)
-            if not isinstance(take, Take):
-                return take or 0.0
-            interval = take.interval
-            try:
-                self._db.update_item(**take.update)
-            except ClientError as exc:
-                if error_code(exc) != "ConditionalCheckFailedException":
-                    raise BucketUnavailable(error_code(exc)) from exc
-                self.refused(take, exc.response.get("Item"))  # type: ignore[arg-type]
-                continue
-            except BotoCoreError as exc:
-                raise BucketUnavailable(type(exc).__name__) from exc
-            self.taken(take)
-            return 0.0
-        # Lost every race: others are taking the bucket right now; wait one request's interval.
-        return interval
 
     def _update(
         self, scope: str, old: tuple[Decimal, Decimal] | None, new: tuple[Decimal, Decimal], now: Decimal

@@ -2,17 +2,19 @@
 
 Each counter is one State item, ``spend#YYYY-MM-DD`` / ``global`` or ``task#NAME``, holding the
 REMAINING budget. DynamoDB conditions cannot do arithmetic (``spent + :est <= :cap`` is not
-expressible), but ``remaining >= :est`` is: one conditional UpdateItem
-``SET remaining = remaining - :est`` admits a call atomically across all Lambdas.
+expressible), but ``remaining >= :est`` is: the conditional update
+``SET remaining = remaining - :est`` (a ``Hold``) admits a call atomically across all Lambdas.
+This module builds the holds and reads their refusals; ``lockgate.capacity.gate`` writes them,
+together with the rate-bucket takes, in one call — the only way a model call is admitted.
 
 Failing closed: a condition that fails returns the old item (ALL_OLD), so one call tells apart
 "spent" (a number below the estimate), "no item yet" (a new day: created once with a
 conditional put, remaining = cap) and "damaged" (not a number, or no ``remaining``). Nothing
 is ever reset; only a day's first item is created. Amounts go to DynamoDB as exact decimals.
 
-The cap in force for a day is the one the day's first reserve wrote; a changed cap applies
-from the next UTC day. A reservation lost to a crash before ``settle`` stays charged (the
-safe direction).
+The cap in force for a day is the one the day's first hold opened; a changed cap applies
+from the next UTC day. A reservation lost to a crash before the gate settles it stays charged
+(the safe direction).
 """
 
 from __future__ import annotations
@@ -86,7 +88,7 @@ def input_tokens_upper_bound(*parts: Any) -> int:
 
 
 class SpendCaps:
-    """Reserve before a model call, settle after it; global and per-task caps per UTC day."""
+    """Global and per-task caps per UTC day: the holds before a model call and the settle after it."""
 
     def __init__(
         self,
@@ -107,27 +109,6 @@ class SpendCaps:
         self._metrics = metrics
         self._log = log
 
-    def reserve(self, task: str, estimate_usd: float) -> Reservation:
-        """Hold ``estimate_usd`` on the global and the task's counter, or raise before any model call.
-
-        Tasks without a cap of their own are bounded by the global cap only.
-        """
-        estimate = _usd(estimate_usd)
-        if estimate < 0:
-            raise ValueError("a spend estimate cannot be negative")
-        now = self._clock.now()
-        day = time.strftime("%Y-%m-%d", time.gmtime(now))
-        taken: list[str] = []
-        try:
-            for sk, cap in self._counters(task):
-                self._take(day, sk, cap, estimate, now)
-                taken.append(sk)
-        except (SpendCapReached, SpendUnavailable):
-            for sk in taken:  # give back what the earlier counter held
-                self._adjust(day, sk, estimate)
-            raise
-        return Reservation(day=day, task=task, estimate_usd=estimate, counters=tuple(taken))
-
     def holds(self, task: str, estimate_usd: float, now: float, unguarded: frozenset[str]) -> list[Hold]:
         """The updates that hold ``estimate_usd`` on the global and the task's counter, for one transaction.
 
@@ -140,8 +121,7 @@ class SpendCaps:
         found = []
         for sk, cap in self._counters(task):
             guarded = sk not in unguarded
-            at_least = estimate + cap * (1 - NEAR_CAP) if guarded else estimate
-            found.append(Hold(day, sk, estimate, guarded, self._hold_update(day, sk, estimate, at_least)))
+            found.append(Hold(day, sk, estimate, guarded, self._hold_update(day, sk, estimate, cap, guarded)))
         return found
 
     def hold_refused(self, hold: Hold, old: Mapping[str, Any] | None, now: float) -> None:
@@ -183,32 +163,7 @@ class SpendCaps:
             extra={"day": reservation.day, "counters": list(reservation.counters), "error": repr(exc)[:200]},
         )
 
-    def settle(self, reservation: Reservation, actual_usd: float) -> None:
-        """Replace the held estimate by the actual cost (may leave a counter below zero)."""
-        refund = reservation.estimate_usd - _usd(actual_usd)
-        if refund == 0:
-            return
-        for sk in reservation.counters:
-            self._adjust(reservation.day, sk, refund)
-
     # -- counters -------------------------------------------------------------------------
-
-    def _take(self, day: str, sk: str, cap: Decimal, estimate: Decimal, now: float) -> None:
-        for attempt in range(2):
-            old, new = self._decrement(day, sk, estimate)
-            if new is not None:
-                self._near_cap(day, sk, new + estimate, new)
-                return
-            if old is None and attempt == 0:
-                self._open_day(day, sk, cap, now)  # no item: the day's first reserve on this counter
-                continue
-            if old is None:
-                self._damaged(day, sk, "the counter vanished after it was created")
-            remaining = _remaining(old)
-            if remaining is None:
-                self._damaged(day, sk, f"unreadable counter {old.get('remaining')!r}")
-            raise self._cap_reached(day, sk, remaining, estimate, now)
-        raise AssertionError("unreachable")  # pragma: no cover
 
     def _counters(self, task: str) -> list[tuple[str, Decimal]]:
         counters = [(GLOBAL, self._global_cap)]
@@ -229,13 +184,19 @@ class SpendCaps:
         )
         return SpendCapReached(f"daily spend cap reached ({sk}, {day})", _seconds_to_next_day(now), scope=sk)
 
-    def _hold_update(self, day: str, sk: str, estimate: Decimal, at_least: Decimal) -> dict[str, Any]:
+    def _hold_update(
+        self, day: str, sk: str, estimate: Decimal, cap: Decimal, guarded: bool
+    ) -> dict[str, Any]:
+        # Guarded: the counter must stay strictly above the near-cap mark, so a hold that lands
+        # exactly on 80% spent is refused and counted as the crossing (then held unguarded).
+        least = "remaining > :least" if guarded else "remaining >= :least"
+        at_least = estimate + cap * (1 - NEAR_CAP) if guarded else estimate
         return {
             "TableName": self._table,
             "Key": _key(day, sk),
             "UpdateExpression": "SET remaining = remaining - :est ADD spent :est",
             # The type test first: a string counter must fail the condition, not compare.
-            "ConditionExpression": "attribute_type(remaining, :n) AND remaining >= :least",
+            "ConditionExpression": f"attribute_type(remaining, :n) AND {least}",
             "ExpressionAttributeValues": {
                 ":est": {"N": str(estimate)},
                 ":least": {"N": str(at_least)},
@@ -257,33 +218,6 @@ class SpendCaps:
             },
         }
 
-    def _decrement(
-        self, day: str, sk: str, estimate: Decimal
-    ) -> tuple[dict[str, Any] | None, Decimal | None]:
-        """(None, new remaining) when held; (old item or None, None) when the condition failed."""
-        try:
-            out = self._db.update_item(
-                TableName=self._table,
-                Key=_key(day, sk),
-                UpdateExpression="SET remaining = remaining - :est ADD spent :est",
-                # The type test first: a string counter must fail the condition, not compare.
-                ConditionExpression="attribute_type(remaining, :n) AND remaining >= :est",
-                ExpressionAttributeValues={":est": {"N": str(estimate)}, ":n": {"S": "N"}},
-                ReturnValues="ALL_NEW",
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )
-        except ClientError as exc:
-            if error_code(exc) != "ConditionalCheckFailedException":
-                raise self._unavailable(day, sk, error_code(exc)) from exc
-            old: dict[str, Any] | None = exc.response.get("Item")  # type: ignore[assignment]
-            return old or None, None
-        except BotoCoreError as exc:
-            raise self._unavailable(day, sk, type(exc).__name__) from exc
-        new = _remaining(out.get("Attributes", {}))
-        if new is None:  # cannot happen after a successful numeric SET; fail closed anyway
-            self._damaged(day, sk, "no remaining budget returned")
-        return None, new
-
     def _open_day(self, day: str, sk: str, cap: Decimal, now: float) -> None:
         try:
             self._db.put_item(
@@ -304,19 +238,6 @@ class SpendCaps:
             # Another Lambda opened the day first: its item stands, never overwritten.
         except BotoCoreError as exc:
             raise self._unavailable(day, sk, type(exc).__name__) from exc
-
-    def _adjust(self, day: str, sk: str, refund: Decimal) -> None:
-        """Give back (or, negative, charge) dollars; never creates or repairs an item."""
-        try:
-            self._db.update_item(**self._adjust_update(day, sk, refund))
-        except (ClientError, BotoCoreError) as exc:
-            # The call already happened; the counter keeps the estimate (an over-count when the
-            # estimate was an upper bound). Say so loudly rather than fail the run.
-            self._metrics.add_metric(name="SpendSettleFailed", unit="Count", value=1)
-            self._log.error(
-                "spend settle failed",
-                extra={"day": day, "counter": sk, "refund": str(refund), "error": type(exc).__name__},
-            )
 
     def _near_cap(self, day: str, sk: str, before: Decimal, after: Decimal) -> None:
         threshold = self._cap_of(sk) * (1 - NEAR_CAP)

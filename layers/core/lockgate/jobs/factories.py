@@ -122,6 +122,7 @@ def budget_report(resources: JobResources) -> Job:
 def collect_batches(resources: JobResources) -> Job:
     """collect-batches: the Message Batches API (the model key), run records and the spend holds."""
     from lockgate.agent.runs import RunStore
+    from lockgate.capacity.gate import Gate
     from lockgate.capacity.spend import daily_caps
     from lockgate.jobs.builtin.collect_batches import BatchCollector
     from lockgate.model.sdk import anthropic_factory
@@ -136,6 +137,7 @@ def collect_batches(resources: JobResources) -> Job:
     )
     # The holds taken at submit are settled here, to the batch price.
     spend = daily_caps(budget, dynamodb, table, resources.clock, metrics=resources.metrics, log=resources.log)
+    gate = Gate(dynamodb, resources.clock, spend=spend, limiter=None) if spend is not None else None
     return BatchCollector(
         anthropic_factory(
             lambda: secrets.resolve(key_ref), resources.names.get("ANTHROPIC_BASE_URL") or None
@@ -144,7 +146,7 @@ def collect_batches(resources: JobResources) -> Job:
         table,
         RunStore(dynamodb, table, resources.clock),
         log=resources.log,
-        spend=spend,
+        gate=gate,
     )
 
 

@@ -123,11 +123,13 @@ def agent_tasks(
     )
     ledger = Ledger(dynamodb, table, clock)
     spend = daily_caps(budget, dynamodb, table, clock, metrics=deps.metrics, log=deps.log)
+    # Budget holds and rate buckets: one DynamoDB write before each call, one after.
+    gate = Gate(dynamodb, clock, spend=spend, limiter=rate_limiter(capacity, dynamodb, table, deps))
     runs = RunStore(dynamodb, table, clock)
     usage = deps.usage_metrics(frozenset(t.name for t in setup.tasks)) if deps.usage_metrics else None
     batches = None
     if any(t.batch for t in setup.tasks):
-        batches = Batches(sdk, dynamodb, table, runs, clock, log=deps.log, metrics=deps.metrics, spend=spend)
+        batches = Batches(sdk, dynamodb, table, runs, clock, log=deps.log, metrics=deps.metrics, gate=gate)
     loop = AgentLoop(
         model=model,
         runs=runs,
@@ -145,8 +147,7 @@ def agent_tasks(
         batches=batches,
         rollup=UsageRollup(dynamodb, table, clock, log=deps.log, metrics=deps.metrics),
         usage_metrics=usage,
-        # Budget holds and rate buckets: one DynamoDB write before each call, one after.
-        gate=Gate(dynamodb, clock, spend=spend, limiter=rate_limiter(capacity, dynamodb, table, deps)),
+        gate=gate,
         count_tokens=capacity.count_tokens,
     )
     route_tasks(setup.router, setup.tasks, loop, clock)

@@ -18,7 +18,8 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from lockgate.agent.batches import PENDING_PK
 from lockgate.agent.runs import Run, RunStore
-from lockgate.capacity.spend import Reservation, SpendCaps
+from lockgate.capacity.gate import Gate
+from lockgate.capacity.spend import Reservation
 from lockgate.dynamo import Page, conditional_failed, read_page
 from lockgate.errors import StoreUnavailable
 from lockgate.jobs.contract import JobContext, JobResult
@@ -44,7 +45,7 @@ class BatchCollector:
         runs: RunStore,
         *,
         log: Log,
-        spend: SpendCaps | None = None,
+        gate: Gate | None = None,
         usage_metrics: UsageMetrics | None = None,
     ) -> None:
         self._sdk = LazySdk(client_factory)
@@ -52,7 +53,7 @@ class BatchCollector:
         self._table = table
         self._runs = runs
         self._log = log
-        self._spend = spend
+        self._gate = gate
         self._usage_metrics = usage_metrics or NoUsageMetrics()
 
     def __call__(self, ctx: JobContext) -> JobResult:
@@ -134,8 +135,8 @@ class BatchCollector:
             raise StoreUnavailable(type(exc).__name__) from exc
         if reply is not None:
             self._usage_metrics.model_call(run.task, reply.model, reply.usage, actual, cache_hit=False)
-        if self._spend is not None and "reservation" in item:
-            self._spend.settle(_reservation_from(item["reservation"]["S"]), actual)
+        if self._gate is not None and "reservation" in item:
+            self._gate.settle(_reservation_from(item["reservation"]["S"]), actual)
 
 
 def _by_batch(items: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
