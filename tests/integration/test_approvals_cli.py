@@ -55,7 +55,7 @@ class Stack:
             run_id=f"helpdesk#msg_{n}",
             tool=tool,
             args=args,
-            digest=fingerprint(args),
+            fingerprint=fingerprint(args),
             summary=f"refund $80.00 on order A-{2000 + n}",
             unverified_reason="The parcel never arrived.",
             why=("this run read an email from customer@example.com",),
@@ -153,7 +153,8 @@ def test_approve_as_a_reviewer_records_a_cli_decision_settles_it_and_enqueues_th
     assert code == 0 and "approved" in out and "it will run once" in out
     ((row,),) = [stack.decisions()]
     assert row["approval_id"]["S"] == proposal.approval_id and row["reviewer"]["S"] == "alice"
-    assert (row["verdict"]["S"], row["via"]["S"], row["digest"]["S"]) == ("approve", "cli", proposal.digest)
+    stored = (row["verdict"]["S"], row["via"]["S"], row["digest"]["S"])
+    assert stored == ("approve", "cli", proposal.fingerprint)
     # And the worker is told: the inbox event is stored and queued
     key = f"approval#{proposal.approval_id}#approved"
     assert stack.inbox_ids() == [key]
@@ -270,11 +271,11 @@ def test_a_two_reviewer_tool_settles_only_on_the_second_distinct_approval(
 def test_a_changed_proposal_or_an_unknown_id_is_refused(
     stack: Stack, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    tampered = stack.propose(1, args={"order_id": "A-9999", "amount": "8000.00"})  # digest no longer matches
+    tampered = stack.propose(1, args={"order_id": "A-9999", "amount": "8000.00"})  # arguments changed
     code, _, err = lockgate(
         stack, capsys, "approvals", "approve", tampered.approval_id, "--as", "alice", "--yes"
     )
-    assert code == 2 and "no longer match" in err
+    assert code == 2 and "changed since they were proposed" in err
     code, _, err = lockgate(stack, capsys, "approvals", "approve", "ap_nosuch", "--as", "alice", "--yes")
     assert code == 2 and "no proposal 'ap_nosuch'" in err
     assert stack.decisions() == [] and stack.inbox_ids() == []

@@ -97,7 +97,7 @@ def test_each_reviewer_gets_one_email_listing_only_what_waits_for_them_with_sign
     approved = digests.seed("ap_approved_pay", "pay", "pay $90.00 to the courier", created_ago=HOUR)
     digests.decisions.record(
         DecisionRecord(
-            approved.approval_id, "alice", Choice.APPROVE, int(digests.clock.now()), approved.digest
+            approved.approval_id, "alice", Choice.APPROVE, int(digests.clock.now()), approved.fingerprint
         )
     )
     digests.seed("ap_expired_pay", "pay", "pay $70.00 to the printer", created_ago=25 * HOUR)

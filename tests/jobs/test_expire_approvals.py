@@ -55,7 +55,7 @@ class Desk:
             run_id=f"github#{name}",
             tool="pay",
             args=args,
-            digest=fingerprint(args),
+            fingerprint=fingerprint(args),
             summary=f"pay ${amount:.2f}",
             unverified_reason="",
             why=("payments over $50 need a person",),
@@ -67,7 +67,7 @@ class Desk:
         return proposal
 
     def decide(self, proposal: Proposal, verdict: Choice, at: int, reviewer: str = "alice") -> None:
-        record = DecisionRecord(proposal.approval_id, reviewer, verdict, at, proposal.digest)
+        record = DecisionRecord(proposal.approval_id, reviewer, verdict, at, proposal.fingerprint)
         assert self.decisions.record(record)
 
     def job(self) -> ApprovalExpiry:
@@ -125,7 +125,7 @@ def test_only_undecided_and_approved_but_unrun_proposals_expire_and_the_task_hea
     desk.decide(ran, Choice.APPROVE, at=now - 2 * HOUR)
     desk.ledger.execute(
         op_key=operation_key(ran.run_id, "pay", "63.00", ran.args),
-        fingerprint=ran.digest,
+        fingerprint=ran.fingerprint,
         tool="pay",
         run_id=ran.run_id,
         summary=ran.summary,

@@ -128,7 +128,9 @@ def test_an_unknown_refund_with_no_payment_is_escalated_and_a_persons_answer_set
     assert "no record of it found downstream" in proposal.why[0]
     # When the reviewer answers "it did not happen" (reject), and the job runs again
     rig.decisions.record(
-        DecisionRecord(proposal.approval_id, "alice", Choice.REJECT, int(rig.clock.now()), proposal.digest)
+        DecisionRecord(
+            proposal.approval_id, "alice", Choice.REJECT, int(rig.clock.now()), proposal.fingerprint
+        )
     )
     third = rig.run()
     # Then the entry is FAILED with who said so, nothing was refunded, and it left the open index
@@ -173,7 +175,9 @@ def test_a_tool_without_a_hook_is_asked_about_and_an_approval_means_it_happened(
     proposal = rig.proposals.get(escalation_id(op.key))
     assert proposal is not None and "has no reconcile hook" in proposal.why[0]
     rig.decisions.record(
-        DecisionRecord(proposal.approval_id, "alice", Choice.APPROVE, int(rig.clock.now()), proposal.digest)
+        DecisionRecord(
+            proposal.approval_id, "alice", Choice.APPROVE, int(rig.clock.now()), proposal.fingerprint
+        )
     )
     assert rig.run().counts["succeeded"] == 1
     # Then the entry is SUCCEEDED, recording who confirmed it

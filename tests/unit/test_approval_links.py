@@ -1,4 +1,4 @@
-"""Approval links: signed, expiring, per-reviewer, bound to the digest; form tokens tied to the link."""
+"""Approval links: signed, expiring, per-reviewer, bound to the arguments; form tokens tied to the link."""
 
 from __future__ import annotations
 
@@ -140,7 +140,7 @@ def test_given_claims_that_no_link_could_carry_when_signing_then_value_error() -
     with pytest.raises(ValueError, match="link format"):
         sign_link(NEW, claims(reviewer="alice\nbob"))
     with pytest.raises(ValueError, match="link format"):
-        form_token(NEW, claims(digest="not-a-digest"))
+        form_token(NEW, claims(fingerprint="not-a-digest"))
 
 
 @pytest.mark.parametrize(
@@ -173,7 +173,7 @@ def test_given_form_token_from_the_link_when_verified_then_accepted_under_rotati
         {"reviewer": "bob"},
         {"nonce": "other-nonce"},
         {"approval_id": "appr-OTHER"},
-        {"digest": hashlib.sha256(b"x").hexdigest()},
+        {"fingerprint": hashlib.sha256(b"x").hexdigest()},
         {"expires_at": NOW + 1},
     ],
 )
@@ -249,12 +249,12 @@ def test_property_verify_form_token_raises_only_link_invalid(token: object) -> N
     reviewer=st.from_regex(r"[A-Za-z0-9._@-]{1,64}", fullmatch=True),
     nonce=st.from_regex(r"[A-Za-z0-9_-]{1,64}", fullmatch=True),
     expires=st.integers(min_value=0, max_value=999_999_999_999),
-    digest=st.binary(min_size=1, max_size=8).map(lambda b: hashlib.sha256(b).hexdigest()),
+    fingerprint=st.binary(min_size=1, max_size=8).map(lambda b: hashlib.sha256(b).hexdigest()),
 )
 def test_property_any_well_formed_claims_roundtrip_through_the_query_string(
-    reviewer: str, nonce: str, expires: int, digest: str
+    reviewer: str, nonce: str, expires: int, fingerprint: str
 ) -> None:
-    original = LinkClaims(APPROVAL, reviewer, expires, nonce, digest)
+    original = LinkClaims(APPROVAL, reviewer, expires, nonce, fingerprint)
     link = sign_link(OLD, original)
     reparsed = dict(parse_qsl(urlencode(query_of(link))))  # as a browser round-trip would
     assert verify_link([NEW, OLD], APPROVAL, reparsed, now=expires) == original

@@ -182,7 +182,7 @@ _OUTCOMES = {
     DecisionOutcome.ALREADY_APPROVED: "{id} is already approved; nothing was decided",
     DecisionOutcome.ALREADY_REJECTED: "{id} is already rejected; nothing was decided",
     DecisionOutcome.EXPIRED: "{id} has expired; nothing was decided",
-    DecisionOutcome.CHANGED: "{id}'s stored arguments no longer match their digest; nothing was decided",
+    DecisionOutcome.CHANGED: "{id}'s stored arguments changed since they were proposed; nothing was decided",
     DecisionOutcome.NOT_ALLOWED: "{who} may not decide {id}; nothing was decided",
 }
 
@@ -268,7 +268,7 @@ def _as_dict(status: ProposalStatus) -> dict[str, Any]:
         "tool": p.tool,
         "summary": p.summary,
         "args": p.args,
-        "digest": p.digest,
+        "fingerprint": p.fingerprint,
         "unverified_reason": p.unverified_reason,
         "why": list(p.why),
         "requester": p.requester,

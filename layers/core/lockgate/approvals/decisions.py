@@ -53,7 +53,7 @@ class DecisionRecord:
     reviewer: str
     verdict: Choice
     decided_at: int
-    digest: str  # the argument digest the reviewer saw
+    fingerprint: str  # of the arguments the reviewer saw (stored as "digest")
     via: str = "link"  # "link" or "cli"
 
     @classmethod
@@ -64,7 +64,7 @@ class DecisionRecord:
             reviewer=item["reviewer"]["S"],
             verdict=Choice(item["verdict"]["S"]),
             decided_at=int(item["decided_at"]["N"]),
-            digest=item["digest"]["S"],
+            fingerprint=item["digest"]["S"],
             via=item.get("via", {}).get("S", "link"),
         )
 
@@ -72,9 +72,11 @@ class DecisionRecord:
 def state_of(
     proposal: Proposal, decisions: list[DecisionRecord], now: float, allowed: frozenset[str] | None = None
 ) -> State:
-    """Rejected if anyone rejected; approved once enough distinct allowed reviewers approved this digest."""
+    """Rejected if anyone rejected; approved once enough distinct allowed reviewers approved the arguments."""
     valid = [
-        d for d in decisions if d.digest == proposal.digest and (allowed is None or d.reviewer in allowed)
+        d
+        for d in decisions
+        if d.fingerprint == proposal.fingerprint and (allowed is None or d.reviewer in allowed)
     ]
     if any(d.verdict is Choice.REJECT for d in valid):
         return State.REJECTED
@@ -101,7 +103,7 @@ class DecisionStore:
                 "reviewer": {"S": decision.reviewer},
                 "verdict": {"S": decision.verdict.value},
                 "decided_at": {"N": str(decision.decided_at)},
-                "digest": {"S": decision.digest},
+                "digest": {"S": decision.fingerprint},
                 "via": {"S": decision.via},
                 "ttl": {"N": str(decision.decided_at + RETENTION_SECONDS)},
             },
@@ -140,7 +142,7 @@ class DecisionOutcome(StrEnum):
     ALREADY_APPROVED = "already approved"
     ALREADY_REJECTED = "already rejected"
     EXPIRED = "expired"
-    CHANGED = "changed"  # the stored arguments no longer match their digest
+    CHANGED = "changed"  # the stored arguments no longer match their fingerprint
     NOT_ALLOWED = "not allowed"  # not a reviewer for this tool
 
     @property
@@ -190,13 +192,13 @@ class DecisionRecorder:
         """One decision on a pending, unexpired, unchanged proposal; a settling one enqueues the event."""
         if self.reviewer(proposal.tool, reviewer_id) is None:
             return DecisionOutcome.NOT_ALLOWED
-        if fingerprint(proposal.args) != proposal.digest:
+        if fingerprint(proposal.args) != proposal.fingerprint:
             return DecisionOutcome.CHANGED
         state = self.state(proposal, self._decisions.for_approval(proposal.approval_id))
         if state is not State.PENDING:
             return SETTLED[state]
         now = int(self._clock.now())
-        record = DecisionRecord(proposal.approval_id, reviewer_id, verdict, now, proposal.digest, via)
+        record = DecisionRecord(proposal.approval_id, reviewer_id, verdict, now, proposal.fingerprint, via)
         if not self._decisions.record(record):
             return DecisionOutcome.ALREADY_DECIDED
         self._metrics.add_metric(name=f"Approval_{verdict.value}", unit="Count", value=1)

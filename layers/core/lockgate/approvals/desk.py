@@ -1,7 +1,7 @@
 """The approval desk: what GET and POST /approvals/{id} do. GET never changes anything.
 
 Every check is server-side: the link's signature and expiry, the reviewer is allowed for this
-tool, the proposal exists and is still pending and unexpired, the argument digest is unchanged,
+tool, the proposal exists and is still pending and unexpired, the argument fingerprint is unchanged,
 and (POST) the form token belongs to this link. One decision per reviewer by conditional write.
 The decision itself goes through ``DecisionRecorder``, which `lockgate approvals approve` uses too.
 """
@@ -72,7 +72,7 @@ class LinkSigner:
         secret = self._secrets()[0]
         return {
             reviewer.id: f"{self._base_url}/{proposal.approval_id}?"
-            + sign_link(secret, new_claims(proposal.approval_id, reviewer.id, proposal.digest, now, ttl))
+            + sign_link(secret, new_claims(proposal.approval_id, reviewer.id, proposal.fingerprint, now, ttl))
             for reviewer in self._config.reviewers_for(proposal.tool)
         }
 
@@ -179,8 +179,8 @@ class ApprovalDesk:
         if proposal is None:
             self._refused("proposal", "unknown approval id", approval_id)
             return outcome_page("This link is not valid", "Nothing was decided.", status=404)
-        if claims.digest != proposal.digest or fingerprint(proposal.args) != proposal.digest:
-            self._refused("digest", "arguments changed", approval_id)
+        if claims.fingerprint != proposal.fingerprint or fingerprint(proposal.args) != proposal.fingerprint:
+            self._refused("fingerprint", "arguments changed", approval_id)
             return outcome_page(
                 "This request has changed", "Nothing was decided; ask for a new link.", status=409
             )

@@ -22,7 +22,7 @@ DIGEST_TTL_SECONDS = 24 * 3_600
 LOOKBACK_SECONDS = 7 * 86_400
 
 
-def reviewer_digest(reviewer: str) -> str:
+def reviewer_fingerprint(reviewer: str) -> str:
     """What a digest link is bound to: the reviewer it lists for."""
     return hashlib.sha256(f"digest\n{reviewer}".encode()).hexdigest()
 
@@ -52,7 +52,7 @@ class ReviewDigest:
     def link_for(self, reviewer: str) -> str:
         """The reviewer's digest link, valid for a day."""
         claims = new_claims(
-            DIGEST_ID, reviewer, reviewer_digest(reviewer), self._clock.now(), DIGEST_TTL_SECONDS
+            DIGEST_ID, reviewer, reviewer_fingerprint(reviewer), self._clock.now(), DIGEST_TTL_SECONDS
         )
         return f"{self._base_url}?" + sign_link(self._secrets()[0], claims)
 
@@ -66,7 +66,7 @@ class ReviewDigest:
                 return outcome_page("This link has expired", "Ask for a new digest.", status=410)
             return outcome_page("This link is not valid", "Nothing is shown.", status=403)
         reviewer = next((r for r in self._config.reviewers if r.id == claims.reviewer), None)
-        if reviewer is None or claims.digest != reviewer_digest(reviewer.id):
+        if reviewer is None or claims.fingerprint != reviewer_fingerprint(reviewer.id):
             return outcome_page("This link is not valid", "Nothing is shown.", status=403)
         return digest_page(reviewer.name, self.items_for(reviewer), int(now))
 

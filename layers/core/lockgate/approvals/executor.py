@@ -2,7 +2,7 @@
 
 A decision arrives as an inbox event (``approval#<id>#approved|rejected``). Nothing about it is
 trusted: the worker re-reads the proposal and the decisions (which its role may read but never
-write), recomputes the argument digest, checks the run window and the tool's hard policies against
+write), recomputes the argument fingerprint, checks the run window and the tool's hard policies against
 current facts, and only then executes through the operation ledger under the same key the agent
 loop would have used, so an action runs at most once however many events arrive.
 """
@@ -91,7 +91,9 @@ class ApprovalExecutor:
             {
                 d.reviewer
                 for d in decisions
-                if d.verdict is Choice.APPROVE and d.reviewer in allowed and d.digest == proposal.digest
+                if d.verdict is Choice.APPROVE
+                and d.reviewer in allowed
+                and d.fingerprint == proposal.fingerprint
             }
         )
         approved = approved_at(proposal, decisions, allowed)
@@ -113,9 +115,9 @@ class ApprovalExecutor:
         return self._not_run(proposal.approval_id, f"not expired ({state.value})")
 
     def _run(self, task: Task | None, proposal: Proposal, approvers: list[str], approved_at: float) -> str:
-        """Digest, task, arguments and hard policies re-checked; then the ledger runs it once."""
-        if fingerprint(proposal.args) != proposal.digest:
-            return self._not_run(proposal.approval_id, "the stored arguments no longer match their digest")
+        """Fingerprint, task, arguments and hard policies re-checked; then the ledger runs it once."""
+        if fingerprint(proposal.args) != proposal.fingerprint:
+            return self._not_run(proposal.approval_id, "the stored arguments were changed")
         tool = task.tool(proposal.tool) if task else None
         if task is None or tool is None:
             return self._not_run(
@@ -180,7 +182,7 @@ class ApprovalExecutor:
         try:
             self._ledger.execute(
                 op_key=f"decision-notice#{proposal.approval_id}#{outcome}",
-                fingerprint=proposal.digest,
+                fingerprint=proposal.fingerprint,
                 tool="on_decision",
                 run_id=proposal.run_id,
                 summary=f"tell the task: {outcome}",
@@ -200,7 +202,7 @@ def approved_at(proposal: Proposal, decisions: list[DecisionRecord], allowed: fr
     times = [
         d.decided_at
         for d in decisions
-        if d.verdict is Choice.APPROVE and d.reviewer in allowed and d.digest == proposal.digest
+        if d.verdict is Choice.APPROVE and d.reviewer in allowed and d.fingerprint == proposal.fingerprint
     ]
     return max(times, default=0)
 

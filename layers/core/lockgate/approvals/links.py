@@ -1,6 +1,6 @@
-"""Signed, expiring, per-reviewer approval links bound to the proposal's argument digest.
+"""Signed, expiring, per-reviewer approval links bound to the proposal's argument fingerprint.
 
-A link is ``/approvals/{approval_id}?r=<reviewer>&e=<expires>&n=<nonce>&d=<digest>&s=<sig>``.
+A link is ``/approvals/{approval_id}?r=<reviewer>&e=<expires>&n=<nonce>&d=<fingerprint>&s=<sig>``.
 The signature covers every claim, the approval id in the path included. The
 confirmation page's POST carries a form token derived from the same claims under
 a different prefix, so a link signature is never a valid form token.
@@ -51,11 +51,11 @@ class LinkClaims:
     reviewer: str
     expires_at: int
     nonce: str
-    digest: str
+    fingerprint: str
 
 
 def new_claims(
-    approval_id: str, reviewer: str, digest: str, now: float, ttl_seconds: int, nonce: str | None = None
+    approval_id: str, reviewer: str, fingerprint: str, now: float, ttl_seconds: int, nonce: str | None = None
 ) -> LinkClaims:
     """Claims for one reviewer's link, expiring ``ttl_seconds`` after ``now``."""
     return LinkClaims(
@@ -63,7 +63,7 @@ def new_claims(
         reviewer=reviewer,
         expires_at=int(now) + int(ttl_seconds),
         nonce=_random.token_urlsafe(12) if nonce is None else nonce,
-        digest=digest,
+        fingerprint=fingerprint,
     )
 
 
@@ -76,7 +76,7 @@ def sign_link(secret: bytes, claims: LinkClaims) -> str:
             "r": claims.reviewer,
             "e": str(claims.expires_at),
             "n": claims.nonce,
-            "d": claims.digest,
+            "d": claims.fingerprint,
             "s": _mac(secret, _canonical(claims)),
         }
     )
@@ -92,12 +92,13 @@ def verify_link(
     values = [query.get(name) for name in _PARAMS]
     if any(value is None or (isinstance(value, str) and not value) for value in values):
         raise LinkInvalid("missing parameter")
-    reviewer, expires, nonce, digest, signature = (
+    reviewer, expires, nonce, fingerprint, signature = (
         _text(pattern, value) for pattern, value in zip(_PATTERNS, values, strict=True)
     )
-    if not _text(_APPROVAL_ID, approval_id) or not (reviewer and expires and nonce and digest and signature):
+    complete = reviewer and expires and nonce and fingerprint and signature
+    if not _text(_APPROVAL_ID, approval_id) or not complete:
         raise LinkInvalid("malformed")
-    claims = LinkClaims(approval_id, reviewer, int(expires), nonce, digest)
+    claims = LinkClaims(approval_id, reviewer, int(expires), nonce, fingerprint)
     # Signature before expiry: only a genuine link may learn that it has expired.
     if not _matches_any(secrets, _canonical(claims), signature):
         raise LinkInvalid("bad signature")
@@ -128,7 +129,7 @@ def verify_form_token(secrets: Sequence[bytes], claims: LinkClaims, token: str) 
 def _canonical(claims: LinkClaims) -> bytes:
     # Every field is validated to exclude "\n", so this encoding is unambiguous.
     expires = str(claims.expires_at)
-    fields = (VERSION, claims.approval_id, claims.reviewer, expires, claims.nonce, claims.digest)
+    fields = (VERSION, claims.approval_id, claims.reviewer, expires, claims.nonce, claims.fingerprint)
     return "\n".join(fields).encode("ascii")
 
 
@@ -158,7 +159,7 @@ def _well_formed(claims: object) -> bool:
         and type(claims.expires_at) is int
         and _text(_EXPIRES, str(claims.expires_at)) is not None
         and _text(_NONCE, claims.nonce) is not None
-        and _text(_DIGEST, claims.digest) is not None
+        and _text(_DIGEST, claims.fingerprint) is not None
     )
 
 

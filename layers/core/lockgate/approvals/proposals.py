@@ -38,7 +38,7 @@ class Proposal:
     run_id: str
     tool: str
     args: dict[str, Any]  # canonical JSON-ready arguments
-    digest: str  # sha256 of the canonical arguments: a link is bound to it
+    fingerprint: str  # of the canonical arguments (stored as "digest"): a link is bound to it
     summary: str  # built by code from the real arguments
     unverified_reason: str  # the assistant's own words, shown as unverified
     why: tuple[str, ...]  # why a person is asked (threshold, taint with its source, ...)
@@ -59,7 +59,7 @@ class Proposal:
             "run_id": {"S": self.run_id},
             "tool": {"S": self.tool},
             "args": {"S": json.dumps(self.args, sort_keys=True)},
-            "digest": {"S": self.digest},
+            "digest": {"S": self.fingerprint},
             "summary": {"S": self.summary[:500]},
             "unverified_reason": {"S": self.unverified_reason[:2000] or "-"},
             "why": {"S": json.dumps(list(self.why))},
@@ -85,7 +85,7 @@ class Proposal:
             run_id=s["run_id"],
             tool=s["tool"],
             args=json.loads(s["args"]),
-            digest=s["digest"],
+            fingerprint=s["digest"],
             summary=s["summary"],
             unverified_reason="" if s.get("unverified_reason") == "-" else s.get("unverified_reason", ""),
             why=tuple(json.loads(s.get("why", "[]"))),

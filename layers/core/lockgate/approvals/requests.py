@@ -113,7 +113,7 @@ def _proposal(
         run_id=run_id,
         tool=tool.name,
         args=canonical,
-        digest=fingerprint(canonical),
+        fingerprint=fingerprint(canonical),
         summary=tool.summary(args),
         unverified_reason=unverified_reason,
         why=need.reasons,

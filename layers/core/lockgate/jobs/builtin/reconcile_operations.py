@@ -110,7 +110,7 @@ class OperationReconciler:
         state = current_state(self._config, escalation, decisions, ctx.clock.now())
         if state not in (State.APPROVED, State.REJECTED):
             return "waiting"  # pending (or expired unanswered: it stays listed as UNKNOWN)
-        by = sorted({d.reviewer for d in decisions if d.digest == escalation.digest})
+        by = sorted({d.reviewer for d in decisions if d.fingerprint == escalation.fingerprint})
         if state is State.APPROVED:
             settled = self._ledger.resolve_unknown(op.key, OpState.SUCCEEDED, {"confirmed_by": by}, None)
         else:
@@ -136,7 +136,7 @@ class OperationReconciler:
             run_id=op.run_id,
             tool=RESOLVE_TOOL,
             args=args,
-            digest=fingerprint(args),
+            fingerprint=fingerprint(args),
             summary=f"Did this happen? {op.summary}"[:500],
             unverified_reason="",
             why=(why, "Approve if it happened, reject if it did not. Nothing is executed either way."),
