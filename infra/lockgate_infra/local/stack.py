@@ -3,8 +3,6 @@ and the template's functions loaded as Lambda would load them."""
 
 from __future__ import annotations
 
-import functools
-import json
 import logging
 import os
 import threading
@@ -29,8 +27,9 @@ from lockgate_infra.local.poller import SqsPoller
 from lockgate_infra.local.provision import create_resources
 from lockgate_infra.local.runtime import LocalFunction, import_handler_module
 from lockgate_infra.local.scheduler import LocalScheduler
+from lockgate_infra.local.sources import start_sqs_pollers, start_stream_pollers
 from lockgate_infra.local.streams import StreamPoller
-from lockgate_infra.local.template import LocalPlan, StreamSource
+from lockgate_infra.local.template import LocalPlan
 
 log = logging.getLogger("lockgate_infra.local")
 
@@ -217,57 +216,10 @@ class LocalStack:
         """
         if self.pollers or self.stream_pollers:
             raise RuntimeError("the pollers are already running")
-        for source in self.plan.sqs_sources:
-            if not source.enabled:
-                continue
-            self.load_function(source.function)
-            queue = self.plan.queues[source.queue]
-            poller = SqsPoller(
-                self.client("sqs"),
-                self.resources[source.queue],
-                queue.arn,
-                functools.partial(self.invoke, source.function),
-                batch_size=source.batch_size,
-                report_batch_item_failures=source.report_batch_item_failures,
-                wait_seconds=wait_seconds,
-                region=self.region,
-                name=f"{source.function}.{source.event}",
-            )
-            poller.start()
-            self.pollers.append(poller)
-        for stream in self.plan.stream_sources:
-            if not stream.enabled:
-                continue
-            self.stream_pollers.append(self._start_stream_poller(stream))
+        where = (self.plan, self.resources, self.client, self.invoke, self.load_function)
+        self.pollers = start_sqs_pollers(*where, wait_seconds=wait_seconds)
+        self.stream_pollers = start_stream_pollers(*where)
         return self.pollers
-
-    def _start_stream_poller(self, stream: StreamSource) -> StreamPoller:
-        """A DynamoDB stream event source: reads the table's stream, invokes the function."""
-        function = self.load_function(stream.function)
-        on_failure = None
-        if stream.on_failure is not None:
-            sqs, queue_url = self.client("sqs"), self.resources[stream.on_failure]
-
-            def on_failure(record: dict[str, Any]) -> None:
-                sqs.send_message(QueueUrl=queue_url, MessageBody=json.dumps(record))
-
-        poller = StreamPoller(
-            self.client("dynamodb"),
-            self.client("dynamodbstreams"),
-            self.resources[stream.table],
-            functools.partial(self.invoke, stream.function),
-            batch_size=stream.batch_size,
-            starting_position=stream.starting_position,
-            report_batch_item_failures=stream.report_batch_item_failures,
-            maximum_retry_attempts=stream.maximum_retry_attempts,
-            bisect_on_error=stream.bisect_on_error,
-            on_failure=on_failure,
-            function_arn=function.plan.arn,
-            region=self.region,
-            name=f"{stream.function}.{stream.event}",
-        )
-        poller.start()
-        return poller
 
     def start_scheduler(self, clock_speed: float = 1.0) -> LocalScheduler:
         """Run the template's schedules (``AWS::Scheduler::Schedule`` and ScheduleV2 events) on a clock

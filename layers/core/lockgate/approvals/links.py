@@ -95,8 +95,9 @@ def verify_link(
     reviewer, expires, nonce, fingerprint, signature = (
         _text(pattern, value) for pattern, value in zip(_PATTERNS, values, strict=True)
     )
-    complete = reviewer and expires and nonce and fingerprint and signature
-    if not _text(_APPROVAL_ID, approval_id) or not complete:
+    if not _text(_APPROVAL_ID, approval_id):
+        raise LinkInvalid("malformed")
+    if not (reviewer and expires and nonce and fingerprint and signature):
         raise LinkInvalid("malformed")
     claims = LinkClaims(approval_id, reviewer, int(expires), nonce, fingerprint)
     # Signature before expiry: only a genuine link may learn that it has expired.
