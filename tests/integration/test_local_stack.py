@@ -23,7 +23,14 @@ import pytest
 
 from lockgate_infra.local.gateway import Gateway
 from lockgate_infra.local.poller import BatchResponseError, failed_message_ids, sqs_record
-from lockgate_infra.local.run import read_local_state, run_local, state_path
+from lockgate_infra.local.run import (
+    LocalStackChoice,
+    local_state,
+    log_path,
+    read_local_state,
+    run_local,
+    state_path,
+)
 from lockgate_infra.local.stack import LocalStack
 from lockgate_infra.local.template import LocalPlan, Route, load_template
 
@@ -506,8 +513,121 @@ def test_given_run_local_then_it_serves_writes_the_state_file_and_removes_it_on_
     assert seen["status"] == 202
     assert f"gateway:      {state['gateway_url']}" in output.text
     assert "dev secret:   github = " in output.text
-    assert not state_path(project).exists()
+    assert state["port"] == int(state["gateway_url"].rsplit(":", 1)[1])
+    assert not state_path(project, state["port"]).exists()
     assert read_local_state(project) is None
+
+
+def _start(project: Path, output: _Output) -> tuple[threading.Thread, threading.Event, dict[str, Any]]:
+    """``lockgate local`` on a free port, in a thread; returns once it serves."""
+    stop, ready, seen = threading.Event(), threading.Event(), {}
+
+    def on_ready(stack: LocalStack) -> None:
+        assert stack.gateway is not None
+        seen["port"], seen["url"] = stack.gateway.port, stack.gateway.url
+        ready.set()
+
+    thread = threading.Thread(
+        target=run_local,
+        args=(project / "lockgate.toml", 0),
+        kwargs={"template_path": project / "template.yaml", "out": output, "stop": stop, "ready": on_ready},
+        daemon=True,
+    )
+    thread.start()
+    assert ready.wait(60), output.text
+    return thread, stop, seen
+
+
+def test_given_two_stacks_in_one_checkout_then_each_has_its_state_and_stopping_one_leaves_the_other(
+    project: Path,
+) -> None:
+    # Given another `lockgate local` already serving from this checkout on port 8788 (its own
+    # process in real use: one process holds one stack, whose environment is the process's)
+    other = state_path(project, 8788)
+    other.parent.mkdir(parents=True, exist_ok=True)
+    other.write_text(json.dumps({"pid": os.getpid(), "port": 8788, "gateway_url": "http://127.0.0.1:8788"}))
+    # When a second one starts on a free port
+    thread, stop, seen = _start(project, _Output())
+    try:
+        # Then each is found by its port, and a command that names none must say which it means
+        assert read_local_state(project, seen["port"])["gateway_url"] == seen["url"]  # type: ignore[index]
+        assert read_local_state(project, 8788)["gateway_url"] == "http://127.0.0.1:8788"  # type: ignore[index]
+        with pytest.raises(LocalStackChoice, match=r"2 local stacks are running .*8788.* --local-port"):
+            read_local_state(project)
+        # And a third asked for a port that one of them holds refuses, changing nothing
+        refused = _Output()
+        assert (
+            run_local(project / "lockgate.toml", 8788, template_path=project / "template.yaml", out=refused)
+            == 2
+        )
+        assert "already runs on port 8788" in refused.text
+    finally:
+        stop.set()
+        thread.join(30)
+    # When the second one stops, only its own state file goes
+    assert not state_path(project, seen["port"]).exists()
+    assert other.exists()
+    assert read_local_state(project)["port"] == 8788  # type: ignore[index]
+
+
+def test_given_a_function_that_logs_json_then_the_console_shows_one_line_and_the_file_keeps_the_json(
+    project: Path,
+) -> None:
+    # Given a receiver that logs as Powertools does: a JSON record and an embedded-metric blob
+    app = project / "functions" / "receiver" / "app.py"
+    app.write_text(
+        app.read_text(encoding="utf-8").replace(
+            '    text = event.get("body", "")',
+            '    print(json.dumps({"level": "INFO", "message": "delivery stored", "delivery": key,'
+            ' "cold_start": True}))\n'
+            '    print(json.dumps({"_aws": {"CloudWatchMetrics": []}, "DeliveriesStored": [1.0]}))\n'
+            '    text = event.get("body", "")',
+        ),
+        encoding="utf-8",
+    )
+    output = _Output()
+    thread, stop, seen = _start(project, output)
+    try:
+        # When a delivery arrives
+        status, headers, _ = request(f"{seen['url']}/webhooks/github", b"hello")
+        assert status == 202
+    finally:
+        stop.set()
+        thread.join(30)
+    key = headers["x-delivery"]
+    # Then the console has one readable line for the record and nothing of the metric blob
+    [line] = [line for line in output.text.splitlines() if "delivery stored" in line]
+    assert "Receiver" in line and "INFO" in line and f"delivery={key}" in line and "{" not in line
+    assert "_aws" not in output.text and "cold_start" not in output.text
+    assert f"logs:         {log_path(project, seen['port'])}" in output.text
+    # And the log file has both, whole, as Lambda would have sent them to CloudWatch
+    logged = [json.loads(x) for x in log_path(project, seen["port"]).read_text().splitlines() if x.strip()]
+    assert {"level": "INFO", "message": "delivery stored", "delivery": key, "cold_start": True} in logged
+    assert any("_aws" in record for record in logged)
+
+
+def test_the_state_file_gives_jobs_run_locally_the_local_gateway_not_a_deployed_host() -> None:
+    # Given the real template's plan and a gateway on a local port
+    from types import SimpleNamespace
+
+    plan = LocalPlan.from_template(load_template(REAL_TEMPLATE), base_dir=ROOT)
+    stack = SimpleNamespace(
+        plan=plan,
+        endpoint_url="http://127.0.0.1:5000",
+        region=plan.region,
+        template_path=REAL_TEMPLATE,
+        config_path=ROOT / "lockgate.toml",
+        resources={q: f"http://127.0.0.1:5000/123456789012/{q}" for q in plan.queues},
+    )
+    gateway = SimpleNamespace(url="http://127.0.0.1:8799", port=8799)
+    # When the state file is written
+    state = local_state(stack, gateway)  # type: ignore[arg-type]
+    # Then the approval digest's links (APPROVAL_BASE_URL) name the local gateway
+    jobs = state["functions"]["ScheduledJobsFunction"]["environment"]
+    assert jobs["APPROVAL_BASE_URL"] == "http://127.0.0.1:8799/approvals/"
+    assert not any(
+        "execute-api" in str(v) for f in state["functions"].values() for v in f["environment"].values()
+    )
 
 
 class _Output:

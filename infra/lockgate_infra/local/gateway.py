@@ -106,6 +106,11 @@ class Gateway:
         host, port = self._server.server_address[:2]
         return f"http://{host!s}:{port}"
 
+    @property
+    def port(self) -> int:
+        """The port it listens on (the one the OS chose when asked for 0)."""
+        return int(self.url.rsplit(":", 1)[1])
+
     def stop(self) -> None:
         """Stop serving."""
         if self._server is not None:

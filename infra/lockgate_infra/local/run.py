@@ -14,16 +14,27 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from lockgate_infra.local.console import routed_stdout
+
 if TYPE_CHECKING:
     from lockgate_infra.local.gateway import Gateway
     from lockgate_infra.local.stack import LocalStack
 
-STATE_VERSION = 1
+STATE_VERSION = 2  # 2: one state file per gateway port
 
 
-def state_path(root: str | Path) -> Path:
-    """Where a running local stack describes itself: ``<repo>/.lockgate/local.json``."""
-    return Path(root) / ".lockgate" / "local.json"
+class LocalStackChoice(Exception):  # noqa: N818 - the message is the answer, shown as is
+    """Several local stacks run in this checkout and the command did not say which."""
+
+
+def state_path(root: str | Path, port: int) -> Path:
+    """Where the local stack on gateway ``port`` describes itself: ``<repo>/.lockgate/local-<port>.json``."""
+    return Path(root) / ".lockgate" / f"local-{port}.json"
+
+
+def log_path(root: str | Path, port: int) -> Path:
+    """Where the functions' JSON logs of the local stack on ``port`` go."""
+    return Path(root) / ".lockgate" / f"local-{port}.log"
 
 
 def _alive(pid: int) -> bool:
@@ -36,24 +47,48 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def read_local_state(root: str | Path) -> dict[str, Any] | None:
-    """The running local stack's state, or None if none is running (a stale file counts as none)."""
-    path = state_path(root)
-    try:
-        state: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    except (FileNotFoundError, ValueError):
-        return None
-    if not isinstance(state.get("pid"), int) or not _alive(state["pid"]):
-        return None
-    return state
+def running_stacks(root: str | Path) -> list[dict[str, Any]]:
+    """The state of every local stack running in this checkout, by port (stale files count as none)."""
+    found = []
+    for path in sorted((Path(root) / ".lockgate").glob("local-*.json")):
+        try:
+            state = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(state, dict) and isinstance(state.get("pid"), int) and _alive(state["pid"]):
+            found.append(state)
+    return sorted(found, key=lambda state: int(state.get("port", 0)))
+
+
+def read_local_state(root: str | Path, port: int | None = None) -> dict[str, Any] | None:
+    """The running local stack's state (the one on ``port``, or the only one); None if none runs.
+
+    Raises LocalStackChoice when several run and no port says which.
+    """
+    running = running_stacks(root)
+    if port is not None:
+        return next((state for state in running if state.get("port") == port), None)
+    if len(running) > 1:
+        ports = ", ".join(str(state.get("port")) for state in running)
+        raise LocalStackChoice(
+            f"{len(running)} local stacks are running (gateway ports {ports}): say which with --local-port"
+        )
+    return running[0] if running else None
 
 
 def local_state(stack: LocalStack, gateway: Gateway) -> dict[str, Any]:
-    """What other commands need to reach a running stack."""
+    """What other commands need to reach a running stack.
+
+    The functions' environments name the local gateway wherever the template names the HTTP API,
+    so a job run with ``--local`` (e.g. the approval digest) links to this stack, not a deployed host.
+    """
+    from lockgate_infra.local.environment import localise_api_url
+
     plan = stack.plan
     return {
         "version": STATE_VERSION,
         "pid": os.getpid(),
+        "port": gateway.port,
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "endpoint_url": stack.endpoint_url,
         "gateway_url": gateway.url,
@@ -65,7 +100,11 @@ def local_state(stack: LocalStack, gateway: Gateway) -> dict[str, Any]:
         "queues": {q.logical_id: stack.resources[q.logical_id] for q in plan.queues.values()},
         "buckets": {b.logical_id: b.name for b in plan.buckets.values()},
         "functions": {
-            f.logical_id: {"name": f.name, "environment": f.environment} for f in plan.functions.values()
+            f.logical_id: {
+                "name": f.name,
+                "environment": {k: localise_api_url(v, gateway.url) for k, v in f.environment.items()},
+            }
+            for f in plan.functions.values()
         },
         "routes": [{"routeKey": r.route_key, "function": r.function} for r in plan.routes],
     }
@@ -117,23 +156,29 @@ def run_local(
     ready: Callable[[LocalStack], None] | None = None,
     model: str | None = None,
     clock_speed: float | None = 1.0,
+    verbose: bool = False,
 ) -> int:
     """Run the embedded stack until Ctrl-C, SIGTERM or ``stop``; returns the exit status.
 
     Before the functions load, every ``secretsmanager:`` secret the config names is created with
     its development value (printed), so the receiver's start-up secret check passes. The template's
-    schedules run on a clock ``clock_speed`` times real time (None: no schedules).
+    schedules run on a clock ``clock_speed`` times real time (None: no schedules). The console gets
+    one line per event; the functions' JSON logs go to ``.lockgate/local-<port>.log`` (``verbose``:
+    to the console as well). Several stacks may run in one checkout on different ports.
     """
     from lockgate_infra.local.stack import LocalStack, default_template_path
 
     out = out or sys.stdout
     stop = stop or threading.Event()
     template = Path(template_path or default_template_path()).resolve()
-    state_file = state_path(template.parent)
-    running = read_local_state(template.parent)
+    running = read_local_state(template.parent, port) if port else None
     if running is not None:
-        print(f"a local stack is already running (pid {running['pid']}, {running['gateway_url']})", file=out)
-        return 1
+        print(
+            f"lockgate: a local stack already runs on port {port} (pid {running['pid']}); "
+            "stop it or pick another --port",
+            file=out,
+        )
+        return 2
     from lockgate_infra.local.model import local_model
     from lockgate_infra.local.workflows import seed_workflows
 
@@ -153,12 +198,19 @@ def run_local(
         seed_workflows(stack)
         print(f"  model:        {chosen.description}", file=out)
         gateway = stack.start_gateway(port, always_base64=always_base64)
-        stack.start_pollers()
-        if clock_speed is not None:
-            stack.start_scheduler(clock_speed)
-        _serve(
-            stack, gateway, state_file, lambda: _print_banner(stack, gateway, dev_secrets, out), ready, stop
-        )
+        logs = log_path(template.parent, gateway.port)
+        with routed_stdout(out, logs, verbose=verbose):
+            stack.start_pollers()
+            if clock_speed is not None:
+                stack.start_scheduler(clock_speed)
+            _serve(
+                stack,
+                gateway,
+                state_path(template.parent, gateway.port),
+                lambda: _print_banner(stack, gateway, dev_secrets, logs, out),
+                ready,
+                stop,
+            )
     print("local stack stopped", file=out)
     return 0
 
@@ -192,7 +244,9 @@ def seed_secrets(stack: LocalStack) -> dict[str, str]:
     return seed_dev_secrets(load_config(stack.config_path), stack.client("secretsmanager"))
 
 
-def _print_banner(stack: LocalStack, gateway: Gateway, dev_secrets: Mapping[str, str], out: TextIO) -> None:
+def _print_banner(
+    stack: LocalStack, gateway: Gateway, dev_secrets: Mapping[str, str], logs: Path, out: TextIO
+) -> None:
     plan = stack.plan
     lines = [
         f"Lockgate local stack ({stack.template_path.name}, config {stack.config_path})",
@@ -210,5 +264,6 @@ def _print_banner(stack: LocalStack, gateway: Gateway, dev_secrets: Mapping[str,
         lines.append(f"  clock:        x{speed:g} (a day in {86_400 / speed / 60:.1f} min)")
     lines += [f"  table:        {t.name}" for t in plan.tables.values()]
     lines += [f"  dev secret:   {source} = {value}" for source, value in dev_secrets.items()]
+    lines.append(f"  logs:         {logs}  (the functions' JSON logs; --verbose shows them here)")
     lines.append("Ctrl-C to stop.")
     print("\n".join(lines), file=out, flush=True)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+from lockgate_infra.local.console import inside
 from lockgate_infra.local.functions import FunctionPlan
 
 log = logging.getLogger("lockgate_infra.local")
@@ -100,7 +101,8 @@ class LocalFunction:
             self.invocations += 1
         started = time.monotonic()
         try:
-            result = self.handler(payload, context)
+            with inside(self.plan.logical_id):  # what the handler prints is its log (local/console.py)
+                result = self.handler(payload, context)
         finally:
             elapsed = time.monotonic() - started
             if elapsed > self.plan.timeout:
