@@ -36,6 +36,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "lockgate.freshness",
         "lockgate.http",
         "lockgate.restore",
+        "lockgate.schema",
         "lockgate.secrets",
         "lockgate.settings",
         "lockgate.telemetry",

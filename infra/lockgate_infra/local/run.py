@@ -160,11 +160,9 @@ def run_local(
 ) -> int:
     """Run the embedded stack until Ctrl-C, SIGTERM or ``stop``; returns the exit status.
 
-    Before the functions load, every ``secretsmanager:`` secret the config names is created with
-    its development value (printed), so the receiver's start-up secret check passes. The template's
-    schedules run on a clock ``clock_speed`` times real time (None: no schedules). The console gets
-    one line per event; the functions' JSON logs go to ``.lockgate/local-<port>.log`` (``verbose``:
-    to the console as well). Several stacks may run in one checkout on different ports.
+    The config's ``secretsmanager:`` secrets get development values (printed); the schedules run
+    ``clock_speed`` times real time (None: none). The console gets one line per event, the
+    functions' JSON logs go to ``.lockgate/local-<port>.log`` (``verbose``: the console too).
     """
     from lockgate_infra.local.stack import LocalStack, default_template_path
 
@@ -173,11 +171,7 @@ def run_local(
     template = Path(template_path or default_template_path()).resolve()
     running = read_local_state(template.parent, port) if port else None
     if running is not None:
-        print(
-            f"lockgate: a local stack already runs on port {port} (pid {running['pid']}); "
-            "stop it or pick another --port",
-            file=out,
-        )
+        print(f"lockgate: a local stack already runs on port {port}; pick another --port", file=out)
         return 2
     from lockgate_infra.local.model import local_model
     from lockgate_infra.local.workflows import seed_workflows
@@ -198,19 +192,11 @@ def run_local(
         seed_workflows(stack)
         print(f"  model:        {chosen.description}", file=out)
         gateway = stack.start_gateway(port, always_base64=always_base64)
-        logs = log_path(template.parent, gateway.port)
-        with routed_stdout(out, logs, verbose=verbose):
+        with routed_stdout(out, log_path(template.parent, gateway.port), verbose=verbose) as logs:
             stack.start_pollers()
             if clock_speed is not None:
                 stack.start_scheduler(clock_speed)
-            _serve(
-                stack,
-                gateway,
-                state_path(template.parent, gateway.port),
-                lambda: _print_banner(stack, gateway, dev_secrets, logs, out),
-                ready,
-                stop,
-            )
+            _serve(stack, gateway, lambda: _print_banner(stack, gateway, dev_secrets, logs, out), ready, stop)
     print("local stack stopped", file=out)
     return 0
 
@@ -218,12 +204,12 @@ def run_local(
 def _serve(
     stack: LocalStack,
     gateway: Gateway,
-    state_file: Path,
     banner: Callable[[], None],
     ready: Callable[[LocalStack], None] | None,
     stop: threading.Event,
 ) -> None:
     """Publish the state file for ``--local`` CLI calls, then wait for ``stop``; the file goes with us."""
+    state_file = state_path(stack.template_path.parent, gateway.port)
     state_file.parent.mkdir(parents=True, exist_ok=True)
     state_file.write_text(json.dumps(local_state(stack, gateway), indent=2) + "\n", encoding="utf-8")
     try:

@@ -1,8 +1,7 @@
 """The operation ledger: every side effect runs at most once, keyed by the system, never by the model.
 
-States: PENDING → IN_PROGRESS → SUCCEEDED | FAILED | UNKNOWN. Each transition is one
-conditional write. UNKNOWN (the effect may or may not have happened) is never retried
-blindly: a reconcile hook or a person resolves it.
+States: PENDING → IN_PROGRESS → SUCCEEDED | FAILED | UNKNOWN, each transition one conditional write.
+UNKNOWN (may or may not have happened) is never retried blindly: a reconcile hook or a person settles it.
 """
 
 from __future__ import annotations
@@ -21,13 +20,13 @@ from lockgate.actions.tools import OutcomeUnknown, ToolError
 from lockgate.clock import Clock
 from lockgate.dynamo import error_code, read_page, write_if
 from lockgate.errors import Deferred, LockgateError, StoreUnavailable
+from lockgate.schema import check_readable, stamped
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 RETENTION_SECONDS = 90 * 86_400
-# A sparse index: only IN_PROGRESS and UNKNOWN entries carry ``open_state``, so the reconcile job
-# lists what needs attention without reading the settled history.
+# Sparse: only IN_PROGRESS and UNKNOWN entries carry ``open_state`` (the reconcile job's worklist).
 OPEN_INDEX = "open-operations"
 
 
@@ -64,7 +63,8 @@ class Operation:
 
     @classmethod
     def from_item(cls, item: dict[str, Any]) -> Operation:
-        """From a low-level DynamoDB item."""
+        """From a low-level DynamoDB item; SchemaTooNew if a newer version wrote it."""
+        check_readable(item, f"operation {item.get('op_key', {}).get('S', '?')}")
         text = {k: v.get("S") for k, v in item.items() if "S" in v}
         nums = {k: int(v["N"]) for k, v in item.items() if "N" in v}
         return cls(
@@ -141,8 +141,7 @@ class Ledger:
             response = self._db.get_item(TableName=self._table, Key=_key(op_key), ConsistentRead=True)
         except (ClientError, BotoCoreError) as exc:
             raise StoreUnavailable(type(exc).__name__) from exc
-        item = response.get("Item")
-        return Operation.from_item(item) if item else None
+        return Operation.from_item(response["Item"]) if response.get("Item") else None
 
     def mark_unknown_if_stuck(self, op_key: str) -> bool:
         """An IN_PROGRESS operation past its lease becomes UNKNOWN (its executor died mid-call)."""
@@ -203,23 +202,25 @@ class Ledger:
     def _begin(
         self, op_key: str, fingerprint: str, tool: str, run_id: str, summary: str, owner: str, now: int
     ) -> Operation | None:
-        item = {
-            **_key(op_key),
-            "op_key": {"S": op_key},
-            "fingerprint": {"S": fingerprint},
-            "tool": {"S": tool},
-            "run_id": {"S": run_id},
-            "summary": {"S": summary[:500]},
-            "idempotency_key": {"S": idempotency_key_for(op_key)},
-            "state": {"S": OpState.IN_PROGRESS.value},
-            "open_state": {"S": OpState.IN_PROGRESS.value},
-            "opened_at": {"N": str(now)},  # the open index's sort key (a name no other State item uses)
-            "owner": {"S": owner},
-            "lease_expires_at": {"N": str(now + self._lease_seconds)},
-            "created_at": {"N": str(now)},
-            "updated_at": {"N": str(now)},
-            "ttl": {"N": str(now + RETENTION_SECONDS)},
-        }
+        item = stamped(
+            {
+                **_key(op_key),
+                "op_key": {"S": op_key},
+                "fingerprint": {"S": fingerprint},
+                "tool": {"S": tool},
+                "run_id": {"S": run_id},
+                "summary": {"S": summary[:500]},
+                "idempotency_key": {"S": idempotency_key_for(op_key)},
+                "state": {"S": OpState.IN_PROGRESS.value},
+                "open_state": {"S": OpState.IN_PROGRESS.value},
+                "opened_at": {"N": str(now)},  # the open index's sort key (a name no other State item uses)
+                "owner": {"S": owner},
+                "lease_expires_at": {"N": str(now + self._lease_seconds)},
+                "created_at": {"N": str(now)},
+                "updated_at": {"N": str(now)},
+                "ttl": {"N": str(now + RETENTION_SECONDS)},
+            }
+        )
         try:
             self._db.put_item(
                 TableName=self._table,

@@ -114,6 +114,10 @@ class Tool[Args: BaseModel]:
             "input_schema": self.args.model_json_schema(),
         }
 
+    def args_fingerprint(self) -> str:
+        """A fingerprint of the argument schema: a proposal made under another one is not run."""
+        return fingerprint(self.args.model_json_schema())
+
     def validate(self, raw: Any) -> Args:
         """The model's arguments as the pydantic model; ToolArgumentsInvalid explains what is wrong."""
         try:

@@ -15,6 +15,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from lockgate.clock import Clock
 from lockgate.dynamo import error_code, read_all
 from lockgate.errors import StoreUnavailable
+from lockgate.schema import check_readable, stamped
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -68,16 +69,18 @@ class RunStore:
         try:
             self._db.put_item(
                 TableName=self._table,
-                Item={
-                    "pk": {"S": _pk(run_id)},
-                    "sk": {"S": "meta"},
-                    "task": {"S": task},
-                    "delivery": {"S": delivery},
-                    "status": {"S": "running"},
-                    "created_at": {"N": str(now)},
-                    "updated_at": {"N": str(now)},
-                    "ttl": {"N": str(now + RETENTION_SECONDS)},
-                },
+                Item=stamped(
+                    {
+                        "pk": {"S": _pk(run_id)},
+                        "sk": {"S": "meta"},
+                        "task": {"S": task},
+                        "delivery": {"S": delivery},
+                        "status": {"S": "running"},
+                        "created_at": {"N": str(now)},
+                        "updated_at": {"N": str(now)},
+                        "ttl": {"N": str(now + RETENTION_SECONDS)},
+                    }
+                ),
                 ConditionExpression="attribute_not_exists(pk)",
             )
         except ClientError as exc:
@@ -100,15 +103,17 @@ class RunStore:
         try:
             self._db.put_item(
                 TableName=self._table,
-                Item={
-                    "pk": {"S": _pk(run.run_id)},
-                    "sk": {"S": f"step#{n:03d}#{kind}"},
-                    "n": {"N": str(n)},
-                    "kind": {"S": kind},
-                    "data": {"S": body},
-                    "at": {"N": str(now)},
-                    "ttl": {"N": str(now + RETENTION_SECONDS)},
-                },
+                Item=stamped(
+                    {
+                        "pk": {"S": _pk(run.run_id)},
+                        "sk": {"S": f"step#{n:03d}#{kind}"},
+                        "n": {"N": str(n)},
+                        "kind": {"S": kind},
+                        "data": {"S": body},
+                        "at": {"N": str(now)},
+                        "ttl": {"N": str(now + RETENTION_SECONDS)},
+                    }
+                ),
                 ConditionExpression="attribute_not_exists(pk)",
             )
         except ClientError as exc:
@@ -156,6 +161,8 @@ class RunStore:
         meta = next((i for i in items if i["sk"]["S"] == "meta"), None)
         if meta is None:
             return None
+        for item in items:
+            check_readable(item, f"run {run_id}")
         steps = sorted(
             (
                 Step(int(i["n"]["N"]), i["kind"]["S"], json.loads(i["data"]["S"]))

@@ -123,6 +123,13 @@ class ApprovalExecutor:
             return self._not_run(
                 proposal.approval_id, f"task {proposal.task} no longer offers {proposal.tool}"
             )
+        if proposal.tool_schema and proposal.tool_schema != tool.args_fingerprint():
+            # A newer deployment changed what the tool takes: what the person approved is not what
+            # would run now. It expires instead, and the task is told (lockgate.schema's rule).
+            self._tell(task, proposal, "expired", "the action changed in a newer version of the tool")
+            return self._not_run(
+                proposal.approval_id, f"{proposal.tool}'s arguments changed since it was proposed"
+            )
         try:
             args = tool.validate(proposal.args)
         except ToolArgumentsInvalid as exc:

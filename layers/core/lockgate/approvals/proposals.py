@@ -11,6 +11,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from lockgate.dynamo import conditional_failed, read_page
 from lockgate.errors import StoreUnavailable
+from lockgate.schema import check_readable, stamped
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -50,33 +51,38 @@ class Proposal:
     policy_version: str = POLICY_VERSION
     call_id: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    tool_schema: str = ""  # fingerprint of the tool's argument schema when proposed ("" before it was kept)
 
     def to_item(self) -> dict[str, Any]:
         """The DynamoDB item (low-level)."""
-        return {
-            "approval_id": {"S": self.approval_id},
-            "task": {"S": self.task},
-            "run_id": {"S": self.run_id},
-            "tool": {"S": self.tool},
-            "args": {"S": json.dumps(self.args, sort_keys=True)},
-            "digest": {"S": self.fingerprint},
-            "summary": {"S": self.summary[:500]},
-            "unverified_reason": {"S": self.unverified_reason[:2000] or "-"},
-            "why": {"S": json.dumps(list(self.why))},
-            "created_at": {"N": str(self.created_at)},
-            "expires_at": {"N": str(self.expires_at)},
-            "run_within_seconds": {"N": str(self.run_within_seconds)},
-            "reviewers_required": {"N": str(self.reviewers_required)},
-            "requester": {"S": self.requester or "-"},
-            "policy_version": {"S": self.policy_version},
-            "call_id": {"S": self.call_id or "-"},
-            "extra": {"S": json.dumps(self.extra)},
-            "ttl": {"N": str(self.created_at + RETENTION_SECONDS)},
-        }
+        return stamped(
+            {
+                "approval_id": {"S": self.approval_id},
+                "task": {"S": self.task},
+                "run_id": {"S": self.run_id},
+                "tool": {"S": self.tool},
+                "args": {"S": json.dumps(self.args, sort_keys=True)},
+                "digest": {"S": self.fingerprint},
+                "summary": {"S": self.summary[:500]},
+                "unverified_reason": {"S": self.unverified_reason[:2000] or "-"},
+                "why": {"S": json.dumps(list(self.why))},
+                "created_at": {"N": str(self.created_at)},
+                "expires_at": {"N": str(self.expires_at)},
+                "run_within_seconds": {"N": str(self.run_within_seconds)},
+                "reviewers_required": {"N": str(self.reviewers_required)},
+                "requester": {"S": self.requester or "-"},
+                "policy_version": {"S": self.policy_version},
+                "call_id": {"S": self.call_id or "-"},
+                "extra": {"S": json.dumps(self.extra)},
+                "tool_schema": {"S": self.tool_schema or "-"},
+                "ttl": {"N": str(self.created_at + RETENTION_SECONDS)},
+            }
+        )
 
     @classmethod
     def from_item(cls, item: dict[str, Any]) -> Proposal:
-        """From a low-level DynamoDB item."""
+        """From a low-level DynamoDB item; SchemaTooNew if a newer version wrote it."""
+        check_readable(item, f"proposal {item.get('approval_id', {}).get('S', '?')}")
         s = {k: v["S"] for k, v in item.items() if "S" in v}
         n = {k: int(v["N"]) for k, v in item.items() if "N" in v}
         return cls(
@@ -97,6 +103,7 @@ class Proposal:
             policy_version=s.get("policy_version", POLICY_VERSION),
             call_id="" if s.get("call_id") == "-" else s.get("call_id", ""),
             extra=json.loads(s.get("extra", "{}")),
+            tool_schema="" if s.get("tool_schema") == "-" else s.get("tool_schema", ""),
         )
 
 

@@ -124,4 +124,5 @@ def _proposal(
         requester=f"agent:{task}",
         call_id=call_id,
         extra={"facts": dict(facts.values), "pattern": rule.pattern},
+        tool_schema=tool.args_fingerprint(),
     )
