@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections.abc import Sequence
@@ -11,11 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from lockgate.errors import LockgateError
-from lockgate.inbox.queue import InboxQueue
-from lockgate.inbox.store import InboxStore
 from lockgate_infra.cli.approvals import add_approvals_parser, run_approvals
+from lockgate_infra.cli.inbox import add_inbox_parsers
 from lockgate_infra.cli.jobs import add_jobs_parser, run_jobs
-from lockgate_infra.cli.ops import InboxOps
 from lockgate_infra.cli.spend import add_spend_parser
 from lockgate_infra.cli.targets import Target, TargetError, deployed_target, local_target
 from lockgate_infra.cost.report import add_cost_parser, run_cost
@@ -40,7 +37,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lockgate", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     _add_local_parsers(commands)
-    targeted = _add_inbox_parsers(commands)
+    targeted = add_inbox_parsers(commands, target=_target)
     iam = commands.add_parser(
         "iam-report", help="each function's permissions (resource × actions) from the translated template"
     )
@@ -91,98 +88,10 @@ def _add_local_parsers(commands: Any) -> None:
     demo.set_defaults(run=_run_demo)
 
 
-def _add_inbox_parsers(commands: Any) -> list[argparse.ArgumentParser]:
-    """``lockgate inbox status|show|retry`` and ``lockgate runs show``; returns those that take a target."""
-    inbox = commands.add_parser("inbox", help="inspect and operate the inbox")
-    inbox_commands = inbox.add_subparsers(dest="inbox_command", required=True)
-    status = inbox_commands.add_parser("status", help="counts, oldest waiting delivery, failures")
-    status.add_argument("--json", action="store_true", help="machine-readable output")
-    status.set_defaults(run=_inbox_status)
-    show = inbox_commands.add_parser("show", help="one delivery's record (body summarised)")
-    show.add_argument("id", help="delivery id, e.g. github#72d3162e-cc78-11e3-81ab-4c9367dc0958")
-    show.set_defaults(run=_inbox_show)
-    retry = inbox_commands.add_parser("retry", help="send a failed delivery round again")
-    retry.add_argument("id")
-    retry.set_defaults(run=_inbox_retry)
-    runs = commands.add_parser("runs", help="agent runs")
-    runs_commands = runs.add_subparsers(dest="runs_command", required=True)
-    run_show = runs_commands.add_parser("show", help="a run's transcript, tool decisions, tokens and cost")
-    run_show.add_argument("id", help="the run id: the delivery id it ran for, e.g. helpdesk#msg_123")
-    run_show.add_argument("--json", action="store_true", help="the raw run record")
-    run_show.set_defaults(run=_runs_show)
-    return [status, show, retry, run_show]
-
-
 def _target(args: argparse.Namespace) -> Target:
     if args.stack:
         return deployed_target(args.stack, args.region)
     return local_target(ROOT)
-
-
-def _ops(target: Target) -> InboxOps:
-    sqs = target.client("sqs")
-    return InboxOps(
-        InboxStore(target.client("dynamodb"), target.name("InboxTable")),
-        InboxQueue(sqs, target.name("InboxQueue")),
-        sqs,
-        target.name("InboxDLQ"),
-    )
-
-
-def _inbox_status(args: argparse.Namespace) -> int:
-    status = _ops(_target(args)).status(int(time.time()))
-    if args.json:
-        print(json.dumps(status.as_dict(), indent=2))
-        return 0
-    print("  ".join(f"{name}: {n}" for name, n in status.counts.items()))
-    oldest = status.oldest_waiting_seconds
-    print(
-        f"oldest waiting: {'none' if oldest is None else f'{oldest}s'}   dead letters: {status.dead_letters}"
-    )
-    for failed in status.failed:
-        print(f"  FAILED {failed['id']}  attempts={failed['attempts']}  {failed['error']}")
-    return 0
-
-
-def _inbox_show(args: argparse.Namespace) -> int:
-    print(json.dumps(_ops(_target(args)).show(args.id), indent=2, default=str))
-    return 0
-
-
-def _inbox_retry(args: argparse.Namespace) -> int:
-    delivery = _ops(_target(args)).retry(args.id, int(time.time()))
-    print(f"re-queued {delivery.pk} (attempts reset to {delivery.attempts})")
-    return 0
-
-
-def _runs_show(args: argparse.Namespace) -> int:
-    from lockgate.agent.runs import RunStore
-    from lockgate.clock import SystemClock
-    from lockgate_infra.cli.transcript import render
-
-    target = _target(args)
-    run = RunStore(target.client("dynamodb"), target.name("StateTable"), SystemClock()).get(args.id)
-    if run is None:
-        print(f"lockgate: no run {args.id!r}", file=sys.stderr)
-        return 2
-    if args.json:
-        print(
-            json.dumps(
-                {
-                    "run_id": run.run_id,
-                    "task": run.task,
-                    "status": run.status,
-                    "outcome": run.outcome,
-                    "totals": run.totals,
-                    "steps": [{"n": s.n, "kind": s.kind, "data": s.data} for s in run.steps],
-                },
-                indent=2,
-                default=str,
-            )
-        )
-        return 0
-    print(render(run))
-    return 0
 
 
 def _spend(args: argparse.Namespace) -> int:

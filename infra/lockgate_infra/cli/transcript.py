@@ -6,14 +6,20 @@ import json
 from typing import Any
 
 from lockgate.agent.runs import Run
+from lockgate_infra.cli.run_actions import ASKED, ActionOutcome, utc
 
 TEXT_PREVIEW = 300
 
 
-def render(run: Run) -> str:
-    """Plain text for a terminal. Tool results are summarised, never dumped whole."""
+def render(run: Run, actions: dict[str, ActionOutcome] | None = None) -> str:
+    """Plain text for a terminal. Tool results are summarised, never dumped whole.
+
+    ``actions`` (by tool_use id) say what became of the calls the run handed to a person.
+    """
+    actions = actions or {}
     lines = [
         f"run {run.run_id}  task {run.task}  status {run.status}",
+        f"  started {utc(run.created_at)}   last written {utc(run.updated_at)}",
         f"  outcome: {run.outcome}",
     ]
     totals = run.totals
@@ -40,7 +46,11 @@ def render(run: Run) -> str:
                 f"\n[{step.n}] message batch: {step.data.get('batch_id') or step.data.get('outcome')}"
             )
         else:
-            lines.extend(_tool_lines(step.data))
+            lines.extend(_tool_lines(step.data, actions))
+    if actions:
+        lines.append("\nactions a person was asked about (final outcome)")
+        for action in actions.values():
+            lines.append(f"  {action.summary}: {action.decision}; {action.result}")
     return "\n".join(lines)
 
 
@@ -75,14 +85,18 @@ def _model_lines(n: int, data: dict[str, Any]) -> list[str]:
     return out
 
 
-def _tool_lines(data: dict[str, Any]) -> list[str]:
+def _tool_lines(data: dict[str, Any], actions: dict[str, ActionOutcome]) -> list[str]:
     out = []
     for call, result in zip(data.get("calls", []), data.get("results", []), strict=False):
         verdict = call.get("check")
         label = "ran" if verdict == "cleared" else f"BLOCKED at {verdict}"
         detail = call.get("outcome") if verdict == "cleared" else call.get("reason")
+        if call.get("outcome") in ASKED:
+            label = f"asked a person ({verdict}: {call.get('reason')})"
+            action = actions.get(str(result.get("tool_use_id")))
+            detail = f"{action.decision}; {action.result}" if action else call.get("outcome")
         summary = call.get("summary") or call.get("tool")
-        err = " (is_error)" if result.get("is_error") else ""
+        err = " (is_error)" if result.get("is_error") and call.get("outcome") not in ASKED else ""
         out.append(f"    {label}: {summary} -> {detail}{err}")
     return out
 

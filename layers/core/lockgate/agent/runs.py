@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from lockgate.clock import Clock
-from lockgate.dynamo import error_code, read_all
+from lockgate.dynamo import error_code, read_all, read_page
 from lockgate.errors import StoreUnavailable
 from lockgate.schema import check_readable, stamped
 
@@ -171,17 +171,42 @@ class RunStore:
             ),
             key=lambda s: (s.n, s.kind != "model"),
         )
-        return Run(
-            run_id=run_id,
-            task=meta["task"]["S"],
-            delivery=meta["delivery"]["S"],
-            status=meta["status"]["S"],
-            outcome=meta.get("outcome", {}).get("S", ""),
-            steps=steps,
-            created_at=int(meta["created_at"]["N"]),
-            updated_at=int(meta["updated_at"]["N"]),
-            totals=json.loads(meta["totals"]["S"]) if "totals" in meta else {},
-        )
+        run = _header(meta)
+        run.steps = steps
+        return run
+
+
+def page_of_runs(
+    dynamodb: DynamoDBClient, table_name: str, since: int, start: dict[str, Any] | None = None
+) -> tuple[list[Run], dict[str, Any] | None]:
+    """One page of a filtered Scan for run headers created since ``since`` (no steps), and where the
+    next page starts. There is no index by time: this is for operators, not for the request path."""
+    items, after = read_page(
+        dynamodb.scan,
+        start,
+        TableName=table_name,
+        FilterExpression="begins_with(pk, :run) AND sk = :meta AND created_at >= :since",
+        ExpressionAttributeValues={
+            ":run": {"S": _pk("")},
+            ":meta": {"S": "meta"},
+            ":since": {"N": str(since)},
+        },
+    )
+    return [_header(item) for item in items], after
+
+
+def _header(meta: dict[str, Any]) -> Run:
+    """A run's header from its meta item."""
+    return Run(
+        run_id=meta["pk"]["S"].removeprefix(_pk("")),
+        task=meta["task"]["S"],
+        delivery=meta["delivery"]["S"],
+        status=meta["status"]["S"],
+        outcome=meta.get("outcome", {}).get("S", ""),
+        created_at=int(meta["created_at"]["N"]),
+        updated_at=int(meta["updated_at"]["N"]),
+        totals=json.loads(meta["totals"]["S"]) if "totals" in meta else {},
+    )
 
 
 def _pk(run_id: str) -> str:

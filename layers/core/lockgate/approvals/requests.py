@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from lockgate.actions.guard import NeedsPerson
+from lockgate.actions.once import operation_key_for
 from lockgate.actions.tools import RunFacts, canonical_json, fingerprint
 from lockgate.approvals.events import VetoTimer
 from lockgate.approvals.proposals import HOUR, Proposal, ProposalStore, approval_id_for
@@ -123,6 +124,11 @@ def _proposal(
         reviewers_required=2 if tool.high_stakes else rule.reviewers_required,
         requester=f"agent:{task}",
         call_id=call_id,
-        extra={"facts": dict(facts.values), "pattern": rule.pattern},
+        # The ledger key it will run under, so an operator can find what became of it.
+        extra={
+            "facts": dict(facts.values),
+            "pattern": rule.pattern,
+            "op_key": operation_key_for(tool, args, run_id, canonical),
+        },
         tool_schema=tool.args_fingerprint(),
     )

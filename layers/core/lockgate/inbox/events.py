@@ -7,6 +7,7 @@ stored it queues the pointer.
 from __future__ import annotations
 
 import hashlib
+from dataclasses import replace
 
 from lockgate.errors import QueueUnavailable
 from lockgate.inbox.models import Delivery, Status, delivery_key
@@ -50,3 +51,30 @@ def enqueue(inbox: InboxStore, queue: InboxQueue, delivery: Delivery, log: Log) 
             "queue send failed for an internal event", extra={"delivery": delivery.pk, "error": str(exc)}
         )
     return True
+
+
+def replay_event(original: Delivery, n: int, now: int, by: str) -> Delivery:
+    """The ``n``th replay of a done delivery: a new inbox item ``{pk}#replay{n}`` that routes like it.
+
+    Same source, event type, body (or body pointer) and provider event time, so the same handler
+    runs it; a new key, so it is a new run; ``replay_of`` and ``replayed_by`` record who asked.
+    """
+    kept = None if original.ttl is None else now + max(0, original.ttl - original.received_at)
+    return replace(
+        original,
+        pk=f"{original.pk}#replay{n}",
+        delivery_id=f"{original.delivery_id}#replay{n}",
+        status=Status.RECEIVED,
+        received_at=now,
+        available_at=now,
+        attempts=0,
+        deferrals=0,
+        lease_owner=None,
+        lease_expires_at=None,
+        last_error=None,
+        outcome=None,
+        updated_at=None,
+        ttl=kept,
+        replay_of=original.pk,
+        replayed_by=by,
+    )

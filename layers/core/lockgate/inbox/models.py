@@ -46,6 +46,8 @@ class Delivery:
     outcome: str | None = None
     updated_at: int | None = None
     ttl: int | None = None
+    replay_of: str | None = None  # an operator's replay: the done delivery it runs again
+    replayed_by: str | None = None
 
     def to_item(self) -> dict[str, Any]:
         """The DynamoDB item (resource-style, plain Python values), without empty fields."""
@@ -73,6 +75,8 @@ class Delivery:
             "updated_at": self.updated_at,
             "ttl": self.ttl,
             "deferrals": self.deferrals or None,
+            "replay_of": self.replay_of,
+            "replayed_by": self.replayed_by,
         }
         item.update({k: v for k, v in optional.items() if v is not None})
         return item
@@ -103,6 +107,8 @@ class Delivery:
             outcome=plain.get("outcome"),
             updated_at=_opt_int(plain.get("updated_at")),
             ttl=_opt_int(plain.get("ttl")),
+            replay_of=plain.get("replay_of"),
+            replayed_by=plain.get("replayed_by"),
         )
 
 
