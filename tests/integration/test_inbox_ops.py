@@ -21,7 +21,7 @@ from lockgate_infra.cli import main as cli
 from lockgate_infra.cli.runs import since_seconds
 from lockgate_infra.cli.targets import Target
 from tests.agent.conftest import rig, stub  # noqa: F401 - fixtures: the loop on moto, the stub model
-from tests.agent.test_approvals import Approvals
+from tests.agent.test_approvals import Approvals, propose_with_veto, veto_flow
 from tests.agent.toolkit import Effects
 from tests.integration.test_worker import never_called, store
 from tests.support import Aws, Harness
@@ -261,3 +261,21 @@ def test_runs_show_tells_what_became_of_each_action_a_person_was_asked_about(
     assert [(a["summary"], a["result"]) for a in actions] == [("pay $80.00", f"ran: SUCCEEDED at {at}")]
     code, _, err = lockgate("runs", "show", "github#nope")
     assert code == 2 and err == "lockgate: no run 'github#nope' (`lockgate runs list` shows recent ones)\n"
+
+
+def test_runs_show_tells_that_a_veto_window_action_ran_because_nobody_vetoed_it(
+    rig: Any,  # noqa: F811 - the fixture imported above
+    stack: Aws,
+) -> None:
+    # Given a reversible payment proposed with a 30-minute veto window, run when the window closed
+    flow = veto_flow(rig, Effects())
+    _, veto_event = propose_with_veto(flow)
+    rig.clock.advance(1801)
+    flow.executor(veto_event, TaskContext("x", lambda: 60.0, None, None, rig.metrics))  # type: ignore[arg-type]
+    assert len(flow.effects.paid) == 1
+    # When the operator shows the run, then it says nobody vetoed it, and that it ran
+    out = lockgate("runs", "show", "github#d-1")[1]
+    assert (
+        "pay $80.00: nobody vetoed it by 2026-01-01 00:30:00 UTC; ran: SUCCEEDED at 2026-01-01 00:30:01 UTC"
+        in out
+    )

@@ -53,6 +53,14 @@ class RunActions:
     def _outcome(self, proposal: Proposal, now: float) -> ActionOutcome:
         decisions = self.decisions.for_approval(proposal.approval_id)
         state = state_of(proposal, decisions, now)
+        veto_until = proposal.extra.get("veto_until")
+        if state in (State.PENDING, State.EXPIRED) and isinstance(veto_until, int):
+            # A veto-window action runs unless someone rejects it before the window closes.
+            if now <= veto_until:
+                decision = f"runs at {utc(veto_until)} unless a person rejects it"
+                return ActionOutcome(proposal.approval_id, proposal.summary, decision, "not run yet")
+            decision = f"nobody vetoed it by {utc(veto_until)}"
+            return ActionOutcome(proposal.approval_id, proposal.summary, decision, self._ran(proposal))
         if state is State.PENDING:
             decision = f"waiting for a person (decide by {utc(proposal.expires_at)})"
             return ActionOutcome(proposal.approval_id, proposal.summary, decision, "not run yet")
