@@ -1,4 +1,4 @@
-"""Fixtures for agent tests: the real SDK against the local stub server, the loop on moto."""
+"""Agent test fixtures: the real SDK against the local stub, the loop on moto or in-memory stores."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ import anthropic
 import pytest
 
 from lockgate.actions.ledger import Ledger
+from lockgate.actions.once import Operations
 from lockgate.agent.loop import AgentLoop
-from lockgate.agent.runs import RunStore
+from lockgate.agent.runs import Runs, RunStore
 from lockgate.agent.screen import Screener
 from lockgate.clock import FixedClock
 from lockgate.inbox.models import Delivery, Status
@@ -39,6 +40,7 @@ class AgentRig:
     clock: FixedClock
     metrics: CountingMetrics = field(default_factory=CountingMetrics)
     sleeps: list[float] = field(default_factory=list)
+    stores: tuple[Runs, Operations] | None = None  # in-memory runs and ledger (tests/fakes.py), or moto
 
     def model_client(self, **kwargs: Any) -> ModelClient:
         def factory() -> Any:
@@ -49,11 +51,18 @@ class AgentRig:
     def loop(self, controls: dict[str, Any] | None = None, **kwargs: Any) -> AgentLoop:
         """The loop; ``controls`` are extra AgentLoop arguments (spend, responses, batches, rollup)."""
         model = self.model_client(**kwargs)
-        db = self.aws.client("dynamodb")
+        if self.stores is not None:
+            runs, ledger = self.stores
+        else:
+            db = self.aws.client("dynamodb")
+            runs, ledger = (
+                RunStore(db, self.aws.state_table, self.clock),
+                Ledger(db, self.aws.state_table, self.clock),
+            )
         return AgentLoop(
             model=model,
-            runs=RunStore(db, self.aws.state_table, self.clock),
-            ledger=Ledger(db, self.aws.state_table, self.clock),
+            runs=runs,
+            ledger=ledger,
             clock=self.clock,
             log=LOG,
             metrics=self.metrics,
@@ -61,7 +70,9 @@ class AgentRig:
             **(controls or {}),
         )
 
-    def runs(self) -> RunStore:
+    def runs(self) -> Runs:
+        if self.stores is not None:
+            return self.stores[0]
         return RunStore(self.aws.client("dynamodb"), self.aws.state_table, self.clock)
 
 

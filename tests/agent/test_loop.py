@@ -6,13 +6,22 @@ from typing import Any
 
 import pytest
 
+from lockgate.clock import FixedClock
 from lockgate.model.client import ModelError, Usage
 from lockgate_infra.stub.models import Scripted, max_tokens_model, pause_turn_model, refusal_model
 from lockgate_infra.stub.replies import Reply, StubError, overloaded, rate_limited, server_error
+from lockgate_infra.stub.server import StubAnthropic
 from tests.agent.conftest import AgentRig, event
 from tests.agent.toolkit import Effects, make_task
+from tests.fakes import MemoryLedger, MemoryRuns
 
 DEADLINE = 10_000_000_000.0
+
+
+@pytest.fixture
+def rig(stub: StubAnthropic, clock: FixedClock) -> AgentRig:
+    """The loop's own logic needs no AWS: in-memory runs and ledger (their contract: test_store_contracts)."""
+    return AgentRig(None, stub, clock, stores=(MemoryRuns(clock), MemoryLedger()))  # type: ignore[arg-type]
 
 
 def use(call_id: str, name: str, args: dict[str, Any]) -> dict[str, Any]:

@@ -51,7 +51,8 @@ def approve_and_execute(rig: ShopRig, run_id: str) -> str:
     proposal = Proposal.from_item(item)
     reviewer = APPROVALS.reviewers_for(proposal.tool)[0].id
     now = int(clock.now())
-    decisions.record(DecisionRecord(proposal.approval_id, reviewer, Choice.APPROVE, now, proposal.fingerprint))
+    record = DecisionRecord(proposal.approval_id, reviewer, Choice.APPROVE, now, proposal.fingerprint)
+    decisions.record(record)
     executor = ApprovalExecutor(
         proposals=proposals,
         decisions=decisions,

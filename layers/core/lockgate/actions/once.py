@@ -7,11 +7,28 @@ the model, so a repeat of the same call returns what the ledger recorded instead
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
-from lockgate.actions.ledger import Ledger, Operation
+from lockgate.actions.ledger import Operation
 from lockgate.actions.tools import RunFacts, Tool, ToolContext, fingerprint
+
+
+class Operations(Protocol):
+    """The ledger as running a call once needs it: ``Ledger`` in DynamoDB, an in-memory fake in tests."""
+
+    def execute(
+        self,
+        *,
+        op_key: str,
+        fingerprint: str,
+        tool: str,
+        run_id: str,
+        summary: str,
+        effect: Callable[[str], Any],
+    ) -> Operation:
+        """Run ``effect(idempotency_key)`` once for ``op_key``; a repeat returns the recorded outcome."""
+        ...
 
 
 def operation_key(run_id: str, tool: str, identity: str | None, args: Mapping[str, Any]) -> str:
@@ -27,7 +44,7 @@ def operation_key_for(tool: Tool[Any], args: Any, run_id: str, canonical: Mappin
 
 
 def run_once(
-    ledger: Ledger,
+    ledger: Operations,
     tool: Tool[Any],
     args: Any,
     *,

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from lockgate.agent.runs import Run, RunStore
+from lockgate.agent.runs import Run, Runs
 from lockgate.capacity.gate import Gate
 from lockgate.capacity.spend import Reservation, input_tokens_upper_bound
 from lockgate.clock import Clock
@@ -49,7 +49,7 @@ class Batches:
         client_factory: Callable[[], Any],
         dynamodb: DynamoDBClient,
         table: str,
-        runs: RunStore,
+        runs: Runs,
         clock: Clock,
         *,
         log: Log,

@@ -11,12 +11,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from lockgate.actions.guard import RunState
-from lockgate.actions.ledger import Ledger
+from lockgate.actions.once import Operations
 from lockgate.actions.proposing import Proposer
 from lockgate.agent.batches import Batches
 from lockgate.agent.intake import AdmittedReplies, IntakeResult, take_in, with_request
 from lockgate.agent.run_totals import Totals
-from lockgate.agent.runs import Run, RunStore
+from lockgate.agent.runs import Run, Runs
 from lockgate.agent.screen import Ask, Screener
 from lockgate.agent.tasks import Task
 from lockgate.agent.tool_calls import ToolCalls
@@ -48,8 +48,8 @@ class AgentLoop:
         self,
         *,
         model: ModelClient,
-        runs: RunStore,
-        ledger: Ledger,
+        runs: Runs,
+        ledger: Operations,
         clock: Clock,
         log: Log,
         metrics: Metrics,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -53,6 +53,26 @@ class Run:
             if step.n == n and step.kind == kind:
                 return step
         return None
+
+
+class Runs(Protocol):
+    """Where runs are recorded: ``RunStore`` in DynamoDB, an in-memory fake in the loop's tests."""
+
+    def open(self, run_id: str, task: str, delivery: str) -> Run:
+        """Create the run, or load it with its steps if this delivery was tried before."""
+        ...
+
+    def record(self, run: Run, n: int, kind: str, data: dict[str, Any]) -> Step:
+        """Write step ``n`` once; if it already exists, the stored one."""
+        ...
+
+    def finish(self, run: Run, status: str, outcome: str, totals: dict[str, Any]) -> None:
+        """Record how the run ended."""
+        ...
+
+    def get(self, run_id: str) -> Run | None:
+        """A run with all its steps, or None."""
+        ...
 
 
 class RunStore:

@@ -7,8 +7,8 @@ import json
 from typing import Any
 
 from lockgate.actions.guard import Allowed, NeedsPerson, Refused, RunState, rule_on
-from lockgate.actions.ledger import Ledger, LedgerConflict, OpState
-from lockgate.actions.once import run_once
+from lockgate.actions.ledger import LedgerConflict, OpState
+from lockgate.actions.once import Operations, run_once
 from lockgate.actions.proposing import Proposer
 from lockgate.actions.tools import Tool, ToolContext, ToolError
 from lockgate.agent.runs import Run
@@ -23,7 +23,7 @@ class ToolCalls:
     def __init__(
         self,
         *,
-        ledger: Ledger,
+        ledger: Operations,
         log: Log,
         metrics: Metrics,
         tracing: Tracing,

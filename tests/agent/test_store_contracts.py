@@ -1,0 +1,114 @@
+"""One contract, two implementations: the DynamoDB stores on moto and the in-memory fakes.
+
+The loop's logic tests run on the fakes (tests/fakes.py); these checks keep the fakes honest.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from lockgate.actions.ledger import Ledger, LedgerConflict, OpState
+from lockgate.actions.tools import OutcomeUnknown, ToolError
+from lockgate.agent.runs import RunStore
+from lockgate.clock import FixedClock
+from tests.fakes import MemoryLedger, MemoryRuns
+from tests.support import Aws
+
+
+@pytest.fixture(params=["dynamodb", "memory"])
+def runs(request: pytest.FixtureRequest, clock: FixedClock) -> Any:
+    if request.param == "memory":
+        return MemoryRuns(clock)
+    aws: Aws = request.getfixturevalue("aws")
+    return RunStore(aws.client("dynamodb"), aws.state_table, clock)
+
+
+@pytest.fixture(params=["dynamodb", "memory"])
+def ledger(request: pytest.FixtureRequest, clock: FixedClock) -> Any:
+    if request.param == "memory":
+        return MemoryLedger()
+    aws: Aws = request.getfixturevalue("aws")
+    return Ledger(aws.client("dynamodb"), aws.state_table, clock)
+
+
+def test_a_run_opened_again_comes_back_with_its_steps(runs: Any) -> None:
+    run = runs.open("github#d-1", "triage", "github#d-1")
+    assert run.steps == [] and run.status == "running"
+    runs.record(run, 1, "model", {"text": "first"})
+    runs.record(run, 1, "tools", {"results": []})
+    again = runs.open("github#d-1", "triage", "github#d-1")
+    assert [(s.n, s.kind, s.data) for s in again.steps] == [
+        (1, "model", {"text": "first"}),
+        (1, "tools", {"results": []}),
+    ]
+
+
+def test_a_step_is_written_once_and_a_second_write_returns_the_first(runs: Any) -> None:
+    run = runs.open("github#d-2", "triage", "github#d-2")
+    first = runs.record(run, 1, "model", {"text": "first"})
+    other = runs.open("github#d-2", "triage", "github#d-2")  # a concurrent replay's view
+    second = runs.record(other, 1, "model", {"text": "second"})
+    assert first.data == second.data == {"text": "first"}
+    stored = runs.get("github#d-2")
+    assert stored is not None and [s.data for s in stored.steps] == [{"text": "first"}]
+
+
+def test_finish_records_how_the_run_ended(runs: Any) -> None:
+    run = runs.open("github#d-3", "triage", "github#d-3")
+    runs.finish(run, "completed", "replied", {"cost_usd": 0.01})
+    stored = runs.get("github#d-3")
+    assert stored is not None
+    assert (stored.status, stored.outcome, stored.totals) == ("completed", "replied", {"cost_usd": 0.01})
+    assert runs.get("github#nope") is None
+
+
+def _execute(ledger: Any, effect: Any, fingerprint: str = "f1") -> Any:
+    return ledger.execute(
+        op_key="refund#A-1",
+        fingerprint=fingerprint,
+        tool="refund",
+        run_id="r1",
+        summary="refund",
+        effect=effect,
+    )
+
+
+def test_an_effect_runs_once_and_a_repeat_returns_what_was_recorded(ledger: Any) -> None:
+    keys: list[str] = []
+
+    def effect(key: str) -> dict[str, Any]:
+        keys.append(key)
+        return {"refund": "re_1"}
+
+    first = _execute(ledger, effect)
+    again = _execute(ledger, effect)
+    assert keys == [first.idempotency_key] and keys[0].startswith("lg_")
+    assert first.state is again.state is OpState.SUCCEEDED
+    assert again.result == {"refund": "re_1"}
+
+
+def test_the_same_key_with_other_arguments_is_a_conflict(ledger: Any) -> None:
+    _execute(ledger, lambda key: "ok")
+    with pytest.raises(LedgerConflict):
+        _execute(ledger, lambda key: "ok", fingerprint="f2")
+
+
+def test_a_tool_error_is_a_recorded_failure(ledger: Any) -> None:
+    def refused(key: str) -> None:
+        raise ToolError("card declined")
+
+    op = _execute(ledger, refused)
+    assert op.state is OpState.FAILED and "card declined" in (op.error or "")
+    assert _execute(ledger, lambda key: "never").state is OpState.FAILED
+
+
+@pytest.mark.parametrize("exc", [OutcomeUnknown("timed out"), RuntimeError("crash")])
+def test_an_uncertain_outcome_is_unknown_and_never_retried_blindly(ledger: Any, exc: Exception) -> None:
+    def uncertain(key: str) -> None:
+        raise exc
+
+    ran: list[str] = []
+    assert _execute(ledger, uncertain).state is OpState.UNKNOWN
+    assert _execute(ledger, ran.append).state is OpState.UNKNOWN and ran == []
