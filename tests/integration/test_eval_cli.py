@@ -194,7 +194,7 @@ def test_setup_errors_exit_2_with_one_clear_line(
 ) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     code, out, err = lockgate_eval(capsys, *args)
-    assert code == 2 and message in err and err.startswith("lockgate eval: ")
+    assert code == 2 and message in err and err.startswith("lockgate: ")
 
 
 def test_a_malformed_case_file_exits_2_naming_the_problem(

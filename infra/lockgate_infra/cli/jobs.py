@@ -27,6 +27,7 @@ from lockgate.runtime.jobs import build_jobs
 from lockgate.secrets import SecretResolver
 from lockgate.settings import JobsSettings
 from lockgate.telemetry import CountingMetrics
+from lockgate_infra.cli.options import utc_time
 from lockgate_infra.cli.targets import Target, TargetError
 
 FUNCTION = "ScheduledJobsFunction"
@@ -39,7 +40,9 @@ def add_jobs_parser(commands: Any, *, run: Any) -> list[argparse.ArgumentParser]
     sub = jobs.add_subparsers(dest="jobs_command", required=True)
     run_now = sub.add_parser("run", help="run one job now (as if its schedule fired)")
     run_now.add_argument("name", help="the job, e.g. sweep-inbox (see `lockgate jobs status`)")
-    run_now.add_argument("--time", help="the scheduled time to run it for (ISO 8601 UTC; default now)")
+    run_now.add_argument(
+        "--time", type=utc_time, help="the scheduled time to run it for (ISO 8601 UTC; default now)"
+    )
     run_now.set_defaults(run=run, jobs_action="run")
     status = sub.add_parser("status", help="each job's last success, age, lease and cursor; overdue flagged")
     status.add_argument("--json", action="store_true", help="machine-readable output")

@@ -9,12 +9,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from lockgate.errors import LockgateError
 from lockgate_infra.cli.approvals import add_approvals_parser, run_approvals
+from lockgate_infra.cli.failures import COULD_NOT_RUN, INTERRUPTED, explain
 from lockgate_infra.cli.inbox import add_inbox_parsers
 from lockgate_infra.cli.jobs import add_jobs_parser, run_jobs
+from lockgate_infra.cli.options import non_negative_float, port_number
 from lockgate_infra.cli.spend import add_spend_parser
-from lockgate_infra.cli.targets import Target, TargetError, deployed_target, local_target
+from lockgate_infra.cli.targets import LOCAL, Target, add_target_options, deployed_target, local_target
 from lockgate_infra.cost.report import add_cost_parser, run_cost
 from lockgate_infra.evals.cli import add_eval_parser, run_eval
 
@@ -22,19 +23,25 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; returns the process exit code."""
+    """Entry point; returns the process exit code (0 ok, 1 check failed, 2 could not run, 130 interrupted)."""
     args = _parser().parse_args(argv)
     try:
         return int(args.run(args))
-    except (TargetError, LockgateError) as exc:
-        print(f"lockgate: {exc}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
-        return 130
+        print("lockgate: interrupted", file=sys.stderr)
+        return INTERRUPTED
+    except Exception as exc:  # noqa: BLE001 - the one place errors become a line and an exit code
+        if getattr(args, "debug", False):
+            raise
+        where = f"stack {args.stack}" if getattr(args, "stack", None) else LOCAL
+        print(f"lockgate: {explain(exc, where)}", file=sys.stderr)
+        return COULD_NOT_RUN
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lockgate", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"lockgate {_version()}")
+    parser.add_argument("--debug", action="store_true", help="show the traceback of an unexpected error")
     commands = parser.add_subparsers(dest="command", required=True)
     _add_local_parsers(commands)
     targeted = add_inbox_parsers(commands, target=_target)
@@ -49,18 +56,26 @@ def _parser() -> argparse.ArgumentParser:
     add_cost_parser(commands, run=run_cost)
     jobs = add_jobs_parser(commands, run=_jobs)
     for sub in (*targeted, *approvals, spend, *jobs):
-        where = sub.add_mutually_exclusive_group()
-        where.add_argument("--local", action="store_true", help="the running `lockgate local` (default)")
-        where.add_argument("--stack", metavar="NAME", help="a deployed CloudFormation stack")
-        sub.add_argument("--region", help="AWS region of --stack")
+        add_target_options(sub)
     return parser
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("lockgate-app")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        return "(not installed)"
 
 
 def _add_local_parsers(commands: Any) -> None:
     """``lockgate local`` and ``lockgate demo``."""
     local = commands.add_parser("local", help="run the embedded stack in the foreground")
     local.add_argument("--config", type=Path, default=ROOT / "lockgate.toml", help="lockgate.toml to use")
-    local.add_argument("--port", type=int, default=8787, help="gateway port on 127.0.0.1 (default 8787)")
+    local.add_argument(
+        "--port", type=port_number, default=8787, help="gateway port on 127.0.0.1 (default 8787)"
+    )
     local.add_argument(
         "--model",
         choices=("demo", "gullible", "claude"),
@@ -70,7 +85,7 @@ def _add_local_parsers(commands: Any) -> None:
     )
     local.add_argument(
         "--clock-speed",
-        type=float,
+        type=non_negative_float,
         default=1.0,
         metavar="N",
         help="run the template's schedules N times faster than real time (1440: a day in a minute; "
@@ -90,7 +105,10 @@ def _add_local_parsers(commands: Any) -> None:
 
 def _target(args: argparse.Namespace) -> Target:
     if args.stack:
-        return deployed_target(args.stack, args.region)
+        # samconfig.toml as `sam deploy` reads it: the current folder's, else this checkout's.
+        samconfig = Path("samconfig.toml")
+        samconfig = samconfig if samconfig.is_file() else ROOT / "samconfig.toml"
+        return deployed_target(args.stack, args.region, args.profile, samconfig)
     return local_target(ROOT)
 
 
@@ -112,30 +130,17 @@ def _jobs(args: argparse.Namespace) -> int:
 
 
 def _run_local(args: argparse.Namespace) -> int:
-    from lockgate_infra.local.model import ModelChoiceError
     from lockgate_infra.local.run import run_local
 
-    try:
-        return run_local(
-            config_path=args.config,
-            port=args.port,
-            model=args.model,
-            clock_speed=args.clock_speed or None,
-        )
-    except ModelChoiceError as exc:
-        print(f"lockgate: {exc}", file=sys.stderr)
-        return 2
+    return run_local(
+        config_path=args.config, port=args.port, model=args.model, clock_speed=args.clock_speed or None
+    )
 
 
 def _run_demo(args: argparse.Namespace) -> int:
     from lockgate_infra.local.demo import run_demo
-    from lockgate_infra.local.model import ModelChoiceError
 
-    try:
-        return int(run_demo(config_path=args.config, model=args.model))
-    except ModelChoiceError as exc:
-        print(f"lockgate: {exc}", file=sys.stderr)
-        return 2
+    return int(run_demo(config_path=args.config, model=args.model))
 
 
 def _iam_report(args: argparse.Namespace) -> int:

@@ -13,6 +13,7 @@ from decimal import Decimal
 from typing import Any
 
 from lockgate.model.usage import day_of, read_day
+from lockgate_infra.cli.options import positive_int
 
 COLUMNS = ("runs", "calls", "usd", "input_tokens", "output_tokens", "cache_creation_input_tokens",
            "cache_read_input_tokens", "cache_hits", "batched")  # fmt: skip
@@ -23,7 +24,9 @@ def add_spend_parser(commands: Any, *, run: Callable[[argparse.Namespace], int])
     spend: argparse.ArgumentParser = commands.add_parser(
         "spend", help="dollars, tokens and cache hit ratio per task and model per day"
     )
-    spend.add_argument("--days", type=int, default=7, help="UTC days back, today included (default 7)")
+    spend.add_argument(
+        "--days", type=positive_int, default=7, help="UTC days back, today included (default 7)"
+    )
     spend.add_argument("--json", action="store_true", help="machine-readable output")
     spend.set_defaults(run=run)
     return spend

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import argparse
+import os
+import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import boto3
+from botocore.exceptions import ClientError, ProfileNotFound
+
+LOCAL = "the local stack"
 
 
 class TargetError(Exception):
@@ -34,6 +41,19 @@ class Target:
             raise TargetError(f"{self.label} has no resource {logical_id}") from None
 
 
+def add_target_options(parser: argparse.ArgumentParser) -> None:
+    """``--local`` (the default) or ``--stack NAME``, with ``--region`` and ``--profile`` for a stack."""
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--local", action="store_true", help="the running `lockgate local` (default)")
+    where.add_argument("--stack", metavar="NAME", help="a deployed CloudFormation stack")
+    parser.add_argument(
+        "--region", help="AWS region of --stack (default: AWS_REGION, your profile's, then samconfig.toml's)"
+    )
+    parser.add_argument(
+        "--profile", help="AWS profile for --stack (default: AWS_PROFILE or the default chain)"
+    )
+
+
 def local_target(root: Path) -> Target:
     """The stack `lockgate local` is running, from the state file it writes."""
     from lockgate_infra.local.run import read_local_state
@@ -46,19 +66,70 @@ def local_target(root: Path) -> Target:
         aws_secret_access_key="local",  # noqa: S106 - moto's dummy credentials
         region_name=state.get("region", "us-east-1"),
     )
-    return Target(session, state["endpoint_url"], dict(state["resources"]), "the local stack")
+    return Target(session, state["endpoint_url"], dict(state["resources"]), LOCAL)
 
 
-def deployed_target(stack_name: str, region: str | None = None) -> Target:
-    """A deployed stack, from CloudFormation's resource list (uses your AWS credentials)."""
-    session = boto3.session.Session(region_name=region)
+def deployed_target(
+    stack_name: str,
+    region: str | None = None,
+    profile: str | None = None,
+    samconfig: Path | None = None,
+    environ: Mapping[str, str] = os.environ,
+) -> Target:
+    """A deployed stack, from CloudFormation's resource list (uses your AWS credentials).
+
+    The region is ``region``, else the AWS environment's (AWS_REGION, AWS_DEFAULT_REGION, the
+    profile's), else the one ``samconfig`` gives this stack name.
+    """
+    try:
+        session = boto3.session.Session(profile_name=profile)
+    except ProfileNotFound:
+        raise TargetError(f"no AWS profile {profile!r}: check --profile or AWS_PROFILE") from None
+    # boto3 reads AWS_DEFAULT_REGION but not AWS_REGION, which the AWS CLI and the other SDKs prefer.
+    region = region or environ.get("AWS_REGION") or session.region_name
+    region = region or (samconfig_region(samconfig, stack_name) if samconfig else None)
+    if not region:
+        raise TargetError(
+            f"no AWS region for stack {stack_name}: pass --region, set AWS_REGION, "
+            "or set region in samconfig.toml"
+        )
+    session = boto3.session.Session(profile_name=profile, region_name=region)
     cfn = session.client("cloudformation")
     names: dict[str, str] = {}
-    paginator = cfn.get_paginator("list_stack_resources")
     try:
-        for page in paginator.paginate(StackName=stack_name):
+        for page in cfn.get_paginator("list_stack_resources").paginate(StackName=stack_name):
             for resource in page["StackResourceSummaries"]:
                 names[resource["LogicalResourceId"]] = resource["PhysicalResourceId"]
-    except Exception as exc:  # noqa: BLE001 - report any failure as "cannot find the stack"
-        raise TargetError(f"cannot read stack {stack_name!r}: {exc}") from exc
+    except ClientError as exc:
+        # CloudFormation answers a missing stack with the generic ValidationError code.
+        if exc.response.get("Error", {}).get("Code") != "ValidationError":
+            raise
+        raise TargetError(
+            f"no stack {stack_name!r} in {region}: check --stack and --region "
+            "(`aws cloudformation list-stacks` lists them)"
+        ) from None
     return Target(session, None, names, f"stack {stack_name}")
+
+
+def samconfig_region(path: Path, stack_name: str) -> str | None:
+    """The region samconfig.toml deploys ``stack_name`` to: the environment naming it, else [default]'s."""
+    try:
+        config = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except tomllib.TOMLDecodeError as exc:
+        raise TargetError(f"{path} is not valid TOML ({exc}); fix it or pass --region") from None
+    default = None
+    for env, commands in config.items():
+        if not isinstance(commands, dict):
+            continue  # e.g. version = 0.1
+        for command in ("global", "deploy"):
+            section = commands.get(command)
+            parameters = section.get("parameters") if isinstance(section, dict) else None
+            if not isinstance(parameters, dict) or not parameters.get("region"):
+                continue
+            if parameters.get("stack_name") == stack_name:
+                return str(parameters["region"])
+            if env == "default" and default is None:
+                default = str(parameters["region"])
+    return default

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TextIO
 
+from lockgate_infra.cli.options import non_negative_float, positive_int
 from lockgate_infra.cost.meter import LOG_BYTES_PER_EVENT, Assumptions, Bill, Usage, bill, measure
 from lockgate_infra.cost.prices import PRICES_CHECKED, REGION
 
@@ -53,12 +54,22 @@ def add_cost_parser(commands: Any, run: Callable[[Any], int]) -> None:
     """``lockgate cost``."""
     cost = commands.add_parser("cost", help="AWS dollars per month at N events, from usage measured offline")
     cost.add_argument(
-        "--events", type=int, action="append", help="events a month (repeatable; default 1k, 100k, 1M)"
+        "--events",
+        type=positive_int,
+        action="append",
+        help="events a month (repeatable; default 1k, 100k, 1M)",
     )
-    cost.add_argument("--sample", type=int, default=30, help="example events to measure (default 30)")
-    cost.add_argument("--call-ms", type=float, default=Assumptions.call_ms, help="assumed ms per AWS call")
     cost.add_argument(
-        "--model-seconds", type=float, default=Assumptions.model_seconds, help="assumed s per model call"
+        "--sample", type=positive_int, default=30, help="example events to measure (default 30)"
+    )
+    cost.add_argument(
+        "--call-ms", type=non_negative_float, default=Assumptions.call_ms, help="assumed ms per AWS call"
+    )
+    cost.add_argument(
+        "--model-seconds",
+        type=non_negative_float,
+        default=Assumptions.model_seconds,
+        help="assumed s per model call",
     )
     cost.set_defaults(run=run)
 

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from lockgate.evals import CaseFileError, EvalReport, ResultsStore, calibrate, compare, load_calibration
+from lockgate_infra.cli.failures import one_line
+from lockgate_infra.cli.options import positive_int
 from lockgate_infra.evals.models import EvalSetupError, Models
 from lockgate_infra.evals.rig import ROOT, run_task_evals
 
@@ -58,7 +60,10 @@ def add_eval_parser(commands: Any, run: Callable[[argparse.Namespace], int]) -> 
         "--chunk-sizes", default="10,20,40,120", help="retrieval: chunk sizes in words to compare"
     )
     sub.add_argument(
-        "--k", type=int, default=3, help="retrieval: a hit is the right passage in the top k (default 3)"
+        "--k",
+        type=positive_int,
+        default=3,
+        help="retrieval: a hit is the right passage in the top k (default 3)",
     )
     sub.add_argument(
         "--results", type=Path, default=RESULTS_DIR, help="where results are saved (.lockgate/evals)"
@@ -91,7 +96,7 @@ def run_eval(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
         print(report.render(), file=out)
         return 0 if report.gate_passed else 1
     except (EvalSetupError, CaseFileError) as exc:
-        print(f"lockgate eval: {exc}", file=err)
+        print(f"lockgate: {one_line(str(exc))}", file=err)
         return 2
 
 
