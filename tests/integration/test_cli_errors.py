@@ -238,6 +238,24 @@ def test_version_prints_the_installed_distributions_version(capsys: pytest.Captu
     assert capsys.readouterr().out == f"lockgate {version('lockgate-app')}\n"
 
 
+def test_eval_with_the_model_api_unreachable_could_not_run_rather_than_failed_the_gate(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given real Claude is asked for, but the API is a closed local port
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", f"http://127.0.0.1:{closed_port()}")
+    argv = ["eval", "support-inbox", "--model", "claude-haiku-5-5", "--runs", "2", "--no-save"]
+    # When the eval runs
+    code, err, _ = run([*argv, "--only", "refund request over the limit goes to a person"], capsys)
+    # Then it could not run (exit 2, one line), and no gate verdict was printed
+    assert code == 2
+    assert err == (
+        "lockgate: could not run: the model API call failed (connection: could not reach the API); "
+        "nothing was scored. Check your network, ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY, "
+        "then run it again\n"
+    )
+
+
 def closed_port() -> int:
     """A loopback port nothing listens on (bound, then released)."""
     with socket.socket() as probe:

@@ -2,7 +2,8 @@
 
 Exit codes: 0 the gate passed (or, for --compare/--retrieval, the comparison ran); 1 the gate
 failed (a calibration under --gate, or no model cleared it with --cheapest); 2 the eval could not
-start (unknown task or model, a malformed case file, no API key for claude-…).
+run (unknown task or model, a malformed case file, no API key for claude-…, or a model API call
+that failed: an outage scores nothing, so it is never reported as a failed gate).
 """
 
 from __future__ import annotations

@@ -17,6 +17,8 @@ from typing import Any
 
 from lockgate.clock import SystemClock
 from lockgate.evals import ModelJudge
+from lockgate.model.client import ModelClient, ModelReply, ModelRequest
+from lockgate.model.errors import ModelError
 
 STUB_JUDGE_MODEL = "claude-haiku-5-5"  # the id the offline judge answers as (it is priced as this)
 LOG = logging.getLogger("lockgate.evals")
@@ -24,6 +26,24 @@ LOG = logging.getLogger("lockgate.evals")
 
 class EvalSetupError(Exception):
     """The eval cannot start: unknown task or model, missing API key, no case file."""
+
+
+class ModelUnavailable(EvalSetupError):
+    """A model call failed (unreachable, refused, overloaded): the eval measured nothing, it could not run."""
+
+
+class EvalModelClient(ModelClient):
+    """A ModelClient whose failures stop the eval, rather than score as the model's own failed trials."""
+
+    def create(self, request: ModelRequest, deadline: float) -> ModelReply:
+        """One reply, or ModelUnavailable: an outage says nothing about how good the model is."""
+        try:
+            return super().create(request, deadline)
+        except ModelError as exc:
+            raise ModelUnavailable(
+                f"could not run: the model API call failed ({exc}); nothing was scored. "
+                "Check your network, ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY, then run it again"
+            ) from exc
 
 
 @dataclass(frozen=True)
@@ -65,15 +85,13 @@ class Models:
         """A ModelClient for a stub behaviour (shop, gullible, judge) or, for None, real Claude."""
         import anthropic
 
-        from lockgate.model.client import ModelClient
-
         if behaviour is None:
             key = self._environ["ANTHROPIC_API_KEY"]
-            return ModelClient(
+            return EvalModelClient(
                 lambda: anthropic.Anthropic(api_key=key, max_retries=0, timeout=60.0), SystemClock(), LOG
             )
         stub = self._stub(behaviour)
-        return ModelClient(
+        return EvalModelClient(
             lambda: anthropic.Anthropic(api_key="stub", base_url=stub.base_url, max_retries=0),
             SystemClock(),
             LOG,
