@@ -55,12 +55,13 @@ def test_given_the_example_traffic_when_measured_then_every_function_and_store_s
 
 
 def test_the_cli_prints_a_month_at_the_volumes_asked() -> None:
-    out = io.StringIO()
-    from contextlib import redirect_stdout
+    out, err = io.StringIO(), io.StringIO()
+    from contextlib import redirect_stderr, redirect_stdout
 
-    with redirect_stdout(out):
+    with redirect_stdout(out), redirect_stderr(err):
         status = main(["cost", "--events", "1000", "--events", "50000", "--sample", "4"])
     assert status == 0
+    assert err.getvalue() == "measuring 4 example events on an embedded stack…\n"  # progress, not the report
     report = out.getvalue()
     assert "| 1,000 events/month | 50,000 events/month |" in report
     assert "**AWS total**" in report and "model (tokens × price table)" in report

@@ -80,6 +80,7 @@ def run_cost(args: Any, out: TextIO | None = None) -> int:
     import sys
 
     logging.disable(logging.CRITICAL)  # the functions log every step; the table is the output
+    print(f"measuring {args.sample} example events on an embedded stack…", file=sys.stderr)
     try:
         usage = measure(args.sample)
     finally:
