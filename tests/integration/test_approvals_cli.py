@@ -86,7 +86,7 @@ def stack(aws: Aws, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Stack:
     config = tmp_path / "lockgate.toml"
     config.write_text(CONFIG)
     monkeypatch.setattr(
-        cli, "local_target", lambda root: Target(aws.session, None, aws.names, "the test stack")
+        cli, "local_target", lambda root, port=None: Target(aws.session, None, aws.names, "the test stack")
     )
     monkeypatch.delenv("LOCKGATE_REVIEWER", raising=False)
     return Stack(aws, config)

@@ -192,7 +192,7 @@ def test_an_unknown_delivery_says_where_it_looked_and_how_to_list_them(
     monkeypatch.setattr(
         cli,
         "local_target",
-        lambda root: Target(aws.session, None, aws.names, "the local stack"),  # type: ignore[attr-defined]
+        lambda root, port=None: Target(aws.session, None, aws.names, "the local stack"),  # type: ignore[attr-defined]
     )
     code, err, _ = run(["inbox", "show", "partner#nope"], capsys)
     assert (code, err) == (

@@ -781,3 +781,22 @@ def load_template_text(text: str, folder: Path) -> dict[str, Any]:
     path.write_text(textwrap.dedent(text), encoding="utf-8")
     (folder / "jobs").mkdir(exist_ok=True)
     return load_template(path)
+
+
+def test_the_cli_asks_which_local_stack_when_several_run_and_finds_the_one_named(tmp_path: Path) -> None:
+    from lockgate_infra.cli.targets import TargetError, local_target
+
+    # Given two local stacks described in one checkout
+    for port in (8787, 8788):
+        state = {"pid": os.getpid(), "port": port, "endpoint_url": f"http://127.0.0.1:{port + 100}",
+                 "gateway_url": f"http://127.0.0.1:{port}",
+                 "resources": {"InboxTable": f"t{port}"}}  # fmt: skip
+        state_path(tmp_path, port).parent.mkdir(parents=True, exist_ok=True)
+        state_path(tmp_path, port).write_text(json.dumps(state))
+    # Then a command that names none is told how to choose, and one that names a port gets that one
+    with pytest.raises(TargetError, match=r"2 local stacks are running \(gateway ports 8787, 8788\)"):
+        local_target(tmp_path)
+    target = local_target(tmp_path, 8788)
+    assert target.endpoint_url == "http://127.0.0.1:8888" and target.name("InboxTable") == "t8788"
+    with pytest.raises(TargetError, match="no local stack is running on port 9999"):
+        local_target(tmp_path, 9999)

@@ -90,9 +90,7 @@ def _run_here(
     scheduled_time: str | None,
     out: TextIO,
 ) -> int:
-    from lockgate_infra.local.run import read_local_state
-
-    state = read_local_state(root) or {}
+    state = target.state or {}
     names: dict[str, str] = dict(state.get("functions", {}).get(function, {}).get("environment", {}))
     if not names:
         raise TargetError(f"the local stack has no {function}")

@@ -91,6 +91,12 @@ def _add_local_parsers(commands: Any) -> None:
         help="run the template's schedules N times faster than real time (1440: a day in a minute; "
         "0: no schedules)",
     )
+    local.add_argument(
+        "--verbose",
+        action="store_true",
+        help="show the functions' JSON logs and metric blobs on the console too "
+        "(they always go to .lockgate/local-<port>.log)",
+    )
     local.set_defaults(run=_run_local)
     demo = commands.add_parser("demo", help="run signed sample deliveries through a fresh local stack")
     demo.add_argument("--config", type=Path, default=ROOT / "lockgate.toml")
@@ -109,7 +115,7 @@ def _target(args: argparse.Namespace) -> Target:
         samconfig = Path("samconfig.toml")
         samconfig = samconfig if samconfig.is_file() else ROOT / "samconfig.toml"
         return deployed_target(args.stack, args.region, args.profile, samconfig)
-    return local_target(ROOT)
+    return local_target(ROOT, args.local_port)
 
 
 def _spend(args: argparse.Namespace) -> int:
@@ -133,7 +139,11 @@ def _run_local(args: argparse.Namespace) -> int:
     from lockgate_infra.local.run import run_local
 
     return run_local(
-        config_path=args.config, port=args.port, model=args.model, clock_speed=args.clock_speed or None
+        config_path=args.config,
+        port=args.port,
+        model=args.model,
+        clock_speed=args.clock_speed or None,
+        verbose=args.verbose,
     )
 
 

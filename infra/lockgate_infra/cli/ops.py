@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from lockgate.errors import DeliveryNotFound, NotClaimable, QueueUnavailable
+from lockgate.errors import NotClaimable, QueueUnavailable
 from lockgate.inbox.events import replay_event
 from lockgate.inbox.models import Delivery, Status
 from lockgate.inbox.queue import InboxQueue
@@ -127,9 +127,4 @@ class InboxOps:
         raise NotClaimable(f"{pk} was already replayed {MAX_REPLAYS} times")
 
     def _get(self, pk: str) -> Delivery:
-        try:
-            return self._store.get(pk)
-        except DeliveryNotFound:
-            raise DeliveryNotFound(
-                f"no delivery {pk!r} in the inbox (`lockgate inbox status` lists failed ones)"
-            ) from None
+        return self._store.get(pk)  # DeliveryNotFound: the CLI says where it looked (cli/failures.py)

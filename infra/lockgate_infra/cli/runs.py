@@ -92,7 +92,7 @@ def runs_show(args: argparse.Namespace, target: Target) -> int:
     from lockgate.approvals.decisions import DecisionStore
     from lockgate.approvals.proposals import ProposalStore
     from lockgate.clock import SystemClock
-    from lockgate.errors import DeliveryNotFound
+    from lockgate.errors import LockgateError
     from lockgate.inbox.store import InboxStore
     from lockgate_infra.cli.run_actions import RunActions
     from lockgate_infra.cli.transcript import render
@@ -100,7 +100,7 @@ def runs_show(args: argparse.Namespace, target: Target) -> int:
     db, clock = target.client("dynamodb"), SystemClock()
     run = RunStore(db, target.name("StateTable"), clock).get(args.id)
     if run is None:
-        raise DeliveryNotFound(f"no run {args.id!r} (`lockgate runs list` shows recent ones)")
+        raise LockgateError(f"no run {args.id!r} (`lockgate runs list` shows recent ones)")
     actions = RunActions(
         ProposalStore(db, target.name("ApprovalsTable")),
         DecisionStore(db, target.name("DecisionsTable")),

@@ -28,6 +28,7 @@ class Target:
     endpoint_url: str | None
     names: dict[str, str]
     label: str
+    state: Mapping[str, Any] | None = None  # a local stack's state file (its functions' environments)
 
     def client(self, service: str) -> Any:
         """A client for this target (moto's endpoint for a local stack)."""
@@ -52,21 +53,33 @@ def add_target_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--profile", help="AWS profile for --stack (default: AWS_PROFILE or the default chain)"
     )
+    parser.add_argument(
+        "--local-port",
+        type=int,
+        metavar="PORT",
+        help="which `lockgate local`, when several run in this checkout (its gateway port)",
+    )
 
 
-def local_target(root: Path) -> Target:
-    """The stack `lockgate local` is running, from the state file it writes."""
-    from lockgate_infra.local.run import read_local_state
+def local_target(root: Path, port: int | None = None) -> Target:
+    """The stack `lockgate local` is running (the one on ``port``), from the state file it writes."""
+    from lockgate_infra.local.run import LocalStackChoice, read_local_state
 
-    state = read_local_state(root)
+    try:
+        state = read_local_state(root, port)
+    except LocalStackChoice as exc:
+        raise TargetError(str(exc)) from None
     if state is None:
-        raise TargetError("no local stack is running; start one with `lockgate local` (in another terminal)")
+        where = f" on port {port}" if port else ""
+        raise TargetError(
+            f"no local stack is running{where}; start one with `lockgate local` (in another terminal)"
+        )
     session = boto3.session.Session(
         aws_access_key_id="local",
         aws_secret_access_key="local",  # noqa: S106 - moto's dummy credentials
         region_name=state.get("region", "us-east-1"),
     )
-    return Target(session, state["endpoint_url"], dict(state["resources"]), LOCAL)
+    return Target(session, state["endpoint_url"], dict(state["resources"]), LOCAL, state)
 
 
 def deployed_target(
