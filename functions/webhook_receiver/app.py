@@ -27,7 +27,9 @@ receiver = build_receiver(
     load_config(Path(__file__).parent / settings.config_path),
     lambda_deps(os.environ, logger, metrics),
 )
-# Refuse to start with a missing or empty secret: it would let anyone forge deliveries.
+# Read every source's secret once, up front. A source whose secret is missing, empty or unusable
+# fails closed on its own (503, logged, metric SecretUnavailable) and is asked for again on later
+# deliveries; the other sources keep working.
 receiver.check_secrets()
 
 

@@ -7,7 +7,7 @@ import pytest
 from lockgate.clock import FixedClock
 from lockgate.errors import ConfigError, SecretUnavailable
 from lockgate.inbox.routing import Router, no_task
-from lockgate.secrets import SecretResolver
+from lockgate.secrets import SecretResolver, rotation_value, secret_values
 from lockgate.settings import ReceiverSettings, WorkerSettings
 from lockgate.workflows import Setup, load_workflows
 
@@ -128,3 +128,36 @@ def test_prefetch_reads_every_secret_once_up_front() -> None:
     assert sm.calls == 3
     assert resolver.resolve_all(["secretsmanager:a", "secretsmanager:c"]) == ["1", "3"]
     assert sm.calls == 3
+
+
+def test_a_missing_secret_is_asked_for_again_only_after_the_miss_pause() -> None:
+    # Given a secret that does not exist yet
+    clock = FixedClock()
+    sm = FakeSecretsManager({})
+    resolver = SecretResolver({}, secretsmanager=lambda: sm, clock=clock, miss_seconds=30)
+    with pytest.raises(SecretUnavailable):
+        resolver.resolve("secretsmanager:s")
+    # When it is created, a read within the pause fails from memory, without a call
+    sm.values["s"] = "now-here"
+    with pytest.raises(SecretUnavailable):
+        resolver.resolve("secretsmanager:s")
+    assert sm.calls == 1
+    # Then after the pause it is read
+    clock.advance(31)
+    assert resolver.resolve("secretsmanager:s") == "now-here"
+
+
+@pytest.mark.parametrize(
+    ("stored", "values"),
+    [
+        ("plain", ["plain"]),
+        ('["old", "new"]', ["old", "new"]),
+        ("[not json", ["[not json"]),
+        ("[]", ["[]"]),
+        ("[1, 2]", ["[1, 2]"]),
+    ],
+)
+def test_a_json_array_of_strings_holds_several_secrets(stored: str, values: list[str]) -> None:
+    assert secret_values(stored) == values
+    if len(values) > 1:
+        assert secret_values(rotation_value(values)) == values

@@ -896,6 +896,7 @@ CUSTOM_ALARMS = {
     "SignatureRejectionBurst": "SignatureRejected",
     "BlockedToolBurst": "ToolCallBlocked",
     "PendingApprovalsPilingUp": "ApprovalFloodRefused",
+    "WebhookSecretUnavailable": "SecretUnavailable",
 }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from threading import Lock
 from typing import Any
@@ -12,6 +13,27 @@ from lockgate.errors import ConfigError, SecretUnavailable
 # Long enough to keep Secrets Manager off the hot path, short enough that a
 # rotated webhook secret is picked up within minutes.
 DEFAULT_MAX_AGE_SECONDS = 300
+# A secret that is missing, empty or unusable is asked for again after this long: a secret
+# created after a cold start is picked up within seconds, yet a source whose secret was never
+# created costs Secrets Manager two calls a minute per container, not one per delivery.
+DEFAULT_MISS_SECONDS = 30
+
+
+def secret_values(value: str) -> list[str]:
+    """One stored value as the secrets it holds: a JSON array of strings holds several (rotation)."""
+    if value.lstrip().startswith("["):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            return [value]
+        if isinstance(parsed, list) and parsed and all(isinstance(v, str) for v in parsed):
+            return list(parsed)
+    return [value]
+
+
+def rotation_value(values: Sequence[str]) -> str:
+    """What to store for ``values``: the value itself when there is one, else a JSON array."""
+    return values[0] if len(values) == 1 else json.dumps(list(values))
 
 
 class SecretResolver:
@@ -23,13 +45,16 @@ class SecretResolver:
         secretsmanager: Callable[[], Any] | None = None,
         clock: Clock | None = None,
         max_age_seconds: float = DEFAULT_MAX_AGE_SECONDS,
+        miss_seconds: float = DEFAULT_MISS_SECONDS,
     ) -> None:
         self._environ = environ
         self._secretsmanager_factory = secretsmanager
         self._client: Any = None
         self._clock = clock or SystemClock()
         self._max_age = max_age_seconds
+        self._miss_seconds = miss_seconds
         self._cache: dict[str, tuple[float, str]] = {}
+        self._misses: dict[str, tuple[float, ConfigError | SecretUnavailable]] = {}  # name → when, why
         self._client_lock = Lock()
 
     def resolve(self, ref: str) -> str:
@@ -47,8 +72,8 @@ class SecretResolver:
         return value
 
     def resolve_all(self, refs: Sequence[str]) -> list[str]:
-        """Every reference resolved, in order (several allow rotation)."""
-        return [self.resolve(ref) for ref in refs]
+        """Every reference resolved, in order (several allow rotation, as does a JSON array value)."""
+        return [secret for ref in refs for secret in secret_values(self.resolve(ref))]
 
     def prefetch(self, refs: Sequence[str]) -> None:
         """Read every Secrets Manager reference at once, so a cold start pays one round trip, not N."""
@@ -64,19 +89,31 @@ class SecretResolver:
     def _prefetch_one(self, name: str) -> None:
         try:
             self._from_secretsmanager(name)
-        except SecretUnavailable:
+        except (SecretUnavailable, ConfigError):
             return
 
     def forget(self) -> None:
         """Drop cached values (e.g. after a SnapStart restore)."""
         self._cache.clear()
+        self._misses.clear()
         self._client = None
+
+    def distrust(self, refs: Sequence[str]) -> None:
+        """Treat these values as missing (they cannot verify anything): read them again after a pause."""
+        now = self._clock.now()
+        for ref in refs:
+            kind, _, name = ref.partition(":")
+            if kind == "secretsmanager" and self._cache.pop(name, None) is not None:
+                self._misses[name] = (now, SecretUnavailable(f"secret {ref} is unusable"))
 
     def _from_secretsmanager(self, name: str) -> str:
         now = self._clock.now()
         cached = self._cache.get(name)
         if cached and now - cached[0] < self._max_age:
             return cached[1]
+        missed = self._misses.get(name)
+        if missed and now - missed[0] < self._miss_seconds:
+            raise type(missed[1])(str(missed[1]))  # asked moments ago: don't ask again per delivery
         if self._secretsmanager_factory is None:
             raise ConfigError(f"secret secretsmanager:{name} needs a Secrets Manager client")
         with self._client_lock:
@@ -87,11 +124,16 @@ class SecretResolver:
         except Exception as exc:  # noqa: BLE001 - whatever the cause, we cannot verify with a fresh value
             if cached:
                 # The refresh failed, but this value verified deliveries minutes ago: keep it rather
-                # than turn a Secrets Manager blip into 503s for every provider.
+                # than turn a Secrets Manager blip into 503s for every provider (retry after a pause).
+                self._cache[name] = (now - self._max_age + self._miss_seconds, cached[1])
                 return cached[1]
-            raise SecretUnavailable(
-                f"cannot read secret secretsmanager:{name}: {type(exc).__name__}"
-            ) from exc
+            error = SecretUnavailable(f"cannot read secret secretsmanager:{name}: {type(exc).__name__}")
+            self._misses[name] = (now, error)
+            raise error from exc
         value = str(response.get("SecretString") or "")
+        if not value.strip():
+            self._misses[name] = (now, ConfigError(f"secret secretsmanager:{name} is empty or missing"))
+            return value
+        self._misses.pop(name, None)
         self._cache[name] = (now, value)
         return value

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from lockgate.clock import Clock
 from lockgate.config import DEFAULT_MAX_BODY_BYTES, LockgateConfig, SourceConfig
-from lockgate.errors import InvalidSignature, QueueUnavailable, UnknownSource
+from lockgate.errors import ConfigError, InvalidSignature, QueueUnavailable, SecretUnavailable, UnknownSource
 from lockgate.http import HttpResponse, RawRequest, json_response
 from lockgate.inbox.bodies import BodyStore
 from lockgate.inbox.models import Delivery, Status, delivery_key
@@ -55,11 +55,27 @@ class Receiver:
         self._sources = {name: VerifiedSource(src, scheme_for(src)) for name, src in config.sources.items()}
 
     def check_secrets(self) -> None:
-        """Resolve every source's secrets now; ConfigError stops a cold start that could be forged."""
+        """Read every source's secrets at cold start (one round trip); log the sources that cannot verify."""
         self._secrets.prefetch([ref for s in self._sources.values() for ref in s.config.secrets])
         for name, source in self._sources.items():
-            check_secrets(source.config, self._secrets.resolve_all(source.config.secrets))
+            try:
+                self._keys(source)
+            except SecretUnavailable as exc:
+                # Not fatal: this source answers 503 until its secret exists, the others work.
+                self._log.warning("source cannot verify yet", extra=_secret_context(source, exc))
+                continue
             self._log.info("source ready", extra={"source": name, "scheme": source.config.scheme})
+
+    def _keys(self, source: VerifiedSource) -> list[str]:
+        """The source's usable secrets, else SecretUnavailable: that source fails closed, no other."""
+        refs = source.config.secrets
+        try:
+            keys = self._secrets.resolve_all(refs)
+            check_secrets(source.config, keys)
+        except ConfigError as exc:  # missing, empty or unusable: never verify with it, never skip it
+            self._secrets.distrust(refs)
+            raise SecretUnavailable(str(exc)) from exc
+        return keys
 
     def receive(self, request: RawRequest) -> HttpResponse:
         """Handle one POST /webhooks/{source}; raise domain errors for the caller to map."""
@@ -71,7 +87,13 @@ class Receiver:
         body = request.body()
         now = self._clock.now()
         try:
-            source.scheme.verify(body, request.headers, self._secrets.resolve_all(source.config.secrets), now)
+            keys = self._keys(source)
+        except SecretUnavailable as exc:
+            self._metrics.add_metric(name="SecretUnavailable", unit="Count", value=1)
+            self._log.error("secret unavailable, answering 503", extra=_secret_context(source, exc))
+            raise
+        try:
+            source.scheme.verify(body, request.headers, keys, now)
         except InvalidSignature as exc:
             self._metrics.add_metric(name="SignatureRejected", unit="Count", value=1)
             self._log.warning("signature rejected", extra={"source": name, "reason": exc.reason})
@@ -138,3 +160,8 @@ class Receiver:
             self._log.error(
                 "queue send failed; delivery stays stored", extra={"delivery": pk, "error": str(exc)}
             )
+
+
+def _secret_context(source: VerifiedSource, exc: SecretUnavailable) -> dict[str, object]:
+    """What a log line says about a source's unavailable secret: references and reason, never a value."""
+    return {"source": source.config.name, "secrets": list(source.config.secrets), "reason": str(exc)}
