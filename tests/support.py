@@ -6,7 +6,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import boto3
@@ -157,6 +157,15 @@ class Harness:
         """The receiver as the handler builds it (lockgate.runtime.receiver)."""
         settings = ReceiverSettings.from_env(function_env(self.aws))
         return build_receiver(settings, self.config, self.deps())
+
+    def receiver_on_secrets_manager(self, config: LockgateConfig) -> Receiver:
+        """The receiver for ``config``, reading its secrets from (moto's) Secrets Manager on this clock."""
+        self.config = config
+        secrets = SecretResolver({}, secretsmanager=lambda: self.client("secretsmanager"), clock=self.clock)
+        deps = replace(self.deps(), secrets=secrets)
+        built = build_receiver(ReceiverSettings.from_env(function_env(self.aws)), config, deps)
+        built.check_secrets()  # as the handler does at cold start
+        return built
 
     def post(
         self,

@@ -9,12 +9,9 @@ import pytest
 
 from lockgate.config import parse_config
 from lockgate.inbox.receipt import Receiver
-from lockgate.runtime.deps import Deps
-from lockgate.runtime.receiver import build_receiver
-from lockgate.secrets import DEFAULT_MISS_SECONDS, SecretResolver
-from lockgate.settings import ReceiverSettings
+from lockgate.secrets import DEFAULT_MISS_SECONDS
 from lockgate.webhooks.signing import sign
-from tests.support import LOG, Harness, function_env
+from tests.support import Harness
 
 CONFIG = {
     "sources": {
@@ -39,22 +36,11 @@ class Counted:
 
 @pytest.fixture
 def sm(harness: Harness) -> Counted:
-    return Counted(harness.aws.client("secretsmanager"))
+    return Counted(harness.client("secretsmanager"))
 
 
-def receiver(harness: Harness, sm: Counted) -> Receiver:
-    """The receiver as the handler builds it, reading secrets from moto's Secrets Manager."""
-    harness.config = parse_config(CONFIG)
-    deps = Deps(
-        client=harness.client,
-        secrets=SecretResolver({}, secretsmanager=lambda: sm.client, clock=harness.clock),
-        clock=harness.clock,
-        log=LOG,
-        metrics=harness.metrics,
-    )
-    built = build_receiver(ReceiverSettings.from_env(function_env(harness.aws)), harness.config, deps)
-    built.check_secrets()
-    return built
+def receiver(harness: Harness) -> Receiver:
+    return harness.receiver_on_secrets_manager(parse_config(CONFIG))
 
 
 def post(harness: Harness, built: Receiver, source: str, secret: str, delivery_id: str) -> int:
@@ -73,7 +59,7 @@ def test_a_missing_secret_fails_its_source_closed_and_is_picked_up_once_created(
 ) -> None:
     # Given the partner's secret exists and GitHub's was never created
     sm.client.create_secret(Name="lockgate/webhooks/partner", SecretString="partner-key")
-    built = receiver(harness, sm)
+    built = receiver(harness)
     # When each provider sends a delivery
     github = post(harness, built, "github", "github-key", "g-1")
     partner = post(harness, built, "partner", "partner-key", "p-1")
@@ -103,7 +89,7 @@ def test_an_empty_or_unusable_secret_fails_closed(harness: Harness, sm: Counted,
     # Given the helpdesk's Standard Webhooks secret holds something no delivery should verify with
     sm.client.create_secret(Name="lockgate/webhooks/helpdesk", SecretString=value)
     sm.client.create_secret(Name="lockgate/webhooks/partner", SecretString="partner-key")
-    built = receiver(harness, sm)
+    built = receiver(harness)
     good = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
     # Then its deliveries get 503 and are not stored, while the partner's go through
     assert post(harness, built, "helpdesk", good, "msg_1") == 503
@@ -119,7 +105,7 @@ def test_an_empty_or_unusable_secret_fails_closed(harness: Harness, sm: Counted,
 def test_a_rotating_secret_verifies_with_both_values(harness: Harness, sm: Counted) -> None:
     # Given the partner's secret holds the current and the next value (as `secrets rotate-in` stores)
     sm.client.create_secret(Name="lockgate/webhooks/partner", SecretString=json.dumps(["old-key", "new-key"]))
-    built = receiver(harness, sm)
+    built = receiver(harness)
     # Then deliveries signed with either verify, and one signed with neither is refused
     assert post(harness, built, "partner", "old-key", "p-old") == 200
     assert post(harness, built, "partner", "new-key", "p-new") == 200

@@ -14,6 +14,7 @@ from lockgate_infra.cli.failures import COULD_NOT_RUN, INTERRUPTED, explain
 from lockgate_infra.cli.inbox import add_inbox_parsers
 from lockgate_infra.cli.jobs import add_jobs_parser, run_jobs
 from lockgate_infra.cli.options import non_negative_float, port_number
+from lockgate_infra.cli.secrets import add_secrets_parser, run_secrets
 from lockgate_infra.cli.spend import add_spend_parser
 from lockgate_infra.cli.targets import LOCAL, Target, add_target_options, deployed_target, local_target
 from lockgate_infra.cost.report import add_cost_parser, run_cost
@@ -55,7 +56,8 @@ def _parser() -> argparse.ArgumentParser:
     add_eval_parser(commands, run=run_eval)
     add_cost_parser(commands, run=run_cost)
     jobs = add_jobs_parser(commands, run=_jobs)
-    for sub in (*targeted, *approvals, spend, *jobs):
+    secrets = add_secrets_parser(commands, run=_secrets)
+    for sub in (*targeted, *approvals, spend, *jobs, *secrets):
         add_target_options(sub)
     return parser
 
@@ -125,6 +127,10 @@ def _spend(args: argparse.Namespace) -> int:
     rows = spend_rows(target.client("dynamodb"), target.name("StateTable"), time.time(), args.days)
     print(as_json(rows) if args.json else render(rows))
     return 0
+
+
+def _secrets(args: argparse.Namespace) -> int:
+    return run_secrets(args, _target(args), ROOT)
 
 
 def _approvals(args: argparse.Namespace) -> int:
