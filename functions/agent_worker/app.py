@@ -55,6 +55,7 @@ deps = lambda_deps(
     os.environ,
     logger,
     metrics,
+    timeout_seconds=settings.timeout_seconds,
     tracing=PowertoolsTracing(),
     usage_metrics=lambda tasks: EmfUsageMetrics(EphemeralMetrics, tasks),
 )

@@ -28,7 +28,7 @@ settings = ApprovalSettings.from_env(os.environ)
 parts = build_approvals(
     settings,
     load_config(Path(__file__).parent / settings.config_path),
-    lambda_deps(os.environ, logger, metrics),
+    lambda_deps(os.environ, logger, metrics, timeout_seconds=settings.timeout_seconds),
 )
 desk, digest, notifier = parts.desk, parts.digest, parts.notifier
 

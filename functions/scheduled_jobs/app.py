@@ -24,7 +24,7 @@ logger = Logger()
 metrics = Metrics()
 
 settings = JobsSettings.from_env(os.environ)
-deps = lambda_deps(settings.names, logger, metrics)
+deps = lambda_deps(settings.names, logger, metrics, timeout_seconds=settings.timeout_seconds)
 clock = deps.clock
 parts = build_jobs(settings, load_config(Path(__file__).parent / settings.config_path), deps)
 jobs, store, runner = parts.jobs, parts.store, parts.runner

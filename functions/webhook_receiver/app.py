@@ -25,7 +25,7 @@ settings = ReceiverSettings.from_env(os.environ)
 receiver = build_receiver(
     settings,
     load_config(Path(__file__).parent / settings.config_path),
-    lambda_deps(os.environ, logger, metrics),
+    lambda_deps(os.environ, logger, metrics, timeout_seconds=settings.timeout_seconds),
 )
 # Read every source's secret once, up front. A source whose secret is missing, empty or unusable
 # fails closed on its own (503, logged, metric SecretUnavailable) and is asked for again on later

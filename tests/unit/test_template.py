@@ -371,6 +371,23 @@ def test_given_the_receiver_then_it_is_small_and_knows_where_to_store_and_queue(
     assert {name: variables.get(name) for name in expected} == expected
 
 
+TIMEOUT_VARIABLES = {  # what each function's settings class reads to size its AWS clients
+    "WebhookReceiverFunction": "RECEIVER_TIMEOUT_SECONDS",
+    "AgentWorkerFunction": "WORKER_TIMEOUT_SECONDS",
+    "ApprovalCallbackFunction": "APPROVAL_TIMEOUT_SECONDS",
+    "ApprovalNotifierFunction": "APPROVAL_TIMEOUT_SECONDS",
+    "ScheduledJobsFunction": "JOBS_TIMEOUT_SECONDS",
+    "EvalJobsFunction": "JOBS_TIMEOUT_SECONDS",
+}
+
+
+def test_given_each_function_then_its_environment_carries_its_timeout_for_the_aws_clients(cfn):
+    assert set(TIMEOUT_VARIABLES) == set(functions(cfn))
+    for function_id, variable in TIMEOUT_VARIABLES.items():
+        timeout = properties(cfn, function_id)["Timeout"]
+        assert environment(cfn, function_id)[variable] in (timeout, str(timeout)), function_id
+
+
 def test_given_the_worker_then_its_environment_names_every_resource_it_uses(cfn):
     assert properties(cfn, "AgentWorkerFunction")["MemorySize"] == 1024
     expected = {
@@ -794,12 +811,14 @@ def test_given_the_approval_functions_then_they_share_one_code_folder_and_know_t
         "INBOX_TABLE": {"Ref": "InboxTable"},
         "INBOX_QUEUE_URL": {"Ref": "InboxQueue"},
         "APPROVAL_LINK_SECRET_ARN": {"Ref": "ApprovalLinkSecret"},
+        "APPROVAL_TIMEOUT_SECONDS": "30",
     }
     # Not the API's URL: the callback is a route of WebhookApi, so naming it here would be a
     # circular dependency; its pages link relatively.
     assert _own_environment(cfn, "ApprovalNotifierFunction") == {
         "APPROVALS_TABLE": {"Ref": "ApprovalsTable"},
         "APPROVAL_LINK_SECRET_ARN": {"Ref": "ApprovalLinkSecret"},
+        "APPROVAL_TIMEOUT_SECONDS": "30",
         "APPROVAL_BASE_URL": {
             "Fn::Sub": "https://${WebhookApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}/approvals/"
         },

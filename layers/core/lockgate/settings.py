@@ -52,6 +52,7 @@ class ReceiverSettings:
     inbox_table: str
     inbox_queue_url: str
     body_bucket: str
+    timeout_seconds: int = 10  # the function's Timeout: AWS client timeouts are sized to it
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> ReceiverSettings:
@@ -61,6 +62,7 @@ class ReceiverSettings:
             inbox_table=_required(environ, "INBOX_TABLE"),
             inbox_queue_url=_required(environ, "INBOX_QUEUE_URL"),
             body_bucket=_required(environ, "BODY_BUCKET"),
+            timeout_seconds=_int(environ, "RECEIVER_TIMEOUT_SECONDS", 10),
         )
 
 
@@ -122,6 +124,7 @@ class ApprovalSettings:
     inbox_table: str | None
     inbox_queue_url: str | None
     channel_refs: Mapping[str, str] = field(default_factory=dict)  # slack/discord → webhook secret ref
+    timeout_seconds: int = 30  # the function's Timeout: AWS client timeouts are sized to it
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> ApprovalSettings:
@@ -146,6 +149,7 @@ class ApprovalSettings:
                 for name in ("slack", "discord")
                 if (ref := environ.get(f"APPROVAL_{name.upper()}_WEBHOOK_REF", "").strip())
             },
+            timeout_seconds=_int(environ, "APPROVAL_TIMEOUT_SECONDS", 30),
         )
 
 

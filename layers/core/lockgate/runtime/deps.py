@@ -7,6 +7,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from botocore.config import Config
+
 from lockgate.clock import Clock, SystemClock
 from lockgate.secrets import SecretResolver
 from lockgate.telemetry import Log, Metrics, NoTracing, Tracing
@@ -32,14 +34,38 @@ class Deps:
     usage_metrics: Callable[[frozenset[str]], UsageMetrics] | None = None
 
 
-def lambda_deps(environ: Mapping[str, str], log: Log, metrics: Metrics, **extra: Any) -> Deps:
-    """A deployed function's deps: one boto3 session's clients, secrets by reference, the system clock."""
+def aws_config(timeout_seconds: float) -> Config:
+    """Client timeouts and retries sized to a function's own timeout.
+
+    botocore's defaults (60 s to connect, 60 s to read, legacy retries) would let one hung call
+    outlive a 10 s receiver. Here the worst case of one call, every attempt timing out plus the
+    standard mode's backoff, stays under half the function's time, so it can still answer (503,
+    or hand the message back) before Lambda kills it. AWS answers in milliseconds when healthy.
+    """
+    connect = min(max(timeout_seconds / 30, 0.5), 3.0)
+    read = min(max(timeout_seconds / 12, 1.0), 10.0)
+    return Config(
+        connect_timeout=connect,
+        read_timeout=read,
+        retries={"mode": "standard", "total_max_attempts": 2 if timeout_seconds < 60 else 3},
+    )
+
+
+def lambda_deps(
+    environ: Mapping[str, str], log: Log, metrics: Metrics, *, timeout_seconds: float, **extra: Any
+) -> Deps:
+    """A deployed function's deps: one session's clients sized to its timeout, secrets, the system clock."""
     import boto3  # the Lambda runtime has it; imported here so tests of the layer need no session
 
     session = boto3.session.Session()
+    config = aws_config(timeout_seconds)
+
+    def client(service: str) -> Any:
+        return session.client(service, config=config)  # type: ignore[call-overload]  # per-service overloads
+
     return Deps(
-        client=session.client,  # type: ignore[arg-type]  # boto3-stubs overloads per service name
-        secrets=SecretResolver(environ, secretsmanager=lambda: session.client("secretsmanager")),
+        client=client,
+        secrets=SecretResolver(environ, secretsmanager=lambda: client("secretsmanager")),
         clock=SystemClock(),
         log=log,
         metrics=metrics,
