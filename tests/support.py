@@ -127,6 +127,29 @@ def function_env(aws: Aws) -> dict[str, str]:
     }
 
 
+class RecordingLog:
+    """A Log that keeps each line's level, message and extra fields (independent of logging's config)."""
+
+    def __init__(self) -> None:
+        self.lines: list[tuple[str, str, dict[str, Any]]] = []
+
+    def info(self, msg: str, *args: Any, **kwargs: Any) -> None:
+        self.lines.append(("info", msg, dict(kwargs.get("extra") or {})))
+
+    def warning(self, msg: str, *args: Any, **kwargs: Any) -> None:
+        self.lines.append(("warning", msg, dict(kwargs.get("extra") or {})))
+
+    def error(self, msg: str, *args: Any, **kwargs: Any) -> None:
+        self.lines.append(("error", msg, dict(kwargs.get("extra") or {})))
+
+    def exception(self, msg: str, *args: Any, **kwargs: Any) -> None:
+        self.lines.append(("exception", msg, dict(kwargs.get("extra") or {})))
+
+    def at(self, level: str) -> list[dict[str, Any]]:
+        """The extra fields of every line at ``level``, with the message under "msg"."""
+        return [{"msg": msg, **extra} for lvl, msg, extra in self.lines if lvl == level]
+
+
 @dataclass
 class Harness:
     """A receiver and a worker factory wired to moto, with a controllable clock."""
@@ -158,11 +181,11 @@ class Harness:
         settings = ReceiverSettings.from_env(function_env(self.aws))
         return build_receiver(settings, self.config, self.deps())
 
-    def receiver_on_secrets_manager(self, config: LockgateConfig) -> Receiver:
+    def receiver_on_secrets_manager(self, config: LockgateConfig, log: Any = LOG) -> Receiver:
         """The receiver for ``config``, reading its secrets from (moto's) Secrets Manager on this clock."""
         self.config = config
         secrets = SecretResolver({}, secretsmanager=lambda: self.client("secretsmanager"), clock=self.clock)
-        deps = replace(self.deps(), secrets=secrets)
+        deps = replace(self.deps(), secrets=secrets, log=log)
         built = build_receiver(ReceiverSettings.from_env(function_env(self.aws)), config, deps)
         built.check_secrets()  # as the handler does at cold start
         return built

@@ -4,12 +4,23 @@ from __future__ import annotations
 
 import json
 import threading
+from dataclasses import replace
 
 import pytest
 
+from lockgate.runtime.receiver import build_receiver
 from lockgate.secrets import SecretResolver
+from lockgate.settings import ReceiverSettings
 from lockgate.webhooks.signing import sign
-from tests.support import SECRETS, Harness, fail_calls, make_config, serialized_moto
+from tests.support import (
+    SECRETS,
+    Harness,
+    RecordingLog,
+    fail_calls,
+    function_env,
+    make_config,
+    serialized_moto,
+)
 
 
 def delivery(
@@ -221,14 +232,17 @@ def test_an_empty_secret_fails_closed_for_its_source_only(harness: Harness, valu
     assert harness.post("partner", other_body, other_headers, receiver=receiver).status == 200
 
 
-def test_every_configured_secret_checked_at_start(harness: Harness, caplog: pytest.LogCaptureFixture) -> None:
+def test_every_configured_secret_checked_at_start(harness: Harness) -> None:
+    # Given every secret but the partner's
     missing = {k: v for k, v in SECRETS.items() if k != "PARTNER_SECRET"}
-    receiver = harness.receiver()
-    receiver._secrets = SecretResolver(missing)
+    log = RecordingLog()
+    deps = replace(harness.deps(), secrets=SecretResolver(missing), log=log)
+    receiver = build_receiver(ReceiverSettings.from_env(function_env(harness.aws)), harness.config, deps)
+    # When the receiver checks its secrets at cold start, it starts, and warns about that one source
     receiver.check_secrets()
-    (warning,) = [r for r in caplog.records if r.levelname == "WARNING"]
-    assert warning.source == "partner"  # type: ignore[attr-defined]
-    assert warning.secrets == ["env:PARTNER_SECRET"]  # type: ignore[attr-defined]
+    (warning,) = log.at("warning")
+    assert (warning["source"], warning["secrets"]) == ("partner", ["env:PARTNER_SECRET"])
+    assert len(log.at("info")) == len(harness.config.sources) - 1
 
 
 def test_config_limits_are_per_source(aws: object, clock: object) -> None:

@@ -11,7 +11,7 @@ from lockgate.config import parse_config
 from lockgate.inbox.receipt import Receiver
 from lockgate.secrets import DEFAULT_MISS_SECONDS
 from lockgate.webhooks.signing import sign
-from tests.support import Harness
+from tests.support import Harness, RecordingLog
 
 CONFIG = {
     "sources": {
@@ -39,8 +39,8 @@ def sm(harness: Harness) -> Counted:
     return Counted(harness.client("secretsmanager"))
 
 
-def receiver(harness: Harness) -> Receiver:
-    return harness.receiver_on_secrets_manager(parse_config(CONFIG))
+def receiver(harness: Harness, log: RecordingLog | None = None) -> Receiver:
+    return harness.receiver_on_secrets_manager(parse_config(CONFIG), log or RecordingLog())
 
 
 def post(harness: Harness, built: Receiver, source: str, secret: str, delivery_id: str) -> int:
@@ -55,11 +55,12 @@ def stored(harness: Harness) -> set[str]:
 
 
 def test_a_missing_secret_fails_its_source_closed_and_is_picked_up_once_created(
-    harness: Harness, sm: Counted, caplog: pytest.LogCaptureFixture
+    harness: Harness, sm: Counted
 ) -> None:
     # Given the partner's secret exists and GitHub's was never created
     sm.client.create_secret(Name="lockgate/webhooks/partner", SecretString="partner-key")
-    built = receiver(harness)
+    log = RecordingLog()
+    built = receiver(harness, log)
     # When each provider sends a delivery
     github = post(harness, built, "github", "github-key", "g-1")
     partner = post(harness, built, "partner", "partner-key", "p-1")
@@ -68,8 +69,9 @@ def test_a_missing_secret_fails_its_source_closed_and_is_picked_up_once_created(
     assert (github, partner) == (503, 200)
     assert stored(harness) == {"partner#p-1"}
     assert harness.metrics.totals["SecretUnavailable"] == 1
-    (line,) = [r for r in caplog.records if r.getMessage() == "secret unavailable, answering 503"]
-    assert (line.source, line.secrets) == ("github", ["secretsmanager:lockgate/webhooks/github"])  # type: ignore[attr-defined]
+    (line,) = log.at("error")
+    assert line["msg"] == "secret unavailable, answering 503"
+    assert (line["source"], line["secrets"]) == ("github", ["secretsmanager:lockgate/webhooks/github"])
     # When the secret is created after the cold start, retries within the miss pause still get 503
     # without asking Secrets Manager again
     sm.client.create_secret(Name="lockgate/webhooks/github", SecretString="github-key")
