@@ -263,10 +263,10 @@ def test_local_stack_secrets(tmp_path: Path, capsys: Any, monkeypatch: Any) -> N
     server.start()
     server.reset()  # moto's state is per process
     try:
-        state = {"pid": os.getpid(), "endpoint_url": server.endpoint_url, "region": "us-east-1",
+        state = {"pid": os.getpid(), "port": 8787, "endpoint_url": server.endpoint_url, "region": "us-east-1",
                  "resources": {}, "config": str(ROOT / "lockgate.toml")}  # fmt: skip
         (tmp_path / ".lockgate").mkdir()
-        (tmp_path / ".lockgate" / "local.json").write_text(json.dumps(state))
+        (tmp_path / ".lockgate" / "local-8787.json").write_text(json.dumps(state))
         monkeypatch.setattr(cli, "ROOT", tmp_path)
         # When every source's secret is set on it
         for name in CONFIG.sources:

@@ -107,9 +107,7 @@ def stack_secrets(args: argparse.Namespace, target: Target, root: Path) -> Stack
             load_config(args.config or root / "lockgate.toml"),
             _deployed_environment(target),
         )
-    from lockgate_infra.local.run import read_local_state
-
-    state = read_local_state(root) or {}
+    state = target.state or {}  # the chosen local stack's state file: the config it runs
     config = args.config or Path(state.get("config") or root / "lockgate.toml")
     return StackSecrets(target.client("secretsmanager"), load_config(config), None)
 
