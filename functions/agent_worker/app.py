@@ -49,7 +49,7 @@ class _Annotated:
 
 
 settings = WorkerSettings.from_env(os.environ)
-config = load_config(Path(__file__).parent / settings.config_path)
+config = load_config(Path(__file__).parent / settings.config_path, settings.stage)
 # Per-call dollars and tokens by task and model (its own EMF blob: its own dimensions).
 deps = lambda_deps(
     os.environ,

@@ -27,7 +27,7 @@ metrics = Metrics()
 settings = ApprovalSettings.from_env(os.environ)
 parts = build_approvals(
     settings,
-    load_config(Path(__file__).parent / settings.config_path),
+    load_config(Path(__file__).parent / settings.config_path, settings.stage),
     lambda_deps(os.environ, logger, metrics, timeout_seconds=settings.timeout_seconds),
 )
 desk, digest, notifier = parts.desk, parts.digest, parts.notifier

@@ -26,7 +26,7 @@ metrics = Metrics()
 settings = JobsSettings.from_env(os.environ)
 deps = lambda_deps(settings.names, logger, metrics, timeout_seconds=settings.timeout_seconds)
 clock = deps.clock
-parts = build_jobs(settings, load_config(Path(__file__).parent / settings.config_path), deps)
+parts = build_jobs(settings, load_config(Path(__file__).parent / settings.config_path, settings.stage), deps)
 jobs, store, runner = parts.jobs, parts.store, parts.runner
 
 

@@ -24,7 +24,7 @@ metrics = Metrics()
 settings = ReceiverSettings.from_env(os.environ)
 receiver = build_receiver(
     settings,
-    load_config(Path(__file__).parent / settings.config_path),
+    load_config(Path(__file__).parent / settings.config_path, settings.stage),
     lambda_deps(os.environ, logger, metrics, timeout_seconds=settings.timeout_seconds),
 )
 # Read every source's secret once, up front. A source whose secret is missing, empty or unusable

@@ -13,9 +13,12 @@ Slow (sam build installs the layer's dependencies from PyPI): marked ``deploy``;
 from __future__ import annotations
 
 import ast
+import fnmatch
 import json
 import os
+import shlex
 import subprocess
+import tomllib
 import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,7 +28,8 @@ import boto3
 import pytest
 
 from lockgate.config import load_config
-from lockgate_infra.cli.iam import access, role_of, translate, translate_file
+from lockgate_infra.cli.iam import access, role_of, statements, translate, translate_file
+from lockgate_infra.local.intrinsics import Resolver
 from lockgate_infra.local.moto_server import MotoServer
 from lockgate_infra.local.template import load_template
 
@@ -33,7 +37,6 @@ pytestmark = pytest.mark.deploy
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = ROOT / ".venv" / "bin"
-STACK = "lockgate"
 BUCKET = "lockgate-artifacts"
 ALIAS = "AgentWorkerFunctionAliaslive"
 
@@ -64,9 +67,17 @@ def for_moto(cfn: dict[str, Any]) -> dict[str, Any]:
     return cfn
 
 
+def samconfig(env: str) -> tuple[str, dict[str, str]]:
+    """The stack name and parameter overrides that `sam deploy --config-env ENV` would use."""
+    config = tomllib.loads((ROOT / "samconfig.toml").read_text(encoding="utf-8"))
+    stack = config[env]["global"]["parameters"]["stack_name"]
+    overrides = config[env]["deploy"]["parameters"].get("parameter_overrides", "")
+    return stack, dict(pair.split("=", 1) for pair in shlex.split(overrides))
+
+
 @pytest.fixture(scope="module")
-def deployed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """Build, package to moto's S3, translate, deploy with sam; yields clients and both templates."""
+def account(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """One moto account with the app built once and packaged into its S3, ready for `deploy`."""
     work = tmp_path_factory.mktemp("deploy")
     server = MotoServer()
     server.start()
@@ -97,22 +108,44 @@ def deployed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any
         packaged = work / "packaged.yaml"
         _sam(["package", "--template-file", str(build / "template.yaml"), "--s3-bucket", BUCKET,
               "--output-template-file", str(packaged)], env, work)  # fmt: skip
-        translated = translate_file(packaged)
-        deployable = work / "translated.json"
-        deployable.write_text(json.dumps(for_moto(translated)), encoding="utf-8")
-        _sam(["deploy", "--template-file", str(deployable), "--stack-name", STACK, "--s3-bucket", BUCKET,
-              "--capabilities", "CAPABILITY_IAM", "--no-confirm-changeset", "--no-progressbar"],
-             env, work)  # fmt: skip
-        summaries = client("cloudformation").list_stack_resources(StackName=STACK)["StackResourceSummaries"]
-        yield {
-            "client": client,
-            "cfn": translated,
-            "physical": {r["LogicalResourceId"]: r["PhysicalResourceId"] for r in summaries},
-            "packaged": load_template(packaged),
-            "build": build,
-        }
+        yield {"client": client, "env": env, "work": work, "build": build, "packaged": packaged}
     finally:
         server.stop()
+
+
+def deploy(account: dict[str, Any], config_env: str) -> dict[str, Any]:
+    """Translate the packaged template with one samconfig environment's parameters and deploy it."""
+    stack, parameters = samconfig(config_env)
+    translated = translate_file(account["packaged"], parameters)
+    deployable = account["work"] / f"{stack}.json"
+    deployable.write_text(json.dumps(for_moto(translated)), encoding="utf-8")
+    overrides = [f"{k}={v}" for k, v in parameters.items()]
+    _sam(["deploy", "--template-file", str(deployable), "--stack-name", stack, "--s3-bucket", BUCKET,
+          "--capabilities", "CAPABILITY_IAM", "--no-confirm-changeset", "--no-progressbar",
+          "--parameter-overrides", *overrides], account["env"], account["work"])  # fmt: skip
+    client = account["client"]
+    summaries = client("cloudformation").list_stack_resources(StackName=stack)["StackResourceSummaries"]
+    return {
+        "client": client,
+        "stack": stack,
+        "parameters": parameters,
+        "cfn": translated,
+        "physical": {r["LogicalResourceId"]: r["PhysicalResourceId"] for r in summaries},
+        "packaged": load_template(account["packaged"]),
+        "build": account["build"],
+    }
+
+
+@pytest.fixture(scope="module")
+def deployed(account: dict[str, Any]) -> dict[str, Any]:
+    """samconfig.toml's [default] (dev) stack, deployed."""
+    return deploy(account, "default")
+
+
+@pytest.fixture(scope="module")
+def deployed_prod(account: dict[str, Any], deployed: dict[str, Any]) -> dict[str, Any]:
+    """samconfig.toml's [prod] stack, deployed after dev into the same account."""
+    return deploy(account, "prod")
 
 
 def test_given_the_packaged_template_then_code_is_in_the_bucket_and_only_the_alias_was_rewritten(deployed):
@@ -140,10 +173,12 @@ AARCH64 = 183  # ELF e_machine of AArch64
 
 def test_given_the_build_then_the_receiver_ships_no_dependencies_and_every_extension_is_for_arm64(deployed):
     build: Path = deployed["build"]
-    # The receiver's package is its handler and config: no agent dependencies on its import path.
+    # The receiver's package is its handler and config (with the stages' overlays): no agent
+    # dependencies on its import path.
     assert sorted(p.name for p in (build / "WebhookReceiverFunction").iterdir()) == [
-        "app.py", "lockgate.toml", "requirements.txt"
+        "app.py", "lockgate.toml", "requirements.txt", "stages"
     ]  # fmt: skip
+    assert (build / "WebhookReceiverFunction" / "stages" / "prod.toml").is_file()
     assert not (build / "CoreLayer" / "python" / "anthropic").exists()
     assert (build / "AgentWorkerFunction" / "anthropic").is_dir()
     # sam build without Docker fetched wheels for the Lambda architecture, not this machine's.
@@ -321,3 +356,101 @@ def test_given_what_moto_skips_then_the_translated_template_declares_it(deployed
     assert {"/webhooks/{source}", "/approvals/{id}", "/approvals"} <= set(api)
     for schedule in (r for r in cfn["Resources"].values() if r["Type"] == "AWS::Scheduler::Schedule"):
         assert schedule["Properties"]["ScheduleExpressionTimezone"] in ("UTC", "Etc/UTC")
+
+
+# The property that names each account-wide resource. Absent, CloudFormation makes the name from the
+# stack's name and the logical id, so it cannot collide; present, it must resolve differently per stack.
+ACCOUNT_WIDE_NAMES = {
+    "AWS::DynamoDB::Table": "TableName",
+    "AWS::SQS::Queue": "QueueName",
+    "AWS::S3::Bucket": "BucketName",
+    "AWS::SecretsManager::Secret": "Name",
+    "AWS::Logs::LogGroup": "LogGroupName",
+    "AWS::CloudWatch::Alarm": "AlarmName",
+    "AWS::CloudWatch::Dashboard": "DashboardName",
+    "AWS::Scheduler::Schedule": "Name",
+    "AWS::Lambda::Function": "FunctionName",
+    "AWS::Lambda::LayerVersion": "LayerName",
+    "AWS::IAM::Role": "RoleName",
+    "AWS::SNS::Topic": "TopicName",
+    "AWS::KMS::Alias": "AliasName",
+    "AWS::ApiGatewayV2::DomainName": "DomainName",
+}
+
+
+class StackResolver(Resolver):
+    """The local stack's intrinsics, with this stack's own name (names are made from it)."""
+
+    def __init__(self, cfn: dict[str, Any], stack: str, parameters: dict[str, str]) -> None:
+        super().__init__(cfn, parameters, {}, {})
+        self._stack = stack
+
+    def ref(self, name: Any, where: str) -> Any:
+        """``AWS::StackName`` is this stack's; everything else as the local stack resolves it."""
+        return self._stack if name == "AWS::StackName" else super().ref(name, where)
+
+
+def declared_names(stack: dict[str, Any]) -> dict[str, str]:
+    """Logical id → the account-wide name the stack's template gives it, resolved for that stack."""
+    cfn = stack["cfn"]
+    resolver = StackResolver(cfn, stack["stack"], stack["parameters"])
+    names = {}
+    for logical_id, resource in cfn["Resources"].items():
+        key = ACCOUNT_WIDE_NAMES.get(resource["Type"])
+        condition = resource.get("Condition")
+        if key is None or (condition and not resolver.condition(condition)):
+            continue
+        if key in resource.get("Properties", {}):
+            names[logical_id] = resolver.resolve_string(resource["Properties"][key], logical_id)
+    return names
+
+
+def test_given_dev_then_prod_from_samconfig_in_one_account_then_no_name_is_shared(deployed, deployed_prod):
+    # Both stacks came up side by side (sam deploy failed on neither): what moto created differs...
+    assert (deployed["stack"], deployed_prod["stack"]) == ("lockgate", "lockgate-prod")
+    assert deployed_prod["parameters"]["Stage"] == "prod" and deployed["parameters"]["Stage"] == "dev"
+    # (moto reports "" for what it skipped)
+    dev_physical, prod_physical = (
+        {p for p in s["physical"].values() if p} for s in (deployed, deployed_prod)
+    )
+    assert len(dev_physical) > 30 and not dev_physical & prod_physical
+    # ...and so does every name the templates declare, including what moto skips (secrets, alarms,
+    # schedules, the dashboard): each is resolved for its own stack.
+    dev_names, prod_names = declared_names(deployed), declared_names(deployed_prod)
+    assert {"ApprovalLinkSecret", "Dashboard", "WebhookReceiverLogGroup"} <= set(dev_names)
+    assert set(dev_names.values()).isdisjoint(prod_names.values())
+    assert dev_names["ApprovalLinkSecret"] == "lockgate/approval-link-key"
+    assert prod_names["ApprovalLinkSecret"] == "lockgate-prod/approval-link-key"
+
+
+def _secret_grants(stack: dict[str, Any]) -> set[str]:
+    """Every Secrets Manager resource pattern any role of the stack is granted, resolved."""
+    cfn, resolver = stack["cfn"], StackResolver(stack["cfn"], stack["stack"], stack["parameters"])
+    grants = set()
+    for role_id, role in of_type(cfn, "AWS::IAM::Role").items():
+        for statement in statements(role):
+            if any(str(a).startswith("secretsmanager:") for a in _as_list(statement["Action"])):
+                for resource in _as_list(statement["Resource"]):
+                    if resource != {"Ref": "ApprovalLinkSecret"}:  # its own secret, by ARN
+                        grants.add(resolver.resolve_string(resource, role_id).rsplit(":secret:", 1)[1])
+    return grants
+
+
+def test_given_both_stacks_then_each_reads_only_its_own_secrets_and_its_stage_config(deployed, deployed_prod):
+    dev, prod = _secret_grants(deployed), _secret_grants(deployed_prod)
+    assert dev and all(g.startswith("lockgate/") for g in dev)
+    assert prod and all(g.startswith("lockgate-prod/") for g in prod)
+    # The config each stage's functions load (stages/<Stage>.toml over lockgate.toml) names secrets
+    # its own roles may read, and no other stage's.
+    lam = deployed["client"]("lambda")
+    for stack, grants, others in ((deployed, dev, prod), (deployed_prod, prod, dev)):
+        receiver = lam.get_function_configuration(FunctionName=stack["physical"]["WebhookReceiverFunction"])
+        variables = receiver["Environment"]["Variables"]
+        config = load_config(stack["build"] / "WebhookReceiverFunction" / variables["LOCKGATE_CONFIG"],
+                             variables["LOCKGATE_STAGE"])  # fmt: skip
+        for source in config.sources.values():
+            for ref in source.secrets:
+                name = ref.removeprefix("secretsmanager:")
+                assert any(fnmatch.fnmatchcase(name, g) for g in grants), (stack["stack"], name)
+                assert not any(fnmatch.fnmatchcase(name, g) for g in others), (stack["stack"], name)
+        assert variables["SECRETS_PREFIX"] == stack["stack"]

@@ -174,9 +174,11 @@ def test_given_the_templates_own_eval_settings_then_the_suite_talks_to_the_model
     # Given the model key in Secrets Manager where the template points, and a model endpoint that
     # refuses any other key (the real SDK, a local stand-in for the API that also plays the judge)
     key = "sk-ant-layout-test"
-    stack.client("secretsmanager").create_secret(Name="lockgate/anthropic-api-key", SecretString=key)
     here = layouts("EvalJobsFunction")
     environment = here.function.environment
+    # (under the stack's own name: the template's SecretsPrefix is empty)
+    assert environment["ANTHROPIC_API_KEY_REF"] == "secretsmanager:lockgate-local/anthropic-api-key"
+    stack.client("secretsmanager").create_secret(Name="lockgate-local/anthropic-api-key", SecretString=key)
     assert (environment["LOCKGATE_EVAL_MODEL"], environment["LOCKGATE_EVAL_RUNS"]) == ("task", "2")
     with StubAnthropic(with_judge(shop_model), api_key=key) as api:
         # When the weekly run comes with the template's own settings (model, judge, runs, gate)

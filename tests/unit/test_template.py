@@ -28,6 +28,24 @@ BASIC_MANAGED_POLICIES = {
 }
 BASIC_ACTION_PREFIXES = ("logs:", "xray:")
 DATA_SERVICES = ("dynamodb:", "sqs:", "s3:", "secretsmanager:", "kms:", "sns:")
+# Where a stack's secrets live: the SecretsPrefix parameter, or the stack's own name when it is empty.
+PREFIX = {"Fn::If": ["HasSecretsPrefix", {"Ref": "SecretsPrefix"}, {"Ref": "AWS::StackName"}]}
+
+
+def under_prefix(text: str) -> dict[str, Any]:
+    """``!Sub [text, {SecretsPrefix: <the stack's prefix>}]`` as the translation spells it."""
+    return {"Fn::Sub": [text, {"SecretsPrefix": PREFIX}]}
+
+
+def api_or_domain(path: str) -> dict[str, Any]:
+    """A public URL: on the custom domain when one is set, else on the API's execute-api host."""
+    return {
+        "Fn::If": [
+            "HasDomain",
+            {"Fn::Sub": f"https://${{DomainName}}/{path}/"},
+            {"Fn::Sub": f"https://${{WebhookApi}}.execute-api.${{AWS::Region}}.${{AWS::URLSuffix}}/{path}/"},
+        ]
+    }
 
 RECEIVER_ACCESS = {
     ("dynamodb:PutItem", "InboxTable.Arn"),
@@ -365,7 +383,7 @@ def test_given_the_receiver_then_it_is_small_and_knows_where_to_store_and_queue(
         "INBOX_TABLE": {"Ref": "InboxTable"},
         "INBOX_QUEUE_URL": {"Ref": "InboxQueue"},
         "BODY_BUCKET": {"Ref": "BodyBucket"},
-        "SECRETS_PREFIX": {"Ref": "SecretsPrefix"},
+        "SECRETS_PREFIX": PREFIX,
     }
     variables = environment(cfn, "WebhookReceiverFunction")
     assert {name: variables.get(name) for name in expected} == expected
@@ -569,12 +587,9 @@ def test_given_the_outputs_then_a_user_finds_the_webhook_url_and_every_resource_
         "BodyBucketName",
         "AlertsTopicArn",
     }
-    assert outputs["WebhookBaseUrl"]["Value"] == {
-        "Fn::Sub": "https://${WebhookApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}/webhooks/"
-    }
-    assert outputs["ApprovalBaseUrl"]["Value"] == {
-        "Fn::Sub": "https://${WebhookApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}/approvals/"
-    }
+    assert outputs["WebhookBaseUrl"]["Value"] == api_or_domain("webhooks")
+    assert outputs["ApprovalBaseUrl"]["Value"] == api_or_domain("approvals")
+    assert outputs["SecretsPrefix"]["Value"] == PREFIX
     assert outputs["ApprovalsTableName"]["Value"] == {"Ref": "ApprovalsTable"}
     assert outputs["DecisionsTableName"]["Value"] == {"Ref": "DecisionsTable"}
 
@@ -585,7 +600,9 @@ def test_given_template_parameters_then_defaults_match_the_documented_ones(sam_t
         "Stage": "dev",
         "WorkerTimeoutSeconds": "300",
         "WorkerMaxConcurrency": 5,
-        "SecretsPrefix": "lockgate",
+        "SecretsPrefix": "",
+        "DomainName": "",
+        "CertificateArn": "",
         "LogRetentionDays": 30,
         "AlertEmail": "",
         "ShopFromAddress": "support@shop.example.com",
@@ -641,7 +658,7 @@ def test_given_the_worker_role_then_it_cannot_write_decisions_or_touch_the_link_
     assert not any("ApprovalLinkSecret" in resource or "approval-link" in resource for _, resource in pairs)
     # Its secret pattern cannot match the link key's name either.
     (pattern,) = _secret_resources(cfn, "AgentWorkerFunction")
-    link_key_name = properties(cfn, "ApprovalLinkSecret")["Name"]["Fn::Sub"]
+    link_key_name = properties(cfn, "ApprovalLinkSecret")["Name"]["Fn::Sub"][0]
     assert not fnmatch.fnmatchcase(link_key_name + "-AbCdEf", pattern.rsplit(":secret:", 1)[1])
 
 
@@ -699,7 +716,7 @@ def test_given_an_approval_function_then_it_cannot_read_the_model_key_webhook_se
 
 
 def test_given_every_role_then_only_the_approval_functions_and_the_digest_can_read_the_link_secret(cfn):
-    link_key_name = properties(cfn, "ApprovalLinkSecret")["Name"]["Fn::Sub"]
+    link_key_name = properties(cfn, "ApprovalLinkSecret")["Name"]["Fn::Sub"][0]
     readers = set()
     for role_id in resources_of_type(cfn, "AWS::IAM::Role"):
         for action, resource in access(properties(cfn, role_id)):
@@ -718,7 +735,7 @@ def test_given_every_role_then_only_the_approval_functions_and_the_digest_can_re
 
 def test_given_the_link_secret_then_it_is_generated_long_and_named_under_the_prefix(cfn):
     secret = properties(cfn, "ApprovalLinkSecret")
-    assert secret["Name"] == {"Fn::Sub": "${SecretsPrefix}/approval-link-key"}
+    assert secret["Name"] == under_prefix("${SecretsPrefix}/approval-link-key")
     assert secret["GenerateSecretString"] == {"PasswordLength": 64, "ExcludePunctuation": True}
     assert "SecretString" not in secret
 
@@ -819,13 +836,11 @@ def test_given_the_approval_functions_then_they_share_one_code_folder_and_know_t
         "APPROVALS_TABLE": {"Ref": "ApprovalsTable"},
         "APPROVAL_LINK_SECRET_ARN": {"Ref": "ApprovalLinkSecret"},
         "APPROVAL_TIMEOUT_SECONDS": "30",
-        "APPROVAL_BASE_URL": {
-            "Fn::Sub": "https://${WebhookApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}/approvals/"
-        },
+        "APPROVAL_BASE_URL": api_or_domain("approvals"),
         "SHOP_FROM_ADDRESS": {"Ref": "ShopFromAddress"},
         "APPROVAL_CHANNELS": {"Ref": "ApprovalChannels"},
-        "APPROVAL_SLACK_WEBHOOK_REF": {"Fn::Sub": "secretsmanager:${SecretsPrefix}/notify/slack"},
-        "APPROVAL_DISCORD_WEBHOOK_REF": {"Fn::Sub": "secretsmanager:${SecretsPrefix}/notify/discord"},
+        "APPROVAL_SLACK_WEBHOOK_REF": under_prefix("secretsmanager:${SecretsPrefix}/notify/slack"),
+        "APPROVAL_DISCORD_WEBHOOK_REF": under_prefix("secretsmanager:${SecretsPrefix}/notify/discord"),
     }
 
 

@@ -53,12 +53,14 @@ class ReceiverSettings:
     inbox_queue_url: str
     body_bucket: str
     timeout_seconds: int = 10  # the function's Timeout: AWS client timeouts are sized to it
+    stage: str | None = None  # LOCKGATE_STAGE: stages/<stage>.toml is merged over the config
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> ReceiverSettings:
         """Validate the environment; ConfigError names what is missing."""
         return cls(
             config_path=environ.get("LOCKGATE_CONFIG", "lockgate.toml"),
+            stage=environ.get("LOCKGATE_STAGE", "").strip() or None,
             inbox_table=_required(environ, "INBOX_TABLE"),
             inbox_queue_url=_required(environ, "INBOX_QUEUE_URL"),
             body_bucket=_required(environ, "BODY_BUCKET"),
@@ -83,12 +85,14 @@ class WorkerSettings:
     model_key_ref: str = "env:ANTHROPIC_API_KEY"  # where the model API key is read from
     model_base_url: str | None = None  # ANTHROPIC_BASE_URL: a stand-in API locally and in tests
     snap_start: bool = False  # initialised into a SnapStart snapshot
+    stage: str | None = None  # LOCKGATE_STAGE: stages/<stage>.toml is merged over the config
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> WorkerSettings:
         """Validate the environment; ConfigError names what is missing."""
         return cls(
             config_path=environ.get("LOCKGATE_CONFIG", "lockgate.toml"),
+            stage=environ.get("LOCKGATE_STAGE", "").strip() or None,
             inbox_table=_required(environ, "INBOX_TABLE"),
             state_table=_required(environ, "STATE_TABLE"),
             inbox_queue_url=_required(environ, "INBOX_QUEUE_URL"),
@@ -125,6 +129,7 @@ class ApprovalSettings:
     inbox_queue_url: str | None
     channel_refs: Mapping[str, str] = field(default_factory=dict)  # slack/discord → webhook secret ref
     timeout_seconds: int = 30  # the function's Timeout: AWS client timeouts are sized to it
+    stage: str | None = None  # LOCKGATE_STAGE: stages/<stage>.toml is merged over the config
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> ApprovalSettings:
@@ -132,6 +137,7 @@ class ApprovalSettings:
         secret = _required(environ, "APPROVAL_LINK_SECRET_ARN")
         return cls(
             config_path=environ.get("LOCKGATE_CONFIG", "lockgate.toml"),
+            stage=environ.get("LOCKGATE_STAGE", "").strip() or None,
             approvals_table=_required(environ, "APPROVALS_TABLE"),
             link_secret_ref=secret
             if ":" in secret and secret.split(":")[0] in ("env", "secretsmanager")
@@ -162,12 +168,14 @@ class JobsSettings:
     timeout_seconds: int
     names: Mapping[str, str]  # resource names, secret references and LOCKGATE_* settings, for the factories
     jobs: frozenset[str]  # the jobs this function runs (JOBS, comma-separated); empty: every job
+    stage: str | None = None  # LOCKGATE_STAGE: stages/<stage>.toml is merged over the config
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> JobsSettings:
         """Validate the environment; ConfigError names what is missing."""
         return cls(
             config_path=environ.get("LOCKGATE_CONFIG", "lockgate.toml"),
+            stage=environ.get("LOCKGATE_STAGE", "").strip() or None,
             state_table=_required(environ, "STATE_TABLE"),
             timeout_seconds=_int(environ, "JOBS_TIMEOUT_SECONDS", 300),
             names={

@@ -18,7 +18,7 @@ from lockgate.config.model import (
     SourceConfig,
     ToolApproval,
 )
-from lockgate.config.parsing import load_config, parse_config
+from lockgate.config.parsing import load_config, merge_tables, parse_config, stage_overlay
 
 __all__ = [
     "ApprovalsConfig",
@@ -38,5 +38,7 @@ __all__ = [
     "SourceConfig",
     "ToolApproval",
     "load_config",
+    "merge_tables",
     "parse_config",
+    "stage_overlay",
 ]

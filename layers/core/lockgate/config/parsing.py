@@ -6,6 +6,7 @@ pydantic would add ~25% to its import time (see benchmarks/cold_start.py).
 
 from __future__ import annotations
 
+import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -30,20 +31,48 @@ from lockgate.config.model import (
 )
 from lockgate.errors import ConfigError
 
+# The template's Stage pattern: a stage names a file, so nothing else may reach the path.
+STAGE_NAME = re.compile(r"[a-z][a-z0-9-]{0,15}")
 _SOURCE_KEYS = {f for f in SourceConfig.__dataclass_fields__ if f != "name"}
 _INBOX_KEYS = set(InboxConfig.__dataclass_fields__)
 
 
-def load_config(path: str | Path) -> LockgateConfig:
-    """Read and validate a ``lockgate.toml``; raise ConfigError saying what is wrong."""
+def load_config(path: str | Path, stage: str | None = None) -> LockgateConfig:
+    """Read and validate a ``lockgate.toml``, with ``stages/<stage>.toml`` beside it merged over it."""
     p = Path(path)
+    raw, origin = _read(p), str(p)
+    overlay = stage_overlay(p, stage) if stage else None
+    if overlay is not None and overlay.is_file():
+        raw, origin = merge_tables(raw, _read(overlay)), f"{p} + {overlay}"
+    return parse_config(raw, origin=origin)
+
+
+def stage_overlay(path: str | Path, stage: str) -> Path:
+    """Where a stage's overlay of ``path`` lives: ``stages/<stage>.toml`` in the same directory."""
+    if not STAGE_NAME.fullmatch(stage):
+        raise ConfigError(f"stage {stage!r} is not a stage name (lowercase letters, digits and -)")
+    return Path(path).parent / "stages" / f"{stage}.toml"
+
+
+def merge_tables(base: Mapping[str, Any], overlay: Mapping[str, Any]) -> dict[str, Any]:
+    """``overlay`` over ``base``: tables merge key by key; any other value (arrays too) replaces."""
+    merged = dict(base)
+    for key, value in overlay.items():
+        below = merged.get(key)
+        if isinstance(value, Mapping) and isinstance(below, Mapping):
+            merged[key] = merge_tables(below, value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _read(p: Path) -> dict[str, Any]:
     try:
-        raw = tomllib.loads(p.read_text(encoding="utf-8"))
+        return tomllib.loads(p.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
         raise ConfigError(f"config file not found: {p}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{p}: not valid TOML: {exc}") from exc
-    return parse_config(raw, origin=str(p))
 
 
 def parse_config(raw: Mapping[str, Any], origin: str = "lockgate.toml") -> LockgateConfig:
