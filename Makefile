@@ -10,7 +10,7 @@ PYTHON313 := $(shell command -v python3.13)
 endif
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: setup demo test slow coverage check lint typecheck cfn build deploy-test chaos bench clean
+.PHONY: setup demo test slow coverage check lint typecheck cfn build deploy-test chaos bench clean deploy destroy lock
 
 setup: $(STAMP)
 
@@ -69,6 +69,19 @@ bench: $(STAMP)
 
 build: $(STAMP)
 	$(BIN)/sam build --template-file template.yaml
+
+# One samconfig.toml environment per stage (dev is [default]): `make deploy STAGE=prod
+# PARAMS="AlertEmail=ops@example.com"` adds PARAMS to that environment's parameter overrides.
+# `make destroy` says what it keeps (the tables, the body bucket, your secrets); prod asks for the
+# stack's name to be typed.
+STAGE ?= dev
+PARAMS ?=
+SAM ?= $(BIN)/sam
+deploy: $(STAMP)
+	$(BIN)/python -m lockgate_infra.deploy deploy --stage '$(STAGE)' --parameters '$(PARAMS)' --sam '$(SAM)'
+
+destroy: $(STAMP)
+	$(BIN)/python -m lockgate_infra.deploy destroy --stage '$(STAGE)' --sam '$(SAM)'
 
 clean:
 	rm -rf .aws-sam .pytest_cache .mypy_cache .ruff_cache .coverage
