@@ -14,11 +14,13 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml layers/core/pyproject.toml
+# The dev environment from its pinned, hashed lock (requirements-dev.txt, `make lock`); then the two
+# local packages, editable and without dependencies (the lock has them all).
+$(STAMP): pyproject.toml layers/core/pyproject.toml requirements-dev.txt
 	@test -n "$(PYTHON313)" || { echo "Python 3.13 not found: install it (e.g. pyenv install 3.13) or set PYTHON313=/path/to/python3.13"; exit 1; }
 	@test -x $(BIN)/python || $(PYTHON313) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e layers/core -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --require-hashes -r requirements-dev.txt
+	$(BIN)/python -m pip install --quiet --no-deps -e layers/core -e .
 	@touch $@
 
 demo: $(STAMP)
@@ -82,6 +84,23 @@ deploy: $(STAMP)
 
 destroy: $(STAMP)
 	$(BIN)/python -m lockgate_infra.deploy destroy --stage '$(STAGE)' --sam '$(SAM)'
+
+# Re-pin every lock from its list: the dev environment's (both pyproject.toml files, extra dev), the
+# layer's (layers/core/requirements.in, with the dev pins as constraints: tests run what ships) and
+# each function's (with the layer's pins as constraints).
+# Run with Python 3.13 (the Lambda runtime); commit the results.
+PIP_COMPILE = CUSTOM_COMPILE_COMMAND="make lock" $(CURDIR)/$(BIN)/pip-compile --quiet --generate-hashes --strip-extras \
+	--no-emit-index-url --no-emit-find-links
+LOCKED_FUNCTIONS := agent_worker scheduled_jobs eval_jobs
+lock: $(STAMP)
+	@# lockgate (layers/core) is not on PyPI: a local wheel resolves it, and it is left out of the lock.
+	rm -rf build/lock-wheels && $(BIN)/python -m pip wheel --quiet --no-deps -w build/lock-wheels layers/core
+	$(PIP_COMPILE) --extra dev --find-links build/lock-wheels --unsafe-package lockgate \
+		-o requirements-dev.txt layers/core/pyproject.toml pyproject.toml
+	rm -rf build/lock-wheels
+	cd layers/core && $(PIP_COMPILE) --allow-unsafe -o requirements.txt requirements.in
+	@for f in $(LOCKED_FUNCTIONS); do echo "lock functions/$$f"; \
+		(cd functions/$$f && $(PIP_COMPILE) --allow-unsafe -o requirements.txt requirements.in) || exit 1; done
 
 clean:
 	rm -rf .aws-sam .pytest_cache .mypy_cache .ruff_cache .coverage
