@@ -79,11 +79,13 @@ build: $(STAMP)
 STAGE ?= dev
 PARAMS ?=
 SAM ?= $(BIN)/sam
+SAMCONFIG ?= samconfig.toml
+STAGE_ARGS = --stage '$(STAGE)' --samconfig '$(SAMCONFIG)' --sam '$(SAM)'
 deploy: $(STAMP)
-	$(BIN)/python -m lockgate_infra.deploy deploy --stage '$(STAGE)' --parameters '$(PARAMS)' --sam '$(SAM)'
+	$(BIN)/python -m lockgate_infra.deploy deploy $(STAGE_ARGS) --parameters '$(PARAMS)'
 
 destroy: $(STAMP)
-	$(BIN)/python -m lockgate_infra.deploy destroy --stage '$(STAGE)' --sam '$(SAM)'
+	$(BIN)/python -m lockgate_infra.deploy destroy $(STAGE_ARGS)
 
 # Re-pin every lock from its list: the dev environment's (both pyproject.toml files, extra dev), the
 # layer's (layers/core/requirements.in, with the dev pins as constraints: tests run what ships) and
