@@ -91,8 +91,9 @@ destroy: $(STAMP)
 # layer's (layers/core/requirements.in, with the dev pins as constraints: tests run what ships) and
 # each function's (with the layer's pins as constraints).
 # Run with Python 3.13 (the Lambda runtime); commit the results.
+# Versions that still fit are kept; `make lock UPGRADE=1` moves every pin to the newest that fits.
 PIP_COMPILE = CUSTOM_COMPILE_COMMAND="make lock" $(CURDIR)/$(BIN)/pip-compile --quiet --generate-hashes --strip-extras \
-	--no-emit-index-url --no-emit-find-links
+	--no-emit-index-url --no-emit-find-links $(if $(UPGRADE),--upgrade)
 LOCKED_FUNCTIONS := agent_worker scheduled_jobs eval_jobs
 lock: $(STAMP)
 	@# lockgate (layers/core) is not on PyPI: a local wheel resolves it, and it is left out of the lock.
