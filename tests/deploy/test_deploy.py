@@ -454,3 +454,13 @@ def test_given_both_stacks_then_each_reads_only_its_own_secrets_and_its_stage_co
                 assert any(fnmatch.fnmatchcase(name, g) for g in grants), (stack["stack"], name)
                 assert not any(fnmatch.fnmatchcase(name, g) for g in others), (stack["stack"], name)
         assert variables["SECRETS_PREFIX"] == stack["stack"]
+
+
+def test_given_the_locks_then_the_worker_and_the_layer_ship_the_same_pydantic(deployed):
+    # anthropic brings its own pydantic into the worker (it shadows the layer's): the locks make it
+    # the layer's version, so the worker runs what the layer and the tests run.
+    build: Path = deployed["build"]
+    for package in ("pydantic", "pydantic_core"):
+        layer = {p.name for p in (build / "CoreLayer" / "python").glob(f"{package}-*.dist-info")}
+        worker = {p.name for p in (build / "AgentWorkerFunction").glob(f"{package}-*.dist-info")}
+        assert len(layer) == 1 and worker == layer, (layer, worker)
