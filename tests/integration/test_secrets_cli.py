@@ -28,7 +28,8 @@ VALUES = {name: dev_secret(source) for name, source in CONFIG.sources.items()} |
 
 def stack_template() -> dict[str, Any]:
     """A stack with the two functions whose environment names their secrets, as in template.yaml."""
-    real = load_template(ROOT / "template.yaml")["Resources"]
+    template = load_template(ROOT / "template.yaml")
+    real = template["Resources"]
 
     def function(logical_id: str, variable: str) -> dict[str, Any]:
         value = real[logical_id]["Properties"]["Environment"]["Variables"][variable]
@@ -45,7 +46,9 @@ def stack_template() -> dict[str, Any]:
 
     trust = {"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}
     return {
-        "Parameters": {"SecretsPrefix": {"Type": "String", "Default": "lockgate"}},
+        # Empty: the stack's name, as the template's default.
+        "Parameters": {"SecretsPrefix": {"Type": "String", "Default": ""}},
+        "Conditions": {"HasSecretsPrefix": template["Conditions"]["HasSecretsPrefix"]},
         "Resources": {
             "Role": {
                 "Type": "AWS::IAM::Role",
