@@ -6,21 +6,26 @@ definition, each system text block, then each message content block (tagged with
 index and role). A request's input tokens are the sum over its blocks.
 
 Cache: every block carrying ``cache_control`` is a breakpoint; the prefix up to it (with the model)
-is hashed. The longest prefix already written and unexpired, at a breakpoint or up to 20 blocks
-before one, is read (``cache_read_input_tokens``) and its lifetime refreshed; each later breakpoint
-is written (``cache_creation_input_tokens``, split by TTL "5m"/"1h"); the rest is ``input_tokens``.
-Prefixes shorter than ``min_tokens`` are never cached.
+is hashed as it was sent, keys in the order they came (markers stripped), so a prefix that differs
+only in key order is a miss, as it is for the API. The longest prefix already written and
+unexpired, at a breakpoint or up to 20 blocks before one, is read (``cache_read_input_tokens``) and
+its lifetime refreshed; each later breakpoint is written (``cache_creation_input_tokens``: the
+tokens from the read up to the last breakpoint written, split by TTL "5m"/"1h"); the rest is
+``input_tokens``. Prefixes shorter than the model's minimum cacheable length (the published
+table, ``lockgate.model.prompt_cache.min_cacheable_tokens``) are never cached.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import threading
 from dataclasses import dataclass
 from typing import Any
 
 from lockgate.clock import Clock
+from lockgate.model.prompt_cache import min_cacheable_tokens
 from lockgate_infra.stub.conversation import JSON, blocks, canonical, messages
 
 TTL_SECONDS = {"5m": 300.0, "1h": 3600.0}
@@ -105,18 +110,20 @@ class PromptUsage:
 class PromptCache:
     """Remembers written prefixes (by hash) until their TTL runs out; thread-safe."""
 
-    def __init__(self, clock: Clock, min_tokens: int = 1024) -> None:
+    def __init__(self, clock: Clock, min_tokens: int | None = None) -> None:
         self._clock = clock
-        self.min_tokens = min_tokens
+        self.min_tokens = min_tokens  # None: each model's published minimum
         self._entries: dict[str, tuple[float, float]] = {}  # prefix hash -> (expires_at, ttl seconds)
         self._lock = threading.Lock()
 
     def account(self, request: JSON) -> PromptUsage:
         """Read what is cached, write what is marked, and say how the input tokens split."""
         prompt = prompt_blocks(request)
-        hashes, totals = _prefixes(str(request.get("model", "")), prompt)
+        model = str(request.get("model", ""))
+        hashes, totals = _prefixes(model, prompt)
         total = totals[-1] if totals else 0
-        marks = [k for k, b in enumerate(prompt) if b.ttl is not None and totals[k] >= self.min_tokens]
+        minimum = self.min_tokens if self.min_tokens is not None else min_cacheable_tokens(model)
+        marks = [k for k, b in enumerate(prompt) if b.ttl is not None and totals[k] >= minimum]
         if not marks:
             return PromptUsage(input_tokens=total)
         window = sorted(
@@ -125,7 +132,7 @@ class PromptCache:
         with self._lock:
             now = self._clock.now()
             self._entries = {h: e for h, e in self._entries.items() if e[0] > now}
-            hit = next((j for j in window if totals[j] >= self.min_tokens and hashes[j] in self._entries), -1)
+            hit = next((j for j in window if totals[j] >= minimum and hashes[j] in self._entries), -1)
             if hit >= 0:
                 _, ttl = self._entries[hashes[hit]]
                 self._entries[hashes[hit]] = (now + ttl, ttl)
@@ -151,14 +158,19 @@ class PromptCache:
 
 
 def _prefixes(model: str, prompt: list[PromptBlock]) -> tuple[list[str], list[int]]:
-    """For each block k: the hash of (model, blocks[:k+1]) and the tokens up to and including it."""
-    digest = hashlib.sha256(canonical({"model": model}).encode())
+    """For each block k: the hash of (model, blocks[:k+1]) as sent, and the tokens up to and including it."""
+    digest = hashlib.sha256(_as_sent({"model": model}).encode())
     hashes: list[str] = []
     totals: list[int] = []
     running = 0
     for block in prompt:
-        digest.update(b"\x1e" + canonical(block.item).encode())
+        digest.update(b"\x1e" + _as_sent(block.item).encode())
         hashes.append(digest.copy().hexdigest())
         running += block.tokens
         totals.append(running)
     return hashes, totals
+
+
+def _as_sent(value: object) -> str:
+    """JSON with keys in the order they arrived: no sorting, so key-order changes are visible."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)

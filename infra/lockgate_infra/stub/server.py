@@ -37,7 +37,7 @@ class StubAnthropic:
         model: Model = shop_model,
         *,
         clock: Clock | None = None,
-        min_cacheable_tokens: int = 1024,
+        min_cacheable_tokens: int | None = None,  # None: each model's published minimum
         port: int = 0,
         api_key: str | None = None,
     ) -> None:

@@ -219,6 +219,10 @@ def _cache_markers(body: JSON) -> str | None:
             return "cache_control: Input tag does not match the expected tag 'ephemeral'"
         if control.get("ttl", "5m") not in ("5m", "1h"):
             return "cache_control.ttl: Input should be '5m' or '1h'"
+    ttls = [block["cache_control"].get("ttl", "5m") for block in marked]
+    if "5m" in ttls and "1h" in ttls[ttls.index("5m") :]:
+        # The API's rule: longer-lived entries first (tools, system, messages order).
+        return "cache_control: a ttl='1h' cache_control block must not come after a ttl='5m' one"
     if len(marked) > MAX_CACHE_BREAKPOINTS:
         return (
             f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may be provided. "

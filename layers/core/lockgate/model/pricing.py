@@ -65,13 +65,18 @@ def _dearest(prices: dict[str, Price]) -> Price:
 UNKNOWN_MODEL = _dearest(PRICES)  # price an unknown model as the dearest: never under-count
 
 
-def price_for(model: str) -> Price:
-    """The price of a model id, matching dated ids (claude-sonnet-4-5-20250929) by prefix."""
-    # Longest name first, so "claude-opus-5-5" is not priced as "claude-opus-5".
-    for name in sorted(PRICES, key=len, reverse=True):
+def model_entry[T](table: dict[str, T], model: str, unknown: T) -> T:
+    """A per-model table's entry for a model id, matching dated ids (claude-sonnet-4-5-20250929) by prefix."""
+    # Longest name first, so "claude-opus-5-5" is not matched as "claude-opus-5".
+    for name in sorted(table, key=len, reverse=True):
         if model == name or model.startswith(name + "-"):
-            return PRICES[name]
-    return UNKNOWN_MODEL
+            return table[name]
+    return unknown
+
+
+def price_for(model: str) -> Price:
+    """The price of a model id (dated ids too); an unknown model is priced as the dearest."""
+    return model_entry(PRICES, model, UNKNOWN_MODEL)
 
 
 def cache_write_multiplier(cache_ttl: str) -> float:

@@ -14,11 +14,37 @@ import json
 import math
 from dataclasses import dataclass
 
-from lockgate.model.pricing import CACHE_WRITE_1H, CACHE_WRITE_5M
+from lockgate.model.pricing import CACHE_WRITE_1H, CACHE_WRITE_5M, model_entry
 
 CACHE_READ = 0.1  # × the input price, for every model in the price table
 LIFETIME_SECONDS = {"5m": 300, "1h": 3600}
 MIN_CACHEABLE_TOKENS = 1024  # shorter prefixes are never cached by the API: markers would do nothing
+
+# The API's minimum cacheable prompt length per model (platform.claude.com, "Prompt caching",
+# cache limitations; checked 2026-12): a breakpoint whose prefix is shorter writes nothing.
+# The 5.5 models are not in the table we could check: each takes its family's latest listed
+# value (Opus 5, Sonnet 5, Haiku 4.5). An unknown model gets the largest, so nothing is assumed
+# cached that the API might not cache.
+MIN_CACHEABLE_BY_MODEL: dict[str, int] = {
+    "claude-opus-5-5": 512,
+    "claude-opus-5": 512,
+    "claude-opus-4-8": 1024,
+    "claude-opus-4-7": 4096,
+    "claude-opus-4-6": 4096,
+    "claude-opus-4-5": 4096,
+    "claude-opus-4-1": 1024,
+    "claude-opus-4": 1024,
+    "claude-sonnet-5-5": 1024,
+    "claude-sonnet-5": 1024,
+    "claude-sonnet-4-6": 1024,
+    "claude-sonnet-4-5": 1024,
+    "claude-sonnet-4": 1024,
+    "claude-haiku-5-5": 4096,
+    "claude-haiku-4-5": 4096,
+    "claude-3-5-haiku": 2048,
+    "claude-3-haiku": 2048,
+}
+UNKNOWN_MODEL_MIN_CACHEABLE = max(MIN_CACHEABLE_BY_MODEL.values())
 CHOICES = ("off", "5m", "1h")
 
 
@@ -78,6 +104,11 @@ def choose_cache_ttl(
         calls_per_run=calls_per_run,
     )
     return min(CHOICES, key=lambda ttl: (costs.of(ttl), CHOICES.index(ttl)))
+
+
+def min_cacheable_tokens(model: str) -> int:
+    """The shortest prefix the API caches for this model (dated ids too; unknown: the largest)."""
+    return model_entry(MIN_CACHEABLE_BY_MODEL, model, UNKNOWN_MODEL_MIN_CACHEABLE)
 
 
 def prefix_tokens(system: str, tools: list[dict[str, object]]) -> int:
