@@ -128,12 +128,12 @@ def test_auto_cache_ttl_marks_the_prefix_and_later_steps_read_it(
     rig.loop().run(task, event(), DEADLINE)
     # Then the chosen lifetime is on the markers
     assert rig.stub.requests[0]["system"][0]["cache_control"] == marker
-    # And the run's recorded usage shows a write on step 1 and reads on steps 2+
+    # And the run's recorded usage shows a write on step 1 and reads of it (and more) on steps 2+
     run = rig.runs().get("github#d-1")
     assert run is not None
     usages = [s.data["usage"] for s in run.steps if s.kind == "model"]
     assert usages[0]["cache_creation_input_tokens"] > 0 and usages[0]["cache_read_input_tokens"] == 0
-    assert all(u["cache_read_input_tokens"] > 0 and u["cache_creation_input_tokens"] == 0 for u in usages[1:])
+    assert all(u["cache_read_input_tokens"] >= usages[0]["cache_creation_input_tokens"] for u in usages[1:])
     # And the run's cost prices the write at the chosen lifetime's multiplier
     ttl = marker.get("ttl", "5m")
     expected = sum(cost_usd("claude-sonnet-5-5", Usage(**u), ttl) for u in usages)

@@ -47,7 +47,7 @@ def test_the_request_is_extracted_grounded_and_given_to_the_agent() -> None:
         assert intake.data["tried"] == [CHEAP_MODEL] and intake.data["model"] == CHEAP_MODEL
         # And the agent's first message carries it, and the customer got one reply
         first = next(r for r in rig.stub.requests if r.get("tools"))
-        assert '"order_id": "A-2001"' in first["messages"][0]["content"]
+        assert '"order_id": "A-2001"' in first["messages"][0]["content"][0]["text"]
         assert [m.destinations["ToAddresses"] for m in sent()] == [["grace@example.com"]]
         # And the extraction's cost is part of the run's, under the cheap model
         assert run.totals["by_model"][CHEAP_MODEL]["calls"] == 1

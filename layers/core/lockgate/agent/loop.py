@@ -162,6 +162,7 @@ class AgentLoop:
             messages=messages,
             max_tokens=task.max_output_tokens,
             cache_ttl=cache_ttl,
+            conversation=True,
         )
         if n == 1 and task.batch and self._batches is not None:
             self._batches.first_call(task.name, run, request)  # waits (Deferred) unless the batch failed

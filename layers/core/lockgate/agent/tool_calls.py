@@ -152,4 +152,12 @@ def _result(call_id: str, content: str, *, error: bool) -> dict[str, Any]:
 
 
 def _json(value: Any) -> str:
-    return json.dumps(value, default=str, ensure_ascii=False)
+    # Sorted keys (and sorted sets): the same result is the same bytes whatever order a store or
+    # service returned it in, so the prompt prefix it becomes part of stays cacheable.
+    return json.dumps(value, default=_plain, ensure_ascii=False, sort_keys=True)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, set | frozenset):
+        return sorted(value, key=str)
+    return str(value)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lockgate.clock import Clock
+from lockgate.model.breakpoints import canonical_messages, mark_conversation, marker, unmarked
 from lockgate.model.errors import ModelError, classify, retry_after
 from lockgate.model.retrybudget import RetryBudget
 from lockgate.telemetry import Log, Metrics, NoTracing, Tracing
@@ -108,27 +109,27 @@ class ModelRequest:
     messages: Sequence[dict[str, Any]]
     max_tokens: int
     cache_ttl: str = "5m"
+    # One step of a conversation that goes on (the agent loop): also cache the messages so far,
+    # which the next step reads. Off for one-shot calls, where that write would never be read.
+    conversation: bool = False
 
     def to_params(self) -> dict[str, Any]:
-        """Messages API parameters with cache_control on the last tool and the system prompt."""
-        marker: dict[str, Any] = {"type": "ephemeral"}
-        if self.cache_ttl == "1h":
-            marker["ttl"] = "1h"
+        """Messages API parameters in canonical form, with cache breakpoints (see ``breakpoints``)."""
         cached = self.cache_ttl != "off"  # "off" only for measuring what caching saves
-        tools = [dict(t) for t in self.tools]
-        if tools and cached:
-            tools[-1] = {**tools[-1], "cache_control": marker}
         system: dict[str, Any] = {"type": "text", "text": self.system}
         if cached:
-            system["cache_control"] = marker
+            system["cache_control"] = marker(self.cache_ttl)
+        messages = canonical_messages(self.messages)
+        if cached and self.conversation:
+            mark_conversation(messages)
         params: dict[str, Any] = {
             "model": self.model,
             "max_tokens": self.max_tokens,
             "system": [system],
-            "messages": list(self.messages),
+            "messages": messages,
         }
-        if tools:
-            params["tools"] = tools
+        if self.tools:
+            params["tools"] = [unmarked(t) for t in self.tools]
         return params
 
 
