@@ -7,7 +7,7 @@ prompt-cache writes and reads as the API does. Cost is the loop's own accounting
 at its own rates. Configurations, cumulative:
 
 1. no controls: no prompt caching, no response cache, every call on the task's large model;
-2. + prompt caching (5-minute markers on tools + system);
+2. + prompt caching (5-minute markers on the system prompt and each step's newest message);
 3. + response cache (the request extraction is answered from the State table when the text repeats);
 4. + cheapest passing model for the extraction: each model is tried on every event and the cheapest
    whose answers all validate and pass the grounding and order checks is used (escalating to the

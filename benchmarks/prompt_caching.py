@@ -1,20 +1,33 @@
-"""Tokens and dollars billed per example run, with and without prompt caching.
+"""Model dollars per example run: incremental prompt caching vs no caching and vs the old markers.
 
-The shop's support-inbox task answers the same example emails twice through the real loop,
-the real SDK and the local stub (which bills cache writes and reads for an identical prefix
-up to the last cache_control marker, as the API does): once with the markers Lockgate adds,
-once without. Prints both and the ratio. Run: `python -m benchmarks.prompt_caching`.
+The shop's support-inbox task answers the example emails through the real loop, the real SDK and
+the local stub, which bills prompt-cache writes and reads as the API does (prefixes hashed as
+sent, each model's minimum cacheable length, a 20-block lookback). Four placements, each run in a
+fresh stack in this process:
+
+- without caching: no markers (``cache_ttl="off"``);
+- today's markers (the baseline): the system prompt and the last tool, as Lockgate placed them
+  before incremental caching (reproduced by moving the markers on the way to the SDK);
+- incremental: what Lockgate sends now, the system prompt and the newest message of each step;
+- incremental + last tool: the same plus a last-tool marker, to show whether that marker pays.
+
+Each placement runs warm (runs back to back, 10 s apart) and cold (runs 6 minutes apart: the
+clock is advanced, so every 5-minute entry has expired; nothing sleeps). Dollars price each call
+at its own model's rates. "Billed input" is the input side of the bill: uncached input + cache
+writes + cache reads, in dollars. Exits 1 when a target is missed. Run: `python -m benchmarks.prompt_caching`.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from typing import Any
 
+from lockgate.clock import FixedClock
 from lockgate.model.client import Usage
-from lockgate.model.pricing import cost_usd
+from lockgate.model.pricing import cost_usd, price_for
 from lockgate_infra.evals.shoprig import Email, shop_rig
 
 EMAILS = [
@@ -23,57 +36,177 @@ EMAILS = [
     Email("ada@example.com", "Returns", "How do I return the jacket from order A-1043?"),
     Email("grace@example.com", "Order A-2002", "When will A-2002 ship?"),
 ]
+GAPS = {"warm": 10.0, "cold": 360.0}  # seconds between runs
+TARGETS = {"warm": 0.45, "cold": 0.55, "billed_input": 0.70}
+Params = dict[str, Any]
 
 
-def measure(cache_ttl: str, rounds: int = 1) -> dict[str, Any]:
-    """Answer every example email ``rounds`` times; sum the usage the stub billed."""
+def _strip_messages(params: Params) -> Params:
+    messages = [
+        {**m, "content": [{k: v for k, v in b.items() if k != "cache_control"} for b in m["content"]]}
+        for m in params["messages"]
+    ]
+    return {**params, "messages": messages}
+
+
+def _mark_last_tool(params: Params) -> Params:
+    control = params["system"][0].get("cache_control")
+    if not params.get("tools") or control is None:
+        return params
+    return {**params, "tools": [*params["tools"][:-1], {**params["tools"][-1], "cache_control": control}]}
+
+
+PLACEMENTS: dict[str, tuple[str, Callable[[Params], Params]]] = {
+    "without caching": ("off", lambda p: p),
+    "today (system + last tool)": ("5m", lambda p: _mark_last_tool(_strip_messages(p))),
+    "incremental (system + newest)": ("5m", lambda p: p),
+    "incremental + last tool": ("5m", _mark_last_tool),
+}
+BASELINE, TODAY, NEW, WITH_TOOL = PLACEMENTS
+
+
+class _Recorder:
+    """The SDK client, with each create's params rewritten first and each reply's usage kept."""
+
+    def __init__(self, sdk: Any, rewrite: Callable[[Params], Params], calls: list[tuple[str, Usage]]) -> None:
+        self._sdk, self._rewrite, self._calls = sdk, rewrite, calls
+
+    def with_options(self, **options: Any) -> _Recorder:
+        return _Recorder(self._sdk.with_options(**options), self._rewrite, self._calls)
+
+    @property
+    def messages(self) -> _Recorder:
+        return self
+
+    def create(self, **params: Any) -> Any:
+        reply = self._sdk.messages.create(**self._rewrite(params))
+        u = reply.usage
+        usage = Usage(
+            u.input_tokens,
+            u.output_tokens,
+            u.cache_creation_input_tokens or 0,
+            u.cache_read_input_tokens or 0,
+        )
+        self._calls.append((str(reply.model), usage))
+        return reply
+
+
+@dataclass(frozen=True)
+class Row:
+    """What one placement cost over every run of one timing."""
+
+    runs: int
+    input_tokens: int
+    cache_write: int
+    cache_read: int
+    output_tokens: int
+    usd: float
+    input_usd: float  # the input side: uncached input + cache writes + cache reads
+
+
+def measure(placement: str, timing: str, rounds: int) -> Row:
+    """Answer every example email ``rounds`` times with this placement and gap between runs."""
     from lockgate_infra.stub import shop_model
 
-    with shop_rig(shop_model, cache_ttl=cache_ttl) as rig:
-        runs = 0
+    ttl, rewrite = PLACEMENTS[placement]
+    calls: list[tuple[str, Usage]] = []
+    clock = FixedClock()
+    with shop_rig(shop_model, cache_ttl=ttl, clock=clock, sdk=lambda c: _Recorder(c, rewrite, calls)) as rig:
         for r in range(rounds):
             for n, email in enumerate(EMAILS):
                 rig.answer(email, f"msg-bench-{r}-{n}")
-                runs += 1
-        totals = rig.stub.usage_totals
-        calls = rig.stub.calls
-        model = rig.task.model
-    usage = Usage(**{k: totals[k] for k in dataclasses.asdict(Usage())})
-    ttl = "5m" if cache_ttl == "off" else cache_ttl
-    return {
-        "runs": runs,
-        "calls": calls,
-        "usage": usage.as_dict(),
-        "usd": cost_usd(model, usage, ttl),
-        "model": model,
-    }
+                clock.advance(GAPS[timing])
+    usd = sum(cost_usd(model, usage, "5m") for model, usage in calls)
+    output_usd = sum(usage.output_tokens * price_for(model).output for model, usage in calls) / 1e6
+    return Row(
+        runs=rounds * len(EMAILS),
+        input_tokens=sum(u.input_tokens for _, u in calls),
+        cache_write=sum(u.cache_creation_input_tokens for _, u in calls),
+        cache_read=sum(u.cache_read_input_tokens for _, u in calls),
+        output_tokens=sum(u.output_tokens for _, u in calls),
+        usd=round(usd, 6),
+        input_usd=round(usd - output_usd, 6),
+    )
+
+
+def figures(rows: dict[str, dict[str, Row]]) -> dict[str, float]:
+    """The ratios the targets are about, each against a baseline measured in this run."""
+    found = {}
+    for timing in GAPS:
+        at = rows[timing]
+        found[f"{timing}_vs_uncached"] = at[NEW].usd / at[BASELINE].usd
+        found[f"{timing}_today_vs_uncached"] = at[TODAY].usd / at[BASELINE].usd
+        found[f"{timing}_billed_input_vs_today"] = at[NEW].input_usd / at[TODAY].input_usd
+        found[f"{timing}_last_tool_marker"] = at[WITH_TOOL].usd / at[NEW].usd
+    return found
+
+
+HEADER = f"{'':<31}{'input':>8}{'cache write':>13}{'cache read':>12}{'output':>8}{'dollars':>10}"
+
+
+def _table(rows: dict[str, Row]) -> None:
+    print(f"{HEADER}{'× uncached':>12}")
+    for label, row in rows.items():
+        print(
+            f"{label:<31}{row.input_tokens:>8}{row.cache_write:>13}{row.cache_read:>12}"
+            f"{row.output_tokens:>8}{row.usd:>10.4f}{row.usd / rows[BASELINE].usd:>12.3f}"
+        )
+
+
+def report(rows: dict[str, dict[str, Row]], found: dict[str, float], rounds: int) -> bool:
+    """Print the tables and the targets; True when every target is met."""
+    runs = rows["warm"][NEW].runs
+    print(f"Support-inbox runs: {runs} ({len(EMAILS)} emails x {rounds}), 5-minute TTL")
+    print("Each call priced at its own model's rates (the intake's extraction runs on a smaller model).")
+    for timing, gap in GAPS.items():
+        print(f"\n{timing}: runs {gap:.0f} s apart")
+        _table(rows[timing])
+    checks = [
+        ("model dollars, incremental / uncached, warm", found["warm_vs_uncached"], TARGETS["warm"]),
+        ("model dollars, incremental / uncached, cold", found["cold_vs_uncached"], TARGETS["cold"]),
+        (
+            "billed input, incremental / today's, warm",
+            found["warm_billed_input_vs_today"],
+            TARGETS["billed_input"],
+        ),
+        (
+            "billed input, incremental / today's, cold",
+            found["cold_billed_input_vs_today"],
+            TARGETS["billed_input"],
+        ),
+    ]
+    print()
+    for label, value, target in checks:
+        print(f"{label}: {value:.3f} (target ≤ {target:.2f}): {'met' if value <= target else 'NOT MET'}")
+    print(
+        f"today's markers / uncached: {found['warm_today_vs_uncached']:.3f} warm, "
+        f"{found['cold_today_vs_uncached']:.3f} cold"
+    )
+    print(
+        f"adding a last-tool marker: × {found['warm_last_tool_marker']:.3f} warm, "
+        f"× {found['cold_last_tool_marker']:.3f} cold (1.000: it buys nothing)"
+    )
+    uncached = {label: row.input_tokens / row.runs for label, row in rows["warm"].items()}
+    print(
+        f"uncached input tokens per run (warm): {uncached[NEW]:.0f} incremental, "
+        f"{uncached[TODAY]:.0f} today's, {uncached[BASELINE]:.0f} without caching"
+    )
+    return all(value <= target for _, value, target in checks)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Print the comparison; --json for machine-readable output."""
+    """Measure every placement warm and cold; print the comparison (--json: machine-readable)."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rounds", type=int, default=2, help="times to answer the example emails")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    off, on = measure("off", args.rounds), measure("5m", args.rounds)
+    rows = {timing: {p: measure(p, timing, args.rounds) for p in PLACEMENTS} for timing in GAPS}
+    found = figures(rows)
     if args.json:
-        print(json.dumps({"without_caching": off, "with_caching": on}, indent=2))
+        data = {t: {p: asdict(r) for p, r in by.items()} for t, by in rows.items()}
+        print(json.dumps({"rows": data, "ratios": found, "targets": TARGETS}, indent=2))
         return 0
-    print(f"Support-inbox runs: {on['runs']} ({len(EMAILS)} emails x {args.rounds}), model {on['model']}")
-    print(f"{'':<22}{'input':>9}{'cache write':>13}{'cache read':>12}{'output':>9}{'dollars':>11}")
-    for label, row in (("without caching", off), ("with caching (5m)", on)):
-        u = row["usage"]
-        print(
-            f"{label:<22}{u['input_tokens']:>9}{u['cache_creation_input_tokens']:>13}"
-            f"{u['cache_read_input_tokens']:>12}{u['output_tokens']:>9}{row['usd']:>11.4f}"
-        )
-    billed_off = off["usage"]["input_tokens"] + off["usage"]["cache_read_input_tokens"]
-    print(f"\nratio of dollars, with/without caching: {on['usd'] / off['usd']:.3f}")
-    print(
-        f"uncached input tokens per run: {on['usage']['input_tokens'] / on['runs']:.0f} with caching, "
-        f"{billed_off / off['runs']:.0f} without"
-    )
-    return 0
+    return 0 if report(rows, found, args.rounds) else 1
 
 
 if __name__ == "__main__":

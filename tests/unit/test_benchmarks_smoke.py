@@ -50,14 +50,20 @@ def test_cold_start_samples_both_handlers_and_reports_agent_dependencies() -> No
     assert "ratio receiver/bare" in cold_start.render(result)
 
 
-def test_prompt_caching_benchmark_bills_less_with_caching() -> None:
-    from benchmarks.prompt_caching import measure
+def test_prompt_caching_benchmark_incremental_bills_less_than_todays_markers_warm_and_cold() -> None:
+    from benchmarks.prompt_caching import BASELINE, NEW, TODAY, measure
 
-    off, on = measure("off", rounds=1), measure("5m", rounds=1)
-    # the same conversations: output identical, the fixed prefix read from cache instead of re-sent
-    assert on["usage"]["output_tokens"] == off["usage"]["output_tokens"]
-    assert off["usage"]["cache_read_input_tokens"] == 0 and on["usage"]["cache_read_input_tokens"] > 0
-    assert on["usd"] < off["usd"]
+    rows = {(p, t): measure(p, t, rounds=1) for p in (BASELINE, TODAY, NEW) for t in ("warm", "cold")}
+    # the same conversations: output identical whatever the markers or the gaps between runs
+    assert len({row.output_tokens for row in rows.values()}) == 1
+    # no markers: nothing cached, and time between runs changes nothing
+    assert rows[BASELINE, "warm"] == rows[BASELINE, "cold"] and rows[BASELINE, "warm"].cache_read == 0
+    for timing in ("warm", "cold"):
+        assert rows[NEW, timing].usd < rows[TODAY, timing].usd < rows[BASELINE, timing].usd
+        assert rows[NEW, timing].input_usd < rows[TODAY, timing].input_usd
+    # runs 6 minutes apart find the 5-minute entries expired: more written, less read
+    assert rows[NEW, "cold"].cache_write > rows[NEW, "warm"].cache_write
+    assert rows[NEW, "cold"].cache_read < rows[NEW, "warm"].cache_read
 
 
 def test_model_costs_benchmark_each_control_lowers_dollars_per_event() -> None:

@@ -87,12 +87,13 @@ def shop_rig(
     cache_ttl: str | None = None,
     clock: Clock | None = None,
     controls: Callable[[Any, str, Clock], dict[str, Any]] | None = None,
+    sdk: Callable[[Any], Any] | None = None,
 ) -> Iterator[ShopRig]:
     """A fresh moto account with the template's resources and the shop seeded.
 
-    ``controls(dynamodb, state_table, clock)`` returns extra AgentLoop arguments (e.g. a response cache).
+    ``controls(dynamodb, state_table, clock)`` returns extra AgentLoop arguments (e.g. a response cache);
+    ``sdk`` wraps the SDK client (e.g. to record replies). The stub's prompt cache runs on ``clock``.
     """
-    import anthropic
     import boto3
     from moto import mock_aws
 
@@ -106,7 +107,7 @@ def shop_rig(
     clock = clock or SystemClock()
     log = logging.getLogger("lockgate.shoprig")
     log.setLevel(logging.ERROR)
-    with mock_aws(), StubAnthropic(model) as stub:
+    with mock_aws(), StubAnthropic(model, clock=clock) as stub:
         session = boto3.session.Session(region_name="us-east-1")
         names = create_resources(LocalPlan.from_template(load_template(ROOT / "template.yaml")), session)
         dynamodb = session.client("dynamodb")
@@ -125,9 +126,7 @@ def shop_rig(
             task = dataclasses.replace(task, cache_ttl=cache_ttl)
         if adapt is not None:
             task = adapt(task)
-        model_client = ModelClient(
-            lambda: anthropic.Anthropic(api_key="stub", base_url=stub.base_url), clock, log
-        )
+        model_client = _model_client(stub.base_url, clock, log, sdk)
         runs = RunStore(dynamodb, names["StateTable"], clock)
         loop = AgentLoop(
             model=model_client,
@@ -139,3 +138,12 @@ def shop_rig(
             **(controls(dynamodb, names["StateTable"], clock) if controls else {}),
         )
         yield ShopRig(session, names, task, loop, runs, stub, clock)
+
+
+def _model_client(
+    base_url: str, clock: Clock, log: logging.Logger, sdk: Callable[[Any], Any] | None
+) -> ModelClient:
+    import anthropic
+
+    wrap = sdk or (lambda client: client)
+    return ModelClient(lambda: wrap(anthropic.Anthropic(api_key="stub", base_url=base_url)), clock, log)
