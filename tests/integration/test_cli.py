@@ -6,7 +6,7 @@ import io
 import json
 import threading
 import time
-from contextlib import redirect_stdout
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
@@ -44,8 +44,11 @@ def test_demo_runs_every_case_as_expected() -> None:
 
 
 @pytest.fixture
-def running_stack(tmp_path: Path):  # type: ignore[no-untyped-def]
-    """`lockgate local` in a thread, as a person would run it in another terminal."""
+def running_stack(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    """`lockgate local` in a thread, as a person would run it in another terminal.
+
+    Other test processes may run theirs in this checkout too: this process's CLI calls name its port.
+    """
     stop = threading.Event()
     ready = threading.Event()
     holder: dict[str, object] = {}
@@ -61,6 +64,7 @@ def running_stack(tmp_path: Path):  # type: ignore[no-untyped-def]
     )
     thread.start()
     assert ready.wait(30), "local stack did not start"
+    monkeypatch.setenv("LOCKGATE_LOCAL_PORT", str(holder["stack"].gateway.port))  # type: ignore[attr-defined]
     yield holder["stack"]
     stop.set()
     thread.join(10)
@@ -160,3 +164,42 @@ def test_inbox_status_against_a_deployed_stack_by_name(aws: object) -> None:
     assert code == 0, out
     assert json.loads(out)["counts"] == {"received": 0, "processing": 0, "done": 0, "failed": 0}
     assert run_cli("inbox", "status", "--stack", "no-such-stack", "--region", "us-east-1")[0] == 2
+
+
+def test_send_test_reaches_the_inbox_for_every_source_and_runs_no_task(running_stack) -> None:  # type: ignore[no-untyped-def]
+    stack = running_stack
+    store = InboxStore(stack.client("dynamodb"), stack.resources["InboxTable"])
+    config = load_config(ROOT / "lockgate.toml")
+    for source in config.sources:
+        # When the operator sends each source a signed test delivery
+        code, out = run_cli("inbox", "send-test", source)
+        # Then the gateway accepted it, and the worker stored and processed it without a task
+        assert code == 0, out
+        assert f"/webhooks/{source} -> 200" in out
+        stored = out.strip().splitlines()[-1]
+        assert stored.startswith(f"stored {source}#") and ": done (test delivery from" in stored, out
+        pk = stored.split()[1].rstrip(":")
+        assert store.get(pk).outcome.startswith(f"test delivery from {source}")  # type: ignore[union-attr]
+    # and no run was recorded for any of them: no model was called, nothing was done
+    code, out = run_cli("runs", "list")
+    assert code == 0 and "lockgate-test" not in out
+
+
+def test_send_test_says_when_the_stack_reads_another_secret(running_stack) -> None:  # type: ignore[no-untyped-def]
+    # Given the receiver has cached GitHub's secret, and the stored one then changes
+    assert run_cli("inbox", "send-test", "github")[0] == 0
+    stack = running_stack
+    stack.client("secretsmanager").put_secret_value(
+        SecretId="lockgate/webhooks/github", SecretString="changed"
+    )
+    # When a test delivery is signed with the new value
+    err = io.StringIO()
+    with redirect_stderr(err):
+        code, out = run_cli("inbox", "send-test", "github", "--no-wait")
+    # Then the stack refuses it and the operator is told why, in one line
+    assert code == 1
+    assert "-> 401" in out
+    assert err.getvalue() == (
+        "lockgate: the stack did not accept the test delivery (401): "
+        "the stored secret differs from what the stack reads\n"
+    )

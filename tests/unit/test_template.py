@@ -47,6 +47,7 @@ def api_or_domain(path: str) -> dict[str, Any]:
         ]
     }
 
+
 RECEIVER_ACCESS = {
     ("dynamodb:PutItem", "InboxTable.Arn"),
     ("sqs:SendMessage", "InboxQueue.Arn"),

@@ -7,11 +7,15 @@ import getpass
 import json
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from lockgate_infra.cli.ops import InboxOps
 from lockgate_infra.cli.runs import add_runs_parser, runs_list, runs_show
+from lockgate_infra.cli.send_test import add_send_test_parser, send_test
 from lockgate_infra.cli.targets import Target
+
+ROOT = Path(__file__).resolve().parents[3]  # the checkout: lockgate.toml
 
 TargetOf = Callable[[argparse.Namespace], Target]
 Command = Callable[[argparse.Namespace, Target], int]
@@ -49,8 +53,9 @@ def add_inbox_parsers(commands: Any, *, target: TargetOf) -> list[argparse.Argum
     replay.add_argument("id", help="a delivery whose status is done")
     replay.add_argument("--by", help="who asks, recorded on the replay (default: your user name)")
     replay.set_defaults(run=on_target(inbox_replay))
+    send = add_send_test_parser(inbox_commands, on_target(lambda args, where: send_test(args, where, ROOT)))
     runs = add_runs_parser(commands, on_target(runs_list), on_target(runs_show))
-    return [status, show, retry, redrive, replay, *runs]
+    return [status, show, retry, redrive, replay, send, *runs]
 
 
 def ops(target: Target) -> InboxOps:

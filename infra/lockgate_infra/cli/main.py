@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -117,7 +118,9 @@ def _target(args: argparse.Namespace) -> Target:
         samconfig = Path("samconfig.toml")
         samconfig = samconfig if samconfig.is_file() else ROOT / "samconfig.toml"
         return deployed_target(args.stack, args.region, args.profile, samconfig)
-    return local_target(ROOT, args.local_port)
+    # LOCKGATE_LOCAL_PORT: a terminal (or a test process) that works with one of several local stacks.
+    port = args.local_port or int(os.environ.get("LOCKGATE_LOCAL_PORT") or 0) or None
+    return local_target(ROOT, port)
 
 
 def _spend(args: argparse.Namespace) -> int:

@@ -57,7 +57,8 @@ def add_target_options(parser: argparse.ArgumentParser) -> None:
         "--local-port",
         type=int,
         metavar="PORT",
-        help="which `lockgate local`, when several run in this checkout (its gateway port)",
+        help="which `lockgate local`, when several run in this checkout: its gateway port "
+        "(default: LOCKGATE_LOCAL_PORT)",
     )
 
 

@@ -58,6 +58,16 @@ class TaskHandler(Protocol):
         ...
 
 
+# `lockgate inbox send-test`: verified, stored and queued like any delivery, then done by the
+# worker without running a task (so checking a new source never pays a model or acts).
+TEST_EVENT = "lockgate.test"
+
+
+def acknowledge_test(event: InboxEvent, context: TaskContext) -> str:
+    """A signed test delivery: it came through; nothing else to do."""
+    return f"test delivery from {event.source}: received, verified and processed (no task runs for it)"
+
+
 def no_task(event: InboxEvent, context: TaskContext) -> str:
     """The default: nothing is configured for this event; record that and move on."""
     return f"no task for {event.source} event {event.event_type!r}"
@@ -104,7 +114,9 @@ class Router:
         self._routes.append(Route(source, event_type, handler))
 
     def route(self, source: str, event_type: str) -> TaskHandler:
-        """The handler for an event, or the default."""
+        """The handler for an event, or the default; a test delivery never reaches a task."""
+        if event_type == TEST_EVENT:
+            return acknowledge_test
         candidates = [r for r in self._routes if r.matches(source, event_type)]
         if not candidates:
             return self._default
