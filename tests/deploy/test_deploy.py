@@ -464,3 +464,60 @@ def test_given_the_locks_then_the_worker_and_the_layer_ship_the_same_pydantic(de
         layer = {p.name for p in (build / "CoreLayer" / "python").glob(f"{package}-*.dist-info")}
         worker = {p.name for p in (build / "AgentWorkerFunction").glob(f"{package}-*.dist-info")}
         assert len(layer) == 1 and worker == layer, (layer, worker)
+
+
+def deploy_guide_commands() -> list[str]:
+    """The README deploy guide's `lockgate` command lines, in order, comments stripped."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    guide = text[text.index("## Deploying") : text.index("### Operating it")]
+    lines = [line.split("  #")[0].strip() for line in guide.splitlines()]
+    return [line for line in lines if line.startswith(".venv/bin/lockgate ")]
+
+
+def test_given_the_deploy_guide_then_its_lockgate_commands_run_in_order_against_the_deployed_stack(deployed):
+    """After `sam deploy` (the `deployed` fixture), every `lockgate` line of the guide, as written.
+
+    Two kinds are not run here, and said so: `inbox send-test` posts to the HTTP API, which moto
+    does not create (tests/integration/test_cli.py runs it for every source against `lockgate
+    local`), and lines with a `<placeholder>` for a value the reader fills in.
+    """
+    from lockgate_infra.local.devsecrets import dev_secret
+
+    config = load_config(ROOT / "lockgate.toml")
+    values = {name: dev_secret(source) for name, source in config.sources.items()} | {"model-key": "sk-ant-x"}
+    commands = deploy_guide_commands()
+    ran = []
+    for line in commands:
+        if " send-test " in line or "<" in line:
+            continue
+        argv = shlex.split(line)
+        stdin = ""
+        if argv[1:3] in (["secrets", "set"], ["secrets", "rotate-in"]):
+            stdin = values[argv[3]] if argv[2] == "set" else f"next-{values[argv[3]]}"
+        # The guide's commands run from the checkout (samconfig.toml gives the region) with your
+        # credentials: here, moto's endpoint and keys.
+        result = subprocess.run(
+            [str(BIN / "lockgate"), *argv[1:]], input=stdin, capture_output=True, text=True, check=False,
+            cwd=ROOT, env={**deployed_environment(deployed), "PATH": os.environ.get("PATH", "")}, timeout=120,
+        )  # fmt: skip
+        assert result.returncode == 0, (line, result.stdout, result.stderr)
+        assert "Traceback" not in result.stderr
+        ran.append(" ".join(argv[1:3]))
+    # Every secret was stored, checked, one rotated; then the inbox was read
+    assert ran.count("secrets set") == len(config.sources) + 1
+    assert ran[-4:] == ["secrets check", "secrets rotate-in", "secrets rotate-out", "inbox status"]
+    secrets = deployed["client"]("secretsmanager")
+    stored = secrets.get_secret_value(SecretId="lockgate/webhooks/github")["SecretString"]
+    assert stored == f"next-{values['github']}"
+
+
+def deployed_environment(deployed: dict[str, Any]) -> dict[str, str]:
+    """What the reader's shell has after `aws configure`: here, the moto account the stack is in."""
+    client = deployed["client"]("sts")
+    endpoint = client.meta.endpoint_url
+    return {
+        "AWS_ENDPOINT_URL": endpoint,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "HOME": os.environ.get("HOME", "/tmp"),
+    }
