@@ -286,3 +286,24 @@ def test_local_stack_secrets(tmp_path: Path, capsys: Any, monkeypatch: Any) -> N
         assert code == 2 and "lockgate local --model" in err
     finally:
         server.stop()
+
+
+def test_a_prod_stack_gets_its_stage_overlay_names(harness: Harness, capsys: Any, monkeypatch: Any) -> None:
+    # Given the prod stack (Stage=prod), beside dev in one account
+    template = stack_template()
+    template["Parameters"]["Stage"] = {"Type": "String", "Default": "dev"}
+    harness.client("cloudformation").create_stack(
+        StackName="lockgate-prod",
+        TemplateBody=json.dumps(template),
+        Parameters=[{"ParameterKey": "Stage", "ParameterValue": "prod"}],
+    )
+    # When the operator stores prod's GitHub secret
+    code, out, err = lockgate(
+        capsys, monkeypatch, "secrets", "set", "github", "--stack", "lockgate-prod", stdin="prod-gh-value"
+    )
+    # Then it goes where stages/prod.toml says prod's receiver reads it, not to dev's name
+    assert code == 0, err
+    assert stored(harness, "lockgate-prod/webhooks/github") == "prod-gh-value"
+    names = [s["Name"] for s in harness.client("secretsmanager").list_secrets()["SecretList"]]
+    assert "lockgate/webhooks/github" not in names
+    assert "secretsmanager:lockgate-prod/webhooks/github" in out

@@ -112,7 +112,10 @@ def run_approvals(
 ) -> int:
     """Run one `lockgate approvals` subcommand; Refused (exit 2) says why nothing was decided."""
     out = out or sys.stdout
-    command = ApprovalsCommand.for_target(target, load_config(args.config).approvals, SystemClock())
+    # The stack's stage overlay applies: prod's reviewers for a prod stack.
+    command = ApprovalsCommand.for_target(
+        target, load_config(args.config, target.stage).approvals, SystemClock()
+    )
     if args.approvals_command == "list":
         statuses = command.queue.listing(include_settled=args.all)
         out.write(

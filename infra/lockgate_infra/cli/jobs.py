@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from lockgate.clock import SystemClock
-from lockgate.config import LockgateConfig, load_config
+from lockgate.config import LockgateConfig
 from lockgate.jobs.health import JobHealth, job_health
 from lockgate.jobs.registry import job_registry
 from lockgate.jobs.schedule import iso
@@ -28,7 +28,7 @@ from lockgate.secrets import SecretResolver
 from lockgate.settings import JobsSettings
 from lockgate.telemetry import CountingMetrics
 from lockgate_infra.cli.options import utc_time
-from lockgate_infra.cli.targets import Target, TargetError
+from lockgate_infra.cli.targets import Target, TargetError, stack_config
 
 FUNCTION = "ScheduledJobsFunction"
 log = logging.getLogger("lockgate.jobs")
@@ -53,7 +53,7 @@ def add_jobs_parser(commands: Any, *, run: Any) -> list[argparse.ArgumentParser]
 def run_jobs(args: argparse.Namespace, target: Target, root: Path, out: TextIO | None = None) -> int:
     """Dispatch ``lockgate jobs ...``."""
     out = out or sys.stdout
-    config = load_config(root / "lockgate.toml")
+    config = stack_config(target, root)
     registry = job_registry(config)
     if args.jobs_action == "status":
         store = JobStateStore(target.client("dynamodb"), target.name("StateTable"))

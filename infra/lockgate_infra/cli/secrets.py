@@ -13,11 +13,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from lockgate.config import load_config
 from lockgate.errors import ConfigError
 from lockgate.secrets import rotation_value, secret_values
 from lockgate_infra.cli.stack_secrets import MODEL_KEY, Finding, StackSecrets, checked_value, read_value
-from lockgate_infra.cli.targets import Target, TargetError
+from lockgate_infra.cli.targets import Target, TargetError, stack_config
 
 CACHE_NOTE = "receivers pick it up within 5 minutes (their cache)"
 
@@ -104,12 +103,10 @@ def stack_secrets(args: argparse.Namespace, target: Target, root: Path) -> Stack
     if args.stack:
         return StackSecrets(
             target.client("secretsmanager"),
-            load_config(args.config or root / "lockgate.toml"),
+            stack_config(target, root, args.config),
             _deployed_environment(target),
         )
-    state = target.state or {}  # the chosen local stack's state file: the config it runs
-    config = args.config or Path(state.get("config") or root / "lockgate.toml")
-    return StackSecrets(target.client("secretsmanager"), load_config(config), None)
+    return StackSecrets(target.client("secretsmanager"), stack_config(target, root, args.config), None)
 
 
 def _deployed_environment(target: Target) -> Callable[[str], Mapping[str, str]]:

@@ -13,6 +13,8 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError, ProfileNotFound
 
+from lockgate.config import LockgateConfig
+
 LOCAL = "the local stack"
 
 
@@ -29,6 +31,7 @@ class Target:
     names: dict[str, str]
     label: str
     state: Mapping[str, Any] | None = None  # a local stack's state file (its functions' environments)
+    stage: str | None = None  # a deployed stack's Stage parameter: stages/<stage>.toml applies to it
 
     def client(self, service: str) -> Any:
         """A client for this target (moto's endpoint for a local stack)."""
@@ -122,7 +125,23 @@ def deployed_target(
             f"no stack {stack_name!r} in {region}: check --stack and --region "
             "(`aws cloudformation list-stacks` lists them)"
         ) from None
-    return Target(session, None, names, f"stack {stack_name}")
+    return Target(session, None, names, f"stack {stack_name}", stage=_stage(cfn, stack_name))
+
+
+def _stage(cfn: Any, stack_name: str) -> str | None:
+    """The stack's ``Stage`` parameter (None for a stack without one)."""
+    stacks = cfn.describe_stacks(StackName=stack_name).get("Stacks", [])
+    parameters = stacks[0].get("Parameters", []) if stacks else []
+    return next((p["ParameterValue"] for p in parameters if p["ParameterKey"] == "Stage"), None) or None
+
+
+def stack_config(target: Target, root: Path, path: Path | None = None) -> LockgateConfig:
+    """The config the target runs: ``path``, else the local stack's, else the checkout's lockgate.toml,
+    with the deployed stack's stage overlay (``stages/<Stage>.toml``) merged over it."""
+    from lockgate.config import load_config
+
+    chosen = path or Path((target.state or {}).get("config") or root / "lockgate.toml")
+    return load_config(chosen, target.stage)
 
 
 def samconfig_region(path: Path, stack_name: str) -> str | None:
