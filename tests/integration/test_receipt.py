@@ -149,6 +149,8 @@ def test_reply_codes_in_order(harness: Harness) -> None:
     big = b"x" * (1_048_576 + 1)
     assert harness.post("nope", big, {}).status == 413
     assert harness.post("github", big, {"content-length": str(len(big))}).status == 413
+    # A Content-Length of Unicode digits ("²" passes str.isdigit) is not a number: no crash, the checks go on
+    assert harness.post("nope", body, {**headers, "content-length": "²"}).status == 404
     # Unknown source
     assert harness.post("nope", body, headers).status == 404
     # Bad signature: 401 with a generic message, the reason only in the log

@@ -89,7 +89,8 @@ class RawRequest:
     def check_size(self, limit: int) -> None:
         """Refuse an oversized body before decoding it (PayloadTooLarge)."""
         declared = self.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > limit:
+        # isdigit() alone admits "²" and other Unicode digits that int() refuses.
+        if declared.isascii() and declared.isdigit() and int(declared) > limit:
             raise PayloadTooLarge(f"declared {declared} bytes")
         # Upper bounds on the decoded size, cheap to compute.
         encoded = len(self.body_text)
