@@ -283,6 +283,49 @@ def test_five_failures_in_a_minute_open_the_breaker_and_calls_are_refused(
     assert metrics.totals["CircuitOpened"] == 1
 
 
+def test_a_cached_closed_read_spares_the_table_and_sees_a_circuit_opened_elsewhere_within_its_bound(
+    aws: Aws, clock: FixedClock, metrics: CountingMetrics
+) -> None:
+    # Given a worker that trusts a closed read for 5 s, and another Lambda sharing the breaker
+    db = aws.client("dynamodb")
+    sent = dynamodb_operations(db)
+    here = CircuitBreaker(db, aws.state_table, clock, closed_cache_seconds=5, metrics=metrics, log=LOG)
+    elsewhere = breaker(aws, clock, metrics)
+    # When it makes calls in quick succession, it reads the breaker once
+    for _ in range(4):
+        here.before_call(MODEL)
+        clock.advance(1)
+    assert sent == ["GetItem"]
+    # When the other Lambda opens the circuit
+    for _ in range(5):
+        elsewhere.record_failure(MODEL)
+    assert breaker_row(aws)["state"]["S"] == "open"
+    # Then this process may still call until its read is 5 s old, never longer
+    here.before_call(MODEL)  # read at t0, now t0 + 4
+    clock.advance(1)
+    with pytest.raises(CircuitOpen):
+        here.before_call(MODEL)
+    # And while open every call reads the item (the open state is never cached)
+    sent.clear()
+    with pytest.raises(CircuitOpen):
+        here.before_call(MODEL)
+    assert sent == ["GetItem"]
+
+
+def test_a_failure_in_this_process_drops_its_cached_read(
+    aws: Aws, clock: FixedClock, metrics: CountingMetrics
+) -> None:
+    db = aws.client("dynamodb")
+    here = CircuitBreaker(db, aws.state_table, clock, closed_cache_seconds=60, metrics=metrics, log=LOG)
+    here.before_call(MODEL)
+    # When its own failures open the circuit
+    for _ in range(5):
+        here.record_failure(MODEL)
+    # Then the very next call is refused, however long a closed read would be trusted
+    with pytest.raises(CircuitOpen):
+        here.before_call(MODEL)
+
+
 def test_failures_spread_beyond_the_window_do_not_open_it(
     aws: Aws, clock: FixedClock, metrics: CountingMetrics
 ) -> None:

@@ -1,8 +1,7 @@
 """`lockgate approvals`: list, show, approve and reject proposals from an operator's terminal.
 
-Approve and reject record the caller as the reviewer (``--as`` or LOCKGATE_REVIEWER), who must be
-a configured reviewer allowed for the tool, and go through the same ``DecisionRecorder`` as a
-link's POST. A person confirms by typing the end of the approval id; ``--yes`` skips that.
+Approve and reject record the caller (``--as`` or LOCKGATE_REVIEWER, a reviewer allowed for the tool)
+through the link's ``DecisionRecorder``; a person confirms by typing the id's end (``--yes`` skips).
 """
 
 from __future__ import annotations
@@ -112,10 +111,8 @@ def run_approvals(
 ) -> int:
     """Run one `lockgate approvals` subcommand; Refused (exit 2) says why nothing was decided."""
     out = out or sys.stdout
-    # The stack's stage overlay applies: prod's reviewers for a prod stack.
-    command = ApprovalsCommand.for_target(
-        target, load_config(args.config, target.stage).approvals, SystemClock()
-    )
+    approvals = load_config(args.config, target.stage).approvals  # a prod stack: prod's reviewers
+    command = ApprovalsCommand.for_target(target, approvals, SystemClock())
     if args.approvals_command == "list":
         statuses = command.queue.listing(include_settled=args.all)
         out.write(

@@ -4,6 +4,11 @@
 ``opened_until``) or half_open (one probe holds a lease). Every transition is a conditional
 write; if the table is unavailable the call is allowed (a breaker must not cause an outage)
 and counted as ``CircuitBreakerUnavailable``. Opening is counted as ``CircuitOpened``.
+
+``closed_cache_seconds``: a "closed" read is trusted for that long in this process, so a busy
+worker does not read the breaker before every call. The bound: a circuit another Lambda opens is
+seen here at most that many seconds late; this process's own failures drop the cached read at
+once, and open or half-open states are never cached (every call while open reads the item).
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ class CircuitBreaker:
         failure_threshold: int = 5,
         window_seconds: int = 60,
         open_seconds: int = 30,
+        closed_cache_seconds: float = 0.0,
         metrics: Metrics,
         log: Log,
     ) -> None:
@@ -56,10 +62,14 @@ class CircuitBreaker:
         self._metrics = metrics
         self._log = log
         self._probes: dict[str, str] = {}  # model -> the probe token this process holds
+        self._cache_for = closed_cache_seconds
+        self._closed_until: dict[str, float] = {}  # model -> until when a closed read is trusted
 
     def before_call(self, model: str) -> None:
         """Return if a call may be sent; raise ``CircuitOpen`` (no call) while the breaker is open."""
         now = self._clock.now()
+        if now < self._closed_until.get(model, 0.0):
+            return
         try:
             got = self._db.get_item(TableName=self._table, Key=_breaker_key(model), ConsistentRead=True)
         except (ClientError, BotoCoreError) as exc:
@@ -68,7 +78,9 @@ class CircuitBreaker:
         item = got.get("Item") or {}
         state = item.get("state", {}).get("S", "closed")
         if state == "closed":
+            self._closed_until[model] = now + self._cache_for
             return
+        self._closed_until.pop(model, None)
         opened_until = float(num(item, "opened_until") or 0)
         if state == "open" and now < opened_until:
             raise CircuitOpen(f"circuit open for {model}", max(1, math.ceil(opened_until - now)))
@@ -126,6 +138,7 @@ class CircuitBreaker:
     def record_failure(self, model: str) -> None:
         """A call failed in a way that counts against the endpoint (overloaded, 5xx, timeout)."""
         now = self._clock.now()
+        self._closed_until.pop(model, None)  # this failure may open it: read again before the next call
         token = self._probes.pop(model, None)
         if token is not None:  # the probe failed: open again
             self._trip(model, now, "#s = :half AND probe = :token", {":token": {"S": token}})

@@ -49,6 +49,10 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 
+# How late this process may see a circuit another Lambda opened (lockgate.capacity.breaker).
+BREAKER_CACHE_SECONDS = 5.0
+
+
 @dataclass(frozen=True)
 class WorkerParts:
     """What the worker function runs: the worker, its tasks, the model client and the restore hooks."""
@@ -141,7 +145,15 @@ def agent_tasks(
         screener=Screener(clock),
         approvals=approvals(setup, settings, config, ledger, deps),
         # An outage is not hammered: after repeated endpoint failures calls wait, then one probes.
-        breaker=CircuitBreaker(dynamodb, table, clock, metrics=deps.metrics, log=deps.log),
+        # A closed read is trusted for BREAKER_CACHE_SECONDS: one read per few calls, not per call.
+        breaker=CircuitBreaker(
+            dynamodb,
+            table,
+            clock,
+            closed_cache_seconds=BREAKER_CACHE_SECONDS,
+            metrics=deps.metrics,
+            log=deps.log,
+        ),
         # Cost controls: saved answers for cacheable tasks, a daily rollup per run, batches.
         responses=ResponseCache(dynamodb, table, clock, log=deps.log, metrics=deps.metrics),
         batches=batches,
