@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchmarks.moto_counting import CallCounter, moto_stack
+from benchmarks.moto_counting import CallCounter, moto_stack, quiet_logger
 
 TARGET = 2
 MODEL, SOURCE, TASK = "claude-haiku-4-5", "helpdesk", "triage"
@@ -123,7 +123,7 @@ def measure(events: int = 50, warmup: int = 2) -> dict[str, Figures]:
     from lockgate.model.client import ModelClient
     from lockgate.telemetry import CountingMetrics
 
-    log = _quiet_log()
+    log = quiet_logger()
     task = Task(
         name=TASK,
         source=SOURCE,
@@ -218,15 +218,6 @@ def render(results: dict[str, Figures]) -> str:
         f"ratio gate / one by one (added calls): {gate / old:.2f} ({gate:.2f} vs {old:.2f})",
     ]
     return "\n".join(lines)
-
-
-def _quiet_log() -> Any:
-    import logging
-
-    logger = logging.getLogger("lockgate.benchmark")
-    logger.addHandler(logging.NullHandler())
-    logger.propagate = False
-    return logger
 
 
 def main(argv: list[str] | None = None) -> int:

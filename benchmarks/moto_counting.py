@@ -1,7 +1,9 @@
-"""Counting AWS calls and timing moto, over template.yaml's resources in in-process moto."""
+"""Counting AWS calls and timing moto, over template.yaml's resources in in-process moto, with the
+code under test logging nowhere."""
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections import Counter
@@ -85,3 +87,11 @@ def moto_stack() -> Iterator[tuple[Any, dict[str, str]]]:
         session = boto3.session.Session(region_name="us-east-1")
         plan = LocalPlan.from_template(load_template(TEMPLATE))
         yield session, create_resources(plan, session)
+
+
+def quiet_logger() -> logging.Logger:
+    """The logger handed to the code under test: its lines would bury the report."""
+    log = logging.getLogger("lockgate.benchmark")
+    log.addHandler(logging.NullHandler())
+    log.propagate = False
+    return log

@@ -14,75 +14,17 @@ Run: ``python -m benchmarks.receipt_calls [--new 300] [--dup 300]``.
 from __future__ import annotations
 
 import argparse
-import json
-import logging
-import statistics
 import sys
 import time
 import uuid
-from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from benchmarks.moto_counting import CallCounter, MotoTimer, moto_stack, timed_moto
+from benchmarks.github_deliveries import SECRET, github_body, signed_event
+from benchmarks.moto_counting import MotoTimer, moto_stack, timed_moto
+from benchmarks.receivers import Contender, PathFigures, baseline_receiver, lockgate_receiver
 
-SECRET = "It's a Secret to Everybody"
 TARGET_NEW, TARGET_DUP = 2, 1
-
-
-@dataclass
-class PathFigures:
-    """Per-delivery figures for one path (new or duplicate) of one receiver."""
-
-    calls: list[int] = field(default_factory=list)
-    seconds: list[float] = field(default_factory=list)
-    backend_seconds: list[float] = field(default_factory=list)
-    operations: Counter[str] = field(default_factory=Counter)
-    statuses: Counter[int] = field(default_factory=Counter)
-
-    @property
-    def calls_per_delivery(self) -> float:
-        return statistics.fmean(self.calls)
-
-    @property
-    def median_ms(self) -> float:
-        return statistics.median(self.seconds) * 1000
-
-    @property
-    def median_ms_excl_moto(self) -> float:
-        return (
-            statistics.median(s - b for s, b in zip(self.seconds, self.backend_seconds, strict=True)) * 1000
-        )
-
-    def operations_per_delivery(self) -> str:
-        n = len(self.calls)
-        return ", ".join(f"{op} ×{count / n:g}" for op, count in sorted(self.operations.items()))
-
-
-@dataclass
-class Contender:
-    """A receiver under test: how to post one API Gateway event, and what counts its calls."""
-
-    name: str
-    post: Callable[[dict[str, Any]], int]
-    counter: CallCounter
-    new: PathFigures = field(default_factory=PathFigures)
-    duplicate: PathFigures = field(default_factory=PathFigures)
-
-    def deliver(self, event: dict[str, Any], timer: MotoTimer, into: PathFigures | None) -> None:
-        calls_before, backend_before = self.counter.total, timer.seconds
-        operations_before = Counter(self.counter.operations)
-        started = time.perf_counter()
-        status = self.post(event)
-        elapsed = time.perf_counter() - started
-        if into is None:  # warm-up
-            return
-        into.calls.append(self.counter.total - calls_before)
-        into.seconds.append(elapsed)
-        into.backend_seconds.append(timer.seconds - backend_before)
-        into.operations.update(self.counter.operations - operations_before)
-        into.statuses[status] += 1
 
 
 @dataclass
@@ -94,131 +36,6 @@ class Result:
     other_paths: dict[str, PathFigures]
     n_new: int
     n_dup: int
-
-
-# ------------------------------------------------------------------ deliveries
-
-
-def github_body(number: int) -> bytes:
-    """A realistic GitHub ``issues`` payload (~2.5 KB), different per delivery."""
-    user = {
-        "login": "octocat",
-        "id": 583231,
-        "type": "User",
-        "site_admin": False,
-        "html_url": "https://github.com/octocat",
-        "avatar_url": "https://avatars.githubusercontent.com/u/583231",
-    }
-    payload = {
-        "action": "opened",
-        "issue": {
-            "url": f"https://api.github.com/repos/acme/shop/issues/{number}",
-            "html_url": f"https://github.com/acme/shop/issues/{number}",
-            "id": 1_000_000 + number,
-            "number": number,
-            "state": "open",
-            "locked": False,
-            "title": f"Refund for order #{40_000 + number} never arrived",
-            "body": ("I was promised a refund two weeks ago and nothing has happened. " * 12).strip(),
-            "user": user,
-            "labels": [{"name": "support", "color": "d73a4a"}],
-            "comments": 0,
-            "created_at": "2026-01-01T10:00:00Z",
-            "updated_at": "2026-01-01T10:00:00Z",
-        },
-        "repository": {
-            "id": 4242,
-            "name": "shop",
-            "full_name": "acme/shop",
-            "private": True,
-            "owner": user,
-            "html_url": "https://github.com/acme/shop",
-            "default_branch": "main",
-        },
-        "sender": user,
-        "installation": {"id": 77},
-    }
-    return json.dumps(payload, indent=2).encode()
-
-
-def signed_event(body: bytes, now: float, delivery_id: str) -> dict[str, Any]:
-    """The API Gateway v2 event for one GitHub delivery, signed as GitHub signs it."""
-    from lockgate.config import SourceConfig
-    from lockgate.webhooks.signing import sign
-
-    source = SourceConfig(name="github", scheme="github", secrets=("env:GITHUB_WEBHOOK_SECRET",))
-    headers = sign(source, SECRET, body, int(now), delivery_id=delivery_id, event_type="issues")
-    return {
-        "pathParameters": {"source": "github"},
-        "headers": {**headers, "content-length": str(len(body))},
-        "body": body.decode(),
-        "isBase64Encoded": False,
-    }
-
-
-def _quiet_logger() -> logging.Logger:
-    log = logging.getLogger("lockgate.benchmark")
-    log.addHandler(logging.NullHandler())
-    log.propagate = False
-    return log
-
-
-def lockgate_receiver(session: Any, names: dict[str, str], clock: Any, secret_ref: str) -> Contender:
-    """Lockgate's Receiver for one GitHub source, wired as the handler wires it, with its calls counted."""
-    from lockgate.config import parse_config
-    from lockgate.errors import LockgateError
-    from lockgate.http import RawRequest, error_response
-    from lockgate.inbox.bodies import BodyStore
-    from lockgate.inbox.queue import InboxQueue
-    from lockgate.inbox.receipt import Receiver
-    from lockgate.inbox.store import InboxStore
-    from lockgate.secrets import SecretResolver
-    from lockgate.telemetry import CountingMetrics
-
-    config = parse_config({"sources": {"github": {"scheme": "github", "secrets": [secret_ref]}}})
-    clients = {s: session.client(s) for s in ("dynamodb", "sqs", "s3", "secretsmanager")}
-    receiver = Receiver(
-        config=config,
-        secrets=SecretResolver(
-            {"GITHUB_WEBHOOK_SECRET": SECRET}, secretsmanager=lambda: clients["secretsmanager"], clock=clock
-        ),
-        inbox=InboxStore(clients["dynamodb"], names["InboxTable"]),
-        queue=InboxQueue(clients["sqs"], names["InboxQueue"]),
-        bodies=BodyStore(clients["s3"], names["BodyBucket"]),
-        clock=clock,
-        log=_quiet_logger(),
-        metrics=CountingMetrics(),
-    )
-    counter = CallCounter()
-    counter.attach(*clients.values())
-    receiver.check_secrets()
-
-    def post(event: dict[str, Any]) -> int:
-        try:
-            return receiver.receive(RawRequest.from_apigw_v2(event)).status
-        except LockgateError as exc:
-            return error_response(exc).status
-
-    return Contender("ours", post, counter)
-
-
-def baseline_receiver(session: Any, names: dict[str, str], clock: Any) -> Contender:
-    """The Powertools-idempotency baseline on the same tables and queue, with its calls counted."""
-    from benchmarks.baseline import PowertoolsReceiver
-
-    dynamodb, sqs = session.client("dynamodb"), session.client("sqs")
-    baseline = PowertoolsReceiver(
-        dynamodb,
-        sqs,
-        deliveries_table=names["InboxTable"],
-        idempotency_table=names["StateTable"],
-        queue_url=names["InboxQueue"],
-        secret=SECRET,
-        now=clock.now,
-    )
-    counter = CallCounter()
-    counter.attach(dynamodb, sqs)
-    return Contender("baseline", lambda e: int(baseline.handle(e)["statusCode"]), counter)
 
 
 # ------------------------------------------------------------------ the run
