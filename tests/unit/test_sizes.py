@@ -13,10 +13,8 @@ ROOT = Path(__file__).resolve().parents[2]
 SOURCES = ("layers/core/lockgate", "infra/lockgate_infra", "workflows/shop", "functions", "benchmarks")
 MODULE_LINES, FUNCTION_LINES = 300, 60
 WAITING = {
-    "benchmarks/load.py": 316,
     "benchmarks/admission_calls.py:measure": 84,
     "benchmarks/approvals.py:measure": 76,
-    "benchmarks/load.py:run": 76,
 }
 
 
