@@ -84,10 +84,12 @@ class OneByOne:
         """One UpdateItem; the refusal's response (ALL_OLD) when its condition failed, else None."""
         from botocore.exceptions import ClientError
 
+        from lockgate.dynamo import conditional_failed
+
         try:
             self.db.update_item(**update)
         except ClientError as exc:
-            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+            if not conditional_failed(exc):
                 raise
             return dict(exc.response)
         return None
@@ -106,25 +108,38 @@ def _stub() -> Iterator[Any]:
 
 def measure(events: int = 50, warmup: int = 2) -> dict[str, Figures]:
     """Run ``events`` events through each set-up; count the DynamoDB calls of the measured ones."""
-    import anthropic
-
-    from lockgate.actions.ledger import Ledger
-    from lockgate.actions.tools import RunFacts
-    from lockgate.agent.loop import AgentLoop
-    from lockgate.agent.runs import RunStore
-    from lockgate.agent.tasks import Start, Task
-    from lockgate.capacity.breaker import CircuitBreaker
-    from lockgate.capacity.gate import Gate
-    from lockgate.capacity.ratelimit import Bucket, RateLimiter
-    from lockgate.capacity.spend import SpendCaps
     from lockgate.clock import SystemClock
-    from lockgate.inbox.models import Delivery, Status
-    from lockgate.inbox.routing import InboxEvent
-    from lockgate.model.client import ModelClient
     from lockgate.telemetry import CountingMetrics
 
-    log = quiet_logger()
-    task = Task(
+    log, task = quiet_logger(), _task()
+    results: dict[str, Figures] = {}
+    with moto_stack() as (session, names), _stub() as stub:
+        db, table, clock = session.client("dynamodb"), names["StateTable"], SystemClock()
+        metrics = CountingMetrics()
+        counter = CallCounter()
+        counter.attach(db)
+        model = _model(stub, clock, log)
+        for name, controls in _setups(db, table, clock, metrics, log).items():
+            loop = _loop(model, db, table, clock, log, metrics, controls)
+            figures = Figures(name)
+            for n in range(warmup + events):
+                calls_before, ops_before, stub_before = counter.total, Counter(counter.operations), stub.calls
+                loop.run(task, _event(f"{name}-{n}"), clock.now() + 600)
+                if n < warmup:
+                    continue
+                figures.model_calls += stub.calls - stub_before
+                figures.dynamodb_calls += counter.total - calls_before
+                figures.operations.update(counter.operations - ops_before)
+            results[name] = figures
+    return results
+
+
+def _task() -> Any:
+    """The one task every event runs: a single model call, no tools."""
+    from lockgate.actions.tools import RunFacts
+    from lockgate.agent.tasks import Start, Task
+
+    return Task(
         name=TASK,
         source=SOURCE,
         event_type="*",
@@ -134,60 +149,76 @@ def measure(events: int = 50, warmup: int = 2) -> dict[str, Figures]:
         model=MODEL,
         max_output_tokens=256,
     )
-    results: dict[str, Figures] = {}
-    with moto_stack() as (session, names), _stub() as stub:
-        db, table, clock = session.client("dynamodb"), names["StateTable"], SystemClock()
-        metrics = CountingMetrics()
-        counter = CallCounter()
-        counter.attach(db)
-        model = ModelClient(
-            lambda: anthropic.Anthropic(api_key="bench", base_url=stub.base_url, max_retries=0), clock, log
-        )
-        spend = SpendCaps(
-            db, table, clock, global_cap_usd=1_000.0, task_caps={TASK: 500.0}, metrics=metrics, log=log
-        )
-        limits = {f"model#{MODEL}": Bucket(100_000, 100_000_000), f"source#{SOURCE}": Bucket(100_000)}
-        limiter = RateLimiter(db, table, clock, limits=limits, metrics=metrics, log=log)
-        setups: dict[str, dict[str, Any]] = {
-            "no controls": {},
-            "gate (budget + rate limits)": {"gate": Gate(db, clock, spend=spend, limiter=limiter)},
-            "one by one (before the gate)": {"gate": OneByOne(db, clock, spend, limiter)},
-            "gate + circuit breaker": {
-                "gate": Gate(db, clock, spend=spend, limiter=limiter),
-                "breaker": CircuitBreaker(db, table, clock, metrics=metrics, log=log),
-            },
-        }
-        for name, controls in setups.items():
-            loop = AgentLoop(
-                model=model,
-                runs=RunStore(db, table, clock),
-                ledger=Ledger(db, table, clock),
-                clock=clock,
-                log=log,
-                metrics=metrics,
-                **controls,
-            )
-            figures = Figures(name)
-            for n in range(warmup + events):
-                delivery_id = f"{name}-{n}"
-                delivery = Delivery(
-                    pk=f"{SOURCE}#{delivery_id}",
-                    source=SOURCE,
-                    delivery_id=delivery_id,
-                    event_type="email.received",
-                    status=Status.PROCESSING,
-                    received_at=0,
-                    available_at=0,
-                )
-                calls_before, ops_before, stub_before = counter.total, Counter(counter.operations), stub.calls
-                loop.run(task, InboxEvent(delivery, b"{}"), clock.now() + 600)
-                if n < warmup:
-                    continue
-                figures.model_calls += stub.calls - stub_before
-                figures.dynamodb_calls += counter.total - calls_before
-                figures.operations.update(counter.operations - ops_before)
-            results[name] = figures
-    return results
+
+
+def _model(stub: Any, clock: Any, log: Any) -> Any:
+    """The model client over the real SDK, aimed at the stub."""
+    import anthropic
+
+    from lockgate.model.client import ModelClient
+
+    return ModelClient(
+        lambda: anthropic.Anthropic(api_key="bench", base_url=stub.base_url, max_retries=0), clock, log
+    )
+
+
+def _setups(db: Any, table: str, clock: Any, metrics: Any, log: Any) -> dict[str, dict[str, Any]]:
+    """Each set-up's controls, as keyword arguments of the loop."""
+    from lockgate.capacity.breaker import CircuitBreaker
+    from lockgate.capacity.gate import Gate
+    from lockgate.capacity.ratelimit import Bucket, RateLimiter
+    from lockgate.capacity.spend import SpendCaps
+
+    spend = SpendCaps(
+        db, table, clock, global_cap_usd=1_000.0, task_caps={TASK: 500.0}, metrics=metrics, log=log
+    )
+    limits = {f"model#{MODEL}": Bucket(100_000, 100_000_000), f"source#{SOURCE}": Bucket(100_000)}
+    limiter = RateLimiter(db, table, clock, limits=limits, metrics=metrics, log=log)
+    return {
+        "no controls": {},
+        "gate (budget + rate limits)": {"gate": Gate(db, clock, spend=spend, limiter=limiter)},
+        "one by one (before the gate)": {"gate": OneByOne(db, clock, spend, limiter)},
+        "gate + circuit breaker": {
+            "gate": Gate(db, clock, spend=spend, limiter=limiter),
+            "breaker": CircuitBreaker(db, table, clock, metrics=metrics, log=log),
+        },
+    }
+
+
+def _loop(
+    model: Any, db: Any, table: str, clock: Any, log: Any, metrics: Any, controls: dict[str, Any]
+) -> Any:
+    """The agent loop with its run records on the State table, and one set-up's controls."""
+    from lockgate.actions.ledger import Ledger
+    from lockgate.agent.loop import AgentLoop
+    from lockgate.agent.runs import RunStore
+
+    return AgentLoop(
+        model=model,
+        runs=RunStore(db, table, clock),
+        ledger=Ledger(db, table, clock),
+        clock=clock,
+        log=log,
+        metrics=metrics,
+        **controls,
+    )
+
+
+def _event(delivery_id: str) -> Any:
+    """One email being processed, as the worker hands it to the loop."""
+    from lockgate.inbox.models import Delivery, Status
+    from lockgate.inbox.routing import InboxEvent
+
+    delivery = Delivery(
+        pk=f"{SOURCE}#{delivery_id}",
+        source=SOURCE,
+        delivery_id=delivery_id,
+        event_type="email.received",
+        status=Status.PROCESSING,
+        received_at=0,
+        available_at=0,
+    )
+    return InboxEvent(delivery, b"{}")
 
 
 def added(results: dict[str, Figures], name: str) -> float:

@@ -40,8 +40,30 @@ class Side:
     detail: str
 
 
+@dataclass(frozen=True)
+class LambdaWork:
+    """Per approved action, what both designs pay alike: invocations, compute and emails."""
+
+    invocations: float
+    gb_seconds: float
+    emails: float
+
+
 def measure(actions: int = 6) -> tuple[Side, Side, dict[str, float]]:
     """Ours (measured) and Step Functions (priced), per approved action."""
+    usage, approved, reviewers = _metered(actions)
+    per = max(approved, 1)
+    work = _lambda_work(usage, per, reviewers)
+    facts = {
+        "approved": approved,
+        "write_units": usage.write_units / per,
+        "read_units": usage.read_units / per,
+    }
+    return _ours(usage, per, reviewers, work), _step_functions(reviewers, work), facts
+
+
+def _metered(actions: int) -> tuple[Any, int, int]:
+    """``actions`` refunds approved on moto, the approval part metered: (usage, approved, reviewers)."""
     from lockgate.approvals.proposals import ProposalStore
     from lockgate.clock import FixedClock
     from lockgate_infra.chaos.drive import drive
@@ -49,8 +71,7 @@ def measure(actions: int = 6) -> tuple[Side, Side, dict[str, float]]:
     from lockgate_infra.chaos.housekeeping import housekeeping
     from lockgate_infra.chaos.run import START, account
     from lockgate_infra.chaos.traffic import CATALOGUE, Send
-    from lockgate_infra.cost.meter import Assumptions, FunctionUsage, Meter, Usage
-    from lockgate_infra.cost.prices import PRICES
+    from lockgate_infra.cost.meter import FunctionUsage, Meter, Usage
 
     refund = next(m for m in CATALOGUE if m.kind == "large-refund")
     sends = [Send(f"msg-chaos-{n:04d}", refund, False, [0]) for n in range(actions)]
@@ -70,10 +91,15 @@ def measure(actions: int = 6) -> tuple[Side, Side, dict[str, float]]:
             ProposalStore.propose = propose  # type: ignore[method-assign]
         approved = sum(1 for decision in tally.decided.values() if decision == "approve")
         reviewers = len(world.config.approvals.reviewers_for("refund_order"))
+    return usage, approved, reviewers
+
+
+def _lambda_work(usage: Any, per: int, reviewers: int) -> LambdaWork:
+    """Our functions' invocations and GB-seconds per approved action (AWS call time at the assumed
+    latency), plus the notifier's invocation, the notice to the customer and the reviewers' links."""
+    from lockgate_infra.cost.meter import Assumptions
+
     assume = Assumptions()
-    per = max(approved, 1)
-    calls = sum(f.aws_calls for f in usage.functions.values()) / per
-    invocations = sum(f.invocations for f in usage.functions.values()) / per + NOTIFIER_INVOCATIONS
     gb_seconds = (
         sum(
             (max(0.0, f.own_seconds) + f.aws_calls * assume.call_ms / 1000) * f.memory_mb / 1024
@@ -81,22 +107,38 @@ def measure(actions: int = 6) -> tuple[Side, Side, dict[str, float]]:
         )
         / per
     )
-    emails = usage.emails / per + reviewers  # the notice to the customer, and the reviewers' links
-    ours = Side(
-        requests=calls + invocations + reviewers,
+    return LambdaWork(
+        invocations=sum(f.invocations for f in usage.functions.values()) / per + NOTIFIER_INVOCATIONS,
+        gb_seconds=gb_seconds,
+        emails=usage.emails / per + reviewers,
+    )
+
+
+def _ours(usage: Any, per: int, reviewers: int, work: LambdaWork) -> Side:
+    """Lockgate: the measured calls and units, and the Lambda work."""
+    from lockgate_infra.cost.prices import PRICES
+
+    calls = sum(f.aws_calls for f in usage.functions.values()) / per
+    return Side(
+        requests=calls + work.invocations + reviewers,
         dollars=usage.write_units / per * PRICES.dynamodb_write_unit
         + usage.read_units / per * PRICES.dynamodb_read_unit
         + usage.sqs_requests / per * PRICES.sqs_request
-        + invocations * PRICES.lambda_request
-        + gb_seconds * PRICES.lambda_gb_second
-        + emails * PRICES.ses_email,
-        detail=f"{calls:.1f} AWS calls + {invocations:.1f} Lambda invocations + {reviewers} emails",
+        + work.invocations * PRICES.lambda_request
+        + work.gb_seconds * PRICES.lambda_gb_second
+        + work.emails * PRICES.ses_email,
+        detail=f"{calls:.1f} AWS calls + {work.invocations:.1f} Lambda invocations + {reviewers} emails",
     )
-    # Step Functions: the same Lambda work (invocations, compute, emails) and the action's own writes,
-    # with the approval state kept by the service: transitions instead of our tables and queue.
+
+
+def _step_functions(reviewers: int, work: LambdaWork) -> Side:
+    """Step Functions: the same Lambda work (invocations, compute, emails) and the action's own writes,
+    with the approval state kept by the service: transitions instead of our tables and queue."""
+    from lockgate_infra.cost.prices import PRICES
+
     action_writes = 3  # the refund transaction (2 units per item, 1 item) and its ledger record
-    sfn_invocations = invocations  # notify, page, decision (SendTaskSuccess from the callback), execute
-    sfn = Side(
+    sfn_invocations = work.invocations  # notify, page, decision (SendTaskSuccess from the callback), execute
+    return Side(
         requests=SFN_TRANSITIONS
         + 2
         + sfn_invocations
@@ -105,17 +147,11 @@ def measure(actions: int = 6) -> tuple[Side, Side, dict[str, float]]:
         dollars=SFN_TRANSITIONS * PRICES.step_functions_transition
         + action_writes * PRICES.dynamodb_write_unit
         + sfn_invocations * PRICES.lambda_request
-        + gb_seconds * PRICES.lambda_gb_second
-        + emails * PRICES.ses_email,
+        + work.gb_seconds * PRICES.lambda_gb_second
+        + work.emails * PRICES.ses_email,
         detail=f"{SFN_TRANSITIONS} transitions + StartExecution + SendTaskSuccess + {sfn_invocations:.1f} "
         f"Lambda invocations + {reviewers} emails",
     )
-    facts = {
-        "approved": approved,
-        "write_units": usage.write_units / per,
-        "read_units": usage.read_units / per,
-    }
-    return ours, sfn, facts
 
 
 def _executor_only(meter: Any, process: Any) -> Any:
