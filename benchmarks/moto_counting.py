@@ -29,7 +29,7 @@ class CallCounter:
             client.meta.events.register_first("before-send", self._count, unique_id="benchmark-call-counter")
 
     def _count(self, request: Any, event_name: str, **_: Any) -> None:
-        _, service, operation = event_name.split(".", 2)
+        service, operation = event_name.split(".", 2)[1:]  # before-send.<service>.<operation>
         self.total += 1
         self.operations[f"{service}.{operation}"] += 1
 
