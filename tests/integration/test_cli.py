@@ -41,6 +41,24 @@ def test_demo_runs_every_case_as_expected() -> None:
     assert "refunds recorded after approval: [('A-2001', '80.00')]" in text
     assert "then emailed grace@example.com: Good news: our team approved your request" in text
     assert "Demo finished: every reply and outcome was as expected." in text
+    # And the README shows this very output (ports and the approval link differ per run)
+    assert _shown(text) == _shown(_readme_demo())
+
+
+def _readme_demo() -> str:
+    """The README's quick-start demo output: its three code blocks, in order."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("`make demo` starts") : readme.index("The demo exits non-zero")]
+    return "\n".join(section.split("```")[1::2])
+
+
+def _shown(text: str) -> list[str]:
+    """The lines, with what varies per run masked: ports, and the approval link's id and query."""
+    import re
+
+    masked = re.sub(r"127\.0\.0\.1:\d+", "127.0.0.1:PORT", text)
+    masked = re.sub(r"/approvals/ap_[0-9a-f]+\?\S+", "/approvals/LINK", masked)
+    return [line.rstrip() for line in masked.splitlines() if line.strip()]
 
 
 @pytest.fixture

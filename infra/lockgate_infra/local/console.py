@@ -59,10 +59,13 @@ def one_line(function: str, text: str) -> str | None:
 class RoutedStdout(io.TextIOBase):
     """stdout while the stack runs: the functions' output to ``log_file``, one line each to the console."""
 
-    def __init__(self, console: TextIO, log_file: TextIO, *, verbose: bool = False) -> None:
+    def __init__(
+        self, console: TextIO, log_file: TextIO, *, verbose: bool = False, summaries: bool = True
+    ) -> None:
         self._console = console
         self._log = log_file
         self._verbose = verbose
+        self._summaries = summaries  # False: the console gets nothing of the functions' output
         self._lock = threading.Lock()
         self._partial: dict[int, str] = {}  # per thread: text not yet ended by a newline
 
@@ -78,6 +81,8 @@ class RoutedStdout(io.TextIOBase):
             self._log.flush()
             if self._verbose:
                 self._console.write(text)
+                return len(text)
+            if not self._summaries:
                 return len(text)
             key = threading.get_ident()
             *lines, rest = (self._partial.pop(key, "") + text).split("\n")
@@ -95,12 +100,14 @@ class RoutedStdout(io.TextIOBase):
 
 
 @contextmanager
-def routed_stdout(console: TextIO, log_path: Path, *, verbose: bool = False) -> Iterator[Path]:
+def routed_stdout(
+    console: TextIO, log_path: Path, *, verbose: bool = False, summaries: bool = True
+) -> Iterator[Path]:
     """Install a RoutedStdout for the duration; the functions' JSON logs append to ``log_path``."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     previous = sys.stdout
     with log_path.open("a", encoding="utf-8") as log_file:
-        sys.stdout = RoutedStdout(console, log_file, verbose=verbose)
+        sys.stdout = RoutedStdout(console, log_file, verbose=verbose, summaries=summaries)
         try:
             yield log_path
         finally:
