@@ -118,6 +118,8 @@ def _invoke_deployed(
         endpoint_url=target.endpoint_url,
         config=Config(read_timeout=960, retries={"total_max_attempts": 1}),
     )
+    # Long work says so: the answer comes when the job ends (up to the function's timeout).
+    print(f"running {name} on {function} of {target.label}; waiting for it to finish…", file=sys.stderr)
     response = lambda_.invoke(FunctionName=target.name(function), Payload=json.dumps(payload).encode())
     body = response["Payload"].read().decode()
     print(body, file=out)
