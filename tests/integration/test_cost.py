@@ -9,6 +9,7 @@ import pytest
 from lockgate_infra.cli.main import main
 from lockgate_infra.cost.meter import Assumptions, FunctionUsage, Usage, _ticks_per_month, bill, measure
 from lockgate_infra.cost.prices import PRICES
+from tests.support import Aws
 
 
 def test_given_hand_made_usage_then_each_line_is_units_times_the_published_price() -> None:
@@ -65,3 +66,28 @@ def test_the_cli_prints_a_month_at_the_volumes_asked() -> None:
     report = out.getvalue()
     assert "| 1,000 events/month | 50,000 events/month |" in report
     assert "**AWS total**" in report and "model (tokens × price table)" in report
+
+
+def test_a_refused_conditional_write_is_metered_as_the_call_and_the_write_it_costs(aws: Aws) -> None:
+    from botocore.exceptions import ClientError
+
+    from lockgate_infra.cost.meter import Meter
+
+    # Given the meter, and a function whose second put of one item is refused by its condition
+    usage = Usage(events=1, functions={"receiver": FunctionUsage(512)})
+    meter = Meter(usage)
+    db = aws.client("dynamodb")
+    item = {"pk": {"S": "delivery#1"}, "sk": {"S": "x"}, "body": {"S": "b" * 1500}}
+
+    def receive() -> None:
+        db.put_item(TableName=aws.inbox_table, Item=item, ConditionExpression="attribute_not_exists(pk)")
+
+    with meter.installed():
+        timed = meter.timed("receiver", receive)
+        timed()
+        with pytest.raises(ClientError):
+            timed()
+    # Then both calls count, and both writes (2 KB each): DynamoDB bills the refused one too
+    assert usage.functions["receiver"].aws_calls == 2
+    assert usage.operations["dynamodb.PutItem"] == 2
+    assert usage.write_units == 4

@@ -25,7 +25,10 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from lockgate.clock import FixedClock
+from lockgate.dynamo import error_code
 from lockgate_infra.api_calls import intercepted
 from lockgate_infra.chaos.drive import drive, seeded
 from lockgate_infra.chaos.faults import FaultPlan, Rates
@@ -40,6 +43,8 @@ IDLE_POLL_REQUESTS_PER_MONTH = 5 * 3 * 60 * 24 * 30  # 5 pollers, one 20 s long 
 SECONDS_PER_MONTH = 30 * 24 * 3600
 WRITES = {"PutItem", "UpdateItem", "DeleteItem"}
 READS = {"GetItem", "Query", "Scan"}
+# Refusals DynamoDB still bills: the write (or each item of the transaction) was evaluated.
+BILLED_FAILURES = {"ConditionalCheckFailedException", "TransactionCanceledException"}
 _FUNCTION = contextvars.ContextVar("function", default="")
 
 
@@ -86,12 +91,21 @@ class Meter:
 
         def metered(client: Any, operation: str, params: dict[str, Any], send: Callable[[], Any]) -> Any:
             started = time.perf_counter()
-            result = send()
-            self._count(client.meta.service_model.service_name, operation, params, result)
-            function = self.usage.functions.get(_FUNCTION.get())
-            if function is not None:
-                function.aws_calls += 1
-                function.own_seconds -= time.perf_counter() - started  # AWS time is not our code
+            service = client.meta.service_model.service_name
+            try:
+                result = send()
+            except ClientError as exc:
+                # A refused call is a request too, and a failed condition still consumes the write.
+                billed = error_code(exc) in BILLED_FAILURES
+                self._count(service, operation, params if billed else {}, {}, units=billed)
+                raise
+            else:
+                self._count(service, operation, params, result)
+            finally:
+                function = self.usage.functions.get(_FUNCTION.get())
+                if function is not None:
+                    function.aws_calls += 1
+                    function.own_seconds -= time.perf_counter() - started  # AWS time is not our code
             return result
 
         return intercepted(metered)
@@ -112,14 +126,16 @@ class Meter:
 
         return invocation
 
-    def _count(self, service: str, operation: str, params: dict[str, Any], result: Any) -> None:
+    def _count(
+        self, service: str, operation: str, params: dict[str, Any], result: Any, *, units: bool = True
+    ) -> None:
         usage, ours = self.usage, bool(_FUNCTION.get())
         if service == "sqs" and (ours or operation == "DeleteMessage" or result.get("Messages")):
             usage.sqs_requests += 1  # the event source mapping's receives and deletes are billed too
         if not ours:
             return  # the harness's own reads and the reviewers' listing are not the product's
         usage.operations[f"{service}.{operation}"] += 1
-        if service == "dynamodb":
+        if service == "dynamodb" and units:
             self._capacity(operation, params, result)
         elif service == "s3":
             usage.s3_puts += operation == "PutObject"
