@@ -23,6 +23,7 @@ from lockgate.inbox.routing import InboxEvent, Router
 from lockgate.workflows import Setup
 from shop import register
 from shop.arguments import RefundOrderArgs, SendEmailArgs
+from shop.facts import ShopFacts
 from shop.help import HelpIndex, split_page
 from shop.policies import refund_within_refundable
 from shop.refunds import REFUND_ORDER
@@ -30,7 +31,7 @@ from shop.refunds import reconcile as reconcile_refund
 from shop.replies import reconcile as reconcile_email
 from shop.seed import ADA, GRACE, seed
 from shop.services import ShopServices, ShopSettings
-from shop.task import ShopFacts, start, support_inbox_task
+from shop.task import start, support_inbox_task
 from shop.tools import FIND_ORDERS, LOOKUP_ORDER, READ_EMAIL, SEARCH_HELP
 from tests.support import Aws
 
@@ -464,6 +465,33 @@ def test_given_a_helpdesk_email_when_the_run_starts_then_it_is_stored_and_only_i
         "text": body["text"],
         "received_at": "2026-01-01T00:00:00Z",
     }
+
+
+def test_a_run_reads_a_received_email_once_for_its_policy_and_the_tool(
+    aws: Aws, shop: ShopServices, clients: dict[str, Any]
+) -> None:
+    from shop.policies import message_from_customer
+
+    # Given a stored email from the run's customer
+    start(
+        event({"message_id": "m-9", "from": ADA, "subject": "Hi", "text": "Where is A-1042?"}), {"shop": shop}
+    )
+    reads: list[str] = []
+    clients["dynamodb"].meta.events.register(
+        "before-parameter-build.dynamodb.GetItem",
+        lambda params, **_: reads.append(params["TableName"]) if "Mail" in params["TableName"] else None,
+    )
+    # When the run's policy lets read_email through and the tool reads it, twice
+    ctx = context(shop)
+    args = READ_EMAIL.validate({"message_id": "m-9"})
+    for _ in range(2):
+        assert message_from_customer(args, ctx.facts).allowed
+        assert READ_EMAIL.run(args, ctx)["text"] == "Where is A-1042?"
+    # Then the mailbox was read once: received emails never change
+    assert reads == [aws.names["ShopMailTable"]]
+    # And another run (its own facts) reads it again, so nothing is shared between runs
+    READ_EMAIL.run(args, context(shop))
+    assert len(reads) == 2
 
 
 def test_given_the_same_delivery_twice_when_starting_then_one_email_and_the_same_prompt(

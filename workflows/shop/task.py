@@ -7,15 +7,13 @@ reaches the model only through read_email's result.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from lockgate import BadDelivery, InboxEvent, RunFacts, Start, Task
 from shop.arguments import MESSAGE_ID
-from shop.data import Order, Orders
+from shop.facts import ShopFacts
 from shop.helpdesk import parse_email
 from shop.intake import CUSTOMER_REQUEST
-from shop.mailbox import Mailbox
 from shop.notices import tell_customer
 from shop.refunds import REFUND_ORDER
 from shop.replies import send_email_tool
@@ -45,26 +43,6 @@ How to work:
 Never promise or describe anything the tools did not do. If a tool refuses or says a person
 must approve, tell the customer their request has been passed to the team. Never include other
 customers' data."""
-
-
-@dataclass(frozen=True)
-class ShopFacts:
-    """Current facts for the policies, read from the shop's own tables (RunFacts.lookup)."""
-
-    orders: Orders
-    mailbox: Mailbox
-
-    def order(self, order_id: str) -> Order | None:
-        """An order, read now."""
-        return self.orders.get(order_id)
-
-    def orders_of(self, email: str) -> list[Order]:
-        """A customer's orders."""
-        return self.orders.of_customer(email)
-
-    def sender_of(self, message_id: str) -> str | None:
-        """Who sent a received email."""
-        return self.mailbox.sender_of(message_id)
 
 
 def start(event: InboxEvent, services: Mapping[str, Any]) -> Start:

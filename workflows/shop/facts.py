@@ -1,0 +1,44 @@
+"""The facts a shop run's policies and tools read: current orders, and the emails received."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from shop.data import Order, Orders
+from shop.mailbox import Email, Mailbox
+
+
+@dataclass(frozen=True)
+class ShopFacts:
+    """Current facts for the policies, read from the shop's own tables (RunFacts.lookup).
+
+    One per run. Received emails never change (a message id keeps its first sender), so each is
+    read once per run and shared by the policy and ``read_email``; orders are read every time
+    (a refund's check needs what is refundable now).
+    """
+
+    orders: Orders
+    mailbox: Mailbox
+    _emails: dict[str, Email] = field(default_factory=dict, compare=False, repr=False)
+
+    def email(self, message_id: str) -> Email | None:
+        """A received email, read at most once per run (an unknown id is asked again)."""
+        if message_id not in self._emails:
+            found = self.mailbox.get(message_id)
+            if found is None:
+                return None
+            self._emails[message_id] = found
+        return self._emails[message_id]
+
+    def order(self, order_id: str) -> Order | None:
+        """An order, read now."""
+        return self.orders.get(order_id)
+
+    def orders_of(self, email: str) -> list[Order]:
+        """A customer's orders."""
+        return self.orders.of_customer(email)
+
+    def sender_of(self, message_id: str) -> str | None:
+        """Who sent a received email."""
+        email = self.email(message_id)
+        return email.sender if email else None
