@@ -22,7 +22,7 @@ from lockgate.inbox.models import Delivery, Status
 from lockgate.inbox.routing import InboxEvent, Router
 from lockgate.workflows import Setup
 from shop import register
-from shop.arguments import RefundOrderArgs, SendEmailArgs
+from shop.arguments import LookupOrderArgs, RefundOrderArgs, SendEmailArgs
 from shop.facts import ShopFacts
 from shop.help import HelpIndex, split_page
 from shop.policies import refund_within_refundable
@@ -492,6 +492,28 @@ def test_a_run_reads_a_received_email_once_for_its_policy_and_the_tool(
     # And another run (its own facts) reads it again, so nothing is shared between runs
     READ_EMAIL.run(args, context(shop))
     assert len(reads) == 2
+
+
+def test_a_run_reads_who_owns_an_order_once_but_what_is_refundable_every_time(
+    aws: Aws, shop: ShopServices, clients: dict[str, Any]
+) -> None:
+    from shop.policies import order_belongs_to_customer, refund_within_refundable
+
+    reads: list[str] = []
+    clients["dynamodb"].meta.events.register(
+        "before-parameter-build.dynamodb.GetItem",
+        lambda params, **_: reads.append(params["TableName"]) if "Orders" in params["TableName"] else None,
+    )
+    facts = context(shop).facts
+    # When the run checks the same order's owner three times, it reads the order once
+    for _ in range(3):
+        assert order_belongs_to_customer(LookupOrderArgs(order_id="A-1042"), facts).allowed
+    assert len(reads) == 1
+    # But each refund check reads the order now: what is left to refund can change mid-run
+    args = RefundOrderArgs(order_id="A-1042", amount="10", reason="late")
+    for _ in range(2):
+        assert refund_within_refundable(args, facts).allowed
+    assert len(reads) == 3
 
 
 def test_given_the_same_delivery_twice_when_starting_then_one_email_and_the_same_prompt(

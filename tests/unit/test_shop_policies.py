@@ -62,6 +62,10 @@ class FakeLookup:
     def sender_of(self, message_id: str) -> str | None:
         return self.senders.get(message_id)
 
+    def owner_of(self, order_id: str) -> str | None:
+        order = self.orders.get(order_id)
+        return order.customer_email if order else None
+
 
 def facts(customer: str | None = ADA, lookup: Any = "default") -> RunFacts:
     values = {"customer_email": customer} if customer is not None else {}

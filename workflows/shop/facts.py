@@ -12,14 +12,16 @@ from shop.mailbox import Email, Mailbox
 class ShopFacts:
     """Current facts for the policies, read from the shop's own tables (RunFacts.lookup).
 
-    One per run. Received emails never change (a message id keeps its first sender), so each is
-    read once per run and shared by the policy and ``read_email``; orders are read every time
-    (a refund's check needs what is refundable now).
+    One per run. What never changes is read once per run: a received email (a message id keeps
+    its first sender), shared by the policy and ``read_email``, and who an order belongs to, for
+    the ownership checks. An order itself is read every time (a refund's check needs what is
+    refundable now).
     """
 
     orders: Orders
     mailbox: Mailbox
     _emails: dict[str, Email] = field(default_factory=dict, compare=False, repr=False)
+    _owners: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def email(self, message_id: str) -> Email | None:
         """A received email, read at most once per run (an unknown id is asked again)."""
@@ -32,7 +34,16 @@ class ShopFacts:
 
     def order(self, order_id: str) -> Order | None:
         """An order, read now."""
-        return self.orders.get(order_id)
+        order = self.orders.get(order_id)
+        if order is not None:
+            self._owners[order_id] = order.customer_email
+        return order
+
+    def owner_of(self, order_id: str) -> str | None:
+        """The customer an order belongs to (None for no such order), read at most once per run."""
+        if order_id not in self._owners:
+            self.order(order_id)
+        return self._owners.get(order_id)
 
     def orders_of(self, email: str) -> list[Order]:
         """A customer's orders."""

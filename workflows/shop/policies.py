@@ -53,6 +53,14 @@ def _order(facts: RunFacts, order_id: str) -> OrderFacts | None:
     return order
 
 
+def _owner(facts: RunFacts, order_id: str) -> str | None:
+    """Who an order belongs to; it never changes, so the run's facts may know it already."""
+    if facts.lookup is None:
+        raise LookupError("order facts are unavailable")
+    owner: str | None = facts.lookup.owner_of(order_id)
+    return owner
+
+
 def money(value: Decimal) -> str:
     """Dollars with two decimals, e.g. "$50.00"."""
     return f"${value:,.2f}"
@@ -67,12 +75,12 @@ def _owned_order(args: Any, facts: RunFacts, *, unknown: Verdict) -> Verdict:
     if customer is None:
         return Verdict.deny("this run has no verified customer")
     try:
-        order = _order(facts, args.order_id)
+        owner = _owner(facts, args.order_id)
     except LookupError:
         return Verdict.deny("order ownership cannot be checked right now")
-    if order is None:
+    if owner is None:
         return unknown
-    if order.customer_email.lower() != customer:
+    if owner.lower() != customer:
         return Verdict.deny("that order belongs to another customer")
     return Verdict.allow()
 
@@ -222,9 +230,9 @@ def no_other_customers_orders(args: Any, facts: RunFacts) -> Verdict:
         return Verdict.deny("this run has no verified customer")
     for order_id in order_ids(f"{args.subject}\n{args.body}"):
         try:
-            order = _order(facts, order_id)
+            owner = _owner(facts, order_id)
         except LookupError:
             return Verdict.deny("the orders mentioned in the email cannot be checked right now")
-        if order is not None and order.customer_email.lower() != customer:
+        if owner is not None and owner.lower() != customer:
             return Verdict.deny(f"the email mentions order {order_id}, which belongs to another customer")
     return Verdict.allow()
