@@ -179,3 +179,26 @@ def test_the_check_sees_function_level_imports_and_cycles() -> None:
     assert cycles(edges) == [["a", "b"]]
     # And in the real graph, an import made inside a function counts like any other
     assert "lockgate.jobs.builtin.sweep_inbox" in CORE_GRAPH["lockgate.jobs.factories"]
+
+
+def _picture(text: str) -> str:
+    """The text of a layer picture from its first package line to the foundations' last line."""
+    start = text.index("runtime")
+    end = text.index("foundations", start)
+    tail = text[end:].split("\n\n", 1)[0].split("```", 1)[0]
+    return text[start:end] + tail
+
+
+@pytest.mark.parametrize("where", ["README.md", "layers/core/lockgate/__init__.py"])
+def test_the_pictures_of_the_layers_name_every_package_and_foundation_module(where: str) -> None:
+    # The README's "The code, in one picture" and the package docstring are what a newcomer reads:
+    # they must show the layers this check enforces, foundation modules included.
+    text = (ROOT / where).read_text(encoding="utf-8")
+    picture = _picture(text[text.index("The code, in one picture") :] if where == "README.md" else text)
+    missing = [
+        module
+        for layer in LAYERS
+        for module in layer
+        if module.removeprefix("lockgate.").split(".")[0] not in picture
+    ]
+    assert missing == [], f"{where} does not show {missing}"

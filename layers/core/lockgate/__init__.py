@@ -18,7 +18,7 @@ Packages, each importing only from those below it (``tests/unit/test_layers.py``
     inbox               receipt, the idempotent inbox store and queue, the worker's lease loop, routing
     webhooks            the signature schemes and delivery identity
     foundations         clock, errors, config, settings, secrets, dynamo, telemetry, http, freshness,
-                        restore
+                        restore, schema
 
 Names load on first use, so importing a submodule (the receiver imports ``lockgate.inbox.receipt``)
 never pays for pydantic or the agent.
