@@ -62,9 +62,16 @@ class Buckets:
         assert self.gate.admit("triage", [scope], 0.0, tokens, deadline) is None
 
 
-def breaker(aws: Aws, clock: FixedClock, metrics: CountingMetrics, db: Any = None) -> CircuitBreaker:
+def breaker(
+    aws: Aws, clock: FixedClock, metrics: CountingMetrics, db: Any = None, closed_cache_seconds: float = 0.0
+) -> CircuitBreaker:
     return CircuitBreaker(
-        db or aws.client("dynamodb"), aws.state_table, clock, metrics=metrics, log=LOG
+        db or aws.client("dynamodb"),
+        aws.state_table,
+        clock,
+        closed_cache_seconds=closed_cache_seconds,
+        metrics=metrics,
+        log=LOG,
     )  # defaults: 5 failures in 60 s open it for 30 s
 
 
@@ -289,7 +296,7 @@ def test_a_cached_closed_read_spares_the_table_and_sees_a_circuit_opened_elsewhe
     # Given a worker that trusts a closed read for 5 s, and another Lambda sharing the breaker
     db = aws.client("dynamodb")
     sent = dynamodb_operations(db)
-    here = CircuitBreaker(db, aws.state_table, clock, closed_cache_seconds=5, metrics=metrics, log=LOG)
+    here = breaker(aws, clock, metrics, db=db, closed_cache_seconds=5)
     elsewhere = breaker(aws, clock, metrics)
     # When it makes calls in quick succession, it reads the breaker once
     for _ in range(4):
@@ -316,7 +323,7 @@ def test_a_failure_in_this_process_drops_its_cached_read(
     aws: Aws, clock: FixedClock, metrics: CountingMetrics
 ) -> None:
     db = aws.client("dynamodb")
-    here = CircuitBreaker(db, aws.state_table, clock, closed_cache_seconds=60, metrics=metrics, log=LOG)
+    here = breaker(aws, clock, metrics, db=db, closed_cache_seconds=60)
     here.before_call(MODEL)
     # When its own failures open the circuit
     for _ in range(5):

@@ -62,7 +62,7 @@ class InboxOps:
 
     def show(self, pk: str) -> dict[str, Any]:
         """One delivery's record; the body is summarised, never printed whole."""
-        delivery = self._get(pk)
+        delivery = self._store.get(pk)
         record = {k: v for k, v in delivery.to_item().items() if k not in ("body",)}
         record["body"] = f"{delivery.body_bytes} bytes, sha256 {delivery.body_sha256[:16]}…"
         return record
@@ -72,7 +72,7 @@ class InboxOps:
 
         Its dead letters are removed, so the DLQ (and its alarm) only holds what still needs a person.
         """
-        delivery = self._get(pk)
+        delivery = self._store.get(pk)
         if delivery.status is Status.FAILED:
             delivery = self._store.requeue_failed(pk, now)
         elif delivery.status is not Status.RECEIVED:
@@ -109,7 +109,7 @@ class InboxOps:
 
     def replay(self, pk: str, now: int, by: str) -> tuple[Delivery, bool]:
         """Run a done delivery again on purpose: a new inbox item ``{pk}#replay{n}``; (it, queued now?)."""
-        original = self._get(pk)
+        original = self._store.get(pk)
         if original.status is not Status.DONE:
             raise NotClaimable(
                 f"{pk} is {original.status.value}; only done deliveries replay "
@@ -125,6 +125,3 @@ class InboxOps:
                 return replay, False
             return replay, True
         raise NotClaimable(f"{pk} was already replayed {MAX_REPLAYS} times")
-
-    def _get(self, pk: str) -> Delivery:
-        return self._store.get(pk)  # DeliveryNotFound: the CLI says where it looked (cli/failures.py)
