@@ -206,19 +206,9 @@ def _loop(
 
 def _event(delivery_id: str) -> Any:
     """One email being processed, as the worker hands it to the loop."""
-    from lockgate.inbox.models import Delivery, Status
     from lockgate.inbox.routing import InboxEvent
 
-    delivery = Delivery(
-        pk=f"{SOURCE}#{delivery_id}",
-        source=SOURCE,
-        delivery_id=delivery_id,
-        event_type="email.received",
-        status=Status.PROCESSING,
-        received_at=0,
-        available_at=0,
-    )
-    return InboxEvent(delivery, b"{}")
+    return InboxEvent.claimed(SOURCE, delivery_id, "email.received", b"{}")
 
 
 def added(results: dict[str, Figures], name: str) -> float:

@@ -15,7 +15,6 @@ from lockgate.agent.loop import AgentLoop
 from lockgate.agent.runs import Runs, RunStore
 from lockgate.agent.screen import Screener
 from lockgate.clock import FixedClock
-from lockgate.inbox.models import Delivery, Status
 from lockgate.inbox.routing import InboxEvent
 from lockgate.model.client import ModelClient
 from lockgate.telemetry import CountingMetrics
@@ -83,13 +82,4 @@ def rig(aws: Aws, stub: StubAnthropic, clock: FixedClock) -> AgentRig:
 
 def event(delivery_id: str = "d-1", source: str = "github", body: bytes = b"{}") -> InboxEvent:
     """An inbox event as the worker hands it to a handler."""
-    delivery = Delivery(
-        pk=f"{source}#{delivery_id}",
-        source=source,
-        delivery_id=delivery_id,
-        event_type="push",
-        status=Status.PROCESSING,
-        received_at=0,
-        available_at=0,
-    )
-    return InboxEvent(delivery, body)
+    return InboxEvent.claimed(source, delivery_id, "push", body)

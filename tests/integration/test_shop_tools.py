@@ -18,7 +18,6 @@ from moto.ses.models import ses_backends
 from lockgate.actions.tools import OutcomeUnknown, RunFacts, ToolContext, ToolError
 from lockgate.clock import FixedClock
 from lockgate.errors import BadDelivery, ConfigError
-from lockgate.inbox.models import Delivery, Status
 from lockgate.inbox.routing import InboxEvent, Router
 from lockgate.workflows import Setup
 from shop import register
@@ -88,16 +87,7 @@ def event(
     body: dict[str, Any] | bytes, received_at: int = 1_767_225_600, delivery_id: str = "d-1"
 ) -> InboxEvent:
     raw = body if isinstance(body, bytes) else json.dumps(body).encode()
-    delivery = Delivery(
-        pk=f"helpdesk#{delivery_id}",
-        source="helpdesk",
-        delivery_id=delivery_id,
-        event_type="email.received",
-        status=Status.PROCESSING,
-        received_at=received_at,
-        available_at=received_at,
-    )
-    return InboxEvent(delivery, raw)
+    return InboxEvent.claimed("helpdesk", delivery_id, "email.received", raw, received_at)
 
 
 # ------------------------------------------------------------------ refund_order

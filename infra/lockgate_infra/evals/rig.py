@@ -37,7 +37,6 @@ from lockgate.evals import (
     transcript_from_runs,
 )
 from lockgate.evals.runner import Progress
-from lockgate.inbox.models import Delivery, Status
 from lockgate.inbox.routing import InboxEvent, Router
 from lockgate_infra.evals.models import LOG, EvalSetupError, Models, ModelSpec, parse_model
 
@@ -206,16 +205,9 @@ class TaskTrials:
         data = dict(body)
         if self._suite.id_field and self._suite.id_field not in data:
             data[self._suite.id_field] = delivery_id
-        delivery = Delivery(
-            pk=f"{task.source}#{delivery_id}",
-            source=task.source,
-            delivery_id=delivery_id,
-            event_type=self._suite.event_type,
-            status=Status.PROCESSING,
-            received_at=now,
-            available_at=now,
+        return InboxEvent.claimed(
+            task.source, delivery_id, self._suite.event_type, json.dumps(data).encode(), now
         )
-        return InboxEvent(delivery, json.dumps(data).encode())
 
 
 def _prompt(task: Task) -> tuple[str, list[dict[str, Any]]]:

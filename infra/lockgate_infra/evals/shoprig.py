@@ -20,7 +20,6 @@ from lockgate.agent.loop import AgentLoop
 from lockgate.agent.runs import RunStore
 from lockgate.agent.tasks import Task
 from lockgate.clock import Clock, SystemClock
-from lockgate.inbox.models import Delivery, Status
 from lockgate.inbox.routing import InboxEvent
 from lockgate.model.client import ModelClient
 from lockgate.telemetry import CountingMetrics
@@ -41,16 +40,7 @@ class Email:
         body = json.dumps(
             {"message_id": message_id, "from": self.sender, "subject": self.subject, "text": self.text}
         ).encode()
-        delivery = Delivery(
-            pk=f"helpdesk#{message_id}",
-            source="helpdesk",
-            delivery_id=message_id,
-            event_type="unknown",
-            status=Status.PROCESSING,
-            received_at=received_at,
-            available_at=received_at,
-        )
-        return InboxEvent(delivery, body)
+        return InboxEvent.claimed("helpdesk", message_id, "unknown", body, received_at)
 
 
 @dataclass(frozen=True)

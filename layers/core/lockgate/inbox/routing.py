@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from lockgate.errors import BadDelivery
 from lockgate.freshness import EntityVersions
-from lockgate.inbox.models import Delivery
+from lockgate.inbox.models import Delivery, Status, delivery_key
 from lockgate.telemetry import Log, Metrics
 
 
@@ -19,6 +19,22 @@ class InboxEvent:
 
     delivery: Delivery
     body: bytes
+
+    @classmethod
+    def claimed(
+        cls, source: str, delivery_id: str, event_type: str, body: bytes, received_at: int = 0
+    ) -> InboxEvent:
+        """A delivery as the worker hands it to its handler once claimed: for rigs, benchmarks, tests."""
+        delivery = Delivery(
+            pk=delivery_key(source, delivery_id),
+            source=source,
+            delivery_id=delivery_id,
+            event_type=event_type,
+            status=Status.PROCESSING,
+            received_at=received_at,
+            available_at=received_at,
+        )
+        return cls(delivery, body)
 
     @property
     def source(self) -> str:
