@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import contextvars
 import json
-import math
 import re
 import time
 from collections import Counter
-from collections.abc import Callable
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +35,7 @@ from lockgate_infra.chaos.housekeeping import housekeeping
 from lockgate_infra.chaos.run import START, account
 from lockgate_infra.chaos.traffic import traffic
 from lockgate_infra.cost.prices import PRICES, AwsPrices
+from lockgate_infra.cost.units import Tables, index_write_units, item_bytes, table_write_units, units
 from lockgate_infra.evals.shoprig import ROOT
 
 LOG_BYTES_PER_EVENT = 3_000  # the functions' JSON log lines for one event (request metadata only)
@@ -46,6 +46,7 @@ READS = {"GetItem", "Query", "Scan"}
 # Refusals DynamoDB still bills: the write (or each item of the transaction) was evaluated.
 BILLED_FAILURES = {"ConditionalCheckFailedException", "TransactionCanceledException"}
 _FUNCTION = contextvars.ContextVar("function", default="")
+_QUIET = contextvars.ContextVar("quiet", default=False)
 
 
 @dataclass
@@ -65,7 +66,8 @@ class Usage:
     events: int
     posts: int = 0
     functions: dict[str, FunctionUsage] = field(default_factory=dict)
-    write_units: float = 0.0
+    write_units: float = 0.0  # on the tables
+    index_write_units: float = 0.0  # on their secondary indexes (billed like table writes)
     read_units: float = 0.0
     sqs_requests: int = 0
     s3_puts: int = 0
@@ -83,24 +85,42 @@ class Usage:
 class Meter:
     """Meters every botocore call in the process, attributed to the function making it."""
 
-    def __init__(self, usage: Usage) -> None:
+    def __init__(self, usage: Usage, quiet: Callable[[], AbstractContextManager[Any]] = nullcontext) -> None:
         self.usage = usage
+        self._faults_off = quiet
+        self._tables = Tables(self._quiet)
+
+    @contextmanager
+    def _quiet(self) -> Iterator[None]:
+        """The meter's own reads: not metered, and no fault drawn for them."""
+        token = _QUIET.set(True)
+        try:
+            with self._faults_off():
+                yield
+        finally:
+            _QUIET.reset(token)
 
     def installed(self) -> AbstractContextManager[None]:
         """Route botocore API calls through the meter."""
 
         def metered(client: Any, operation: str, params: dict[str, Any], send: Callable[[], Any]) -> Any:
+            if _QUIET.get():
+                return send()
             started = time.perf_counter()
             service = client.meta.service_model.service_name
+            writes = self._writes(client, operation, params) if service == "dynamodb" else []
             try:
                 result = send()
             except ClientError as exc:
                 # A refused call is a request too, and a failed condition still consumes the write.
                 billed = error_code(exc) in BILLED_FAILURES
-                self._count(service, operation, params if billed else {}, {}, units=billed)
+                self._count(service, operation, params, {}, units=billed)
+                if billed:
+                    self._written(client, writes, changed=False)
                 raise
             else:
                 self._count(service, operation, params, result)
+                self._written(client, writes, changed=True)
             finally:
                 function = self.usage.functions.get(_FUNCTION.get())
                 if function is not None:
@@ -144,18 +164,49 @@ class Meter:
             usage.emails += len(params.get("Destination", {}).get("ToAddresses", [])) or 1
 
     def _capacity(self, operation: str, params: dict[str, Any], result: Any) -> None:
+        if operation in READS:
+            read = result.get("Items") or ([result["Item"]] if "Item" in result else [])
+            self.usage.read_units += units(sum(item_bytes(item) for item in read), 4096)
+
+    def _writes(self, client: Any, operation: str, params: dict[str, Any]) -> list[_Write]:
+        """The items a write call touches, with their images before it (none for other calls)."""
+        if not _FUNCTION.get():
+            return []
         if operation in WRITES:
-            self.usage.write_units += _units(params.get("Item") or params, 1024)
+            parts, weight = [params], 1
         elif operation == "TransactWriteItems":  # transactions cost two units per item-KB
-            for item in params.get("TransactItems", []):
-                self.usage.write_units += 2 * _units(next(iter(item.values())), 1024)
-        elif operation in READS:
-            read = result.get("Items") or result.get("Item") or {}
-            self.usage.read_units += _units(read, 4096)
+            parts = [next(iter(item.values())) for item in params.get("TransactItems", [])]
+            weight = 2
+        else:
+            return []
+        writes = []
+        for part in parts:
+            if "Key" not in part and "Item" not in part:
+                continue
+            table = self._tables.table(client, part["TableName"])
+            key = part.get("Key") or table.key_of(part["Item"])
+            before = self._tables.image(client, part["TableName"], key)
+            writes.append(_Write(part["TableName"], key, part.get("Item"), before, weight))
+        return writes
+
+    def _written(self, client: Any, writes: list[_Write], *, changed: bool) -> None:
+        for write in writes:
+            after = self._tables.image(client, write.table, write.key) if changed else write.before
+            self.usage.write_units += write.weight * table_write_units(write.before, after, write.sent)
+            if changed:
+                table = self._tables.table(client, write.table)
+                self.usage.index_write_units += index_write_units(table, write.before, after)
 
 
-def _units(value: Any, unit_bytes: int) -> int:
-    return max(1, math.ceil(len(json.dumps(value, default=str)) / unit_bytes))
+@dataclass(frozen=True)
+class _Write:
+    """One item a write call touches: where, what was sent, and the item before the call."""
+
+    table: str
+    key: Mapping[str, Any]
+    sent: Mapping[str, Any] | None
+    before: Mapping[str, Any] | None
+    weight: int  # 2 inside a transaction
 
 
 def measure(events: int = 30, seed: int = 1) -> Usage:
@@ -169,8 +220,8 @@ def measure(events: int = 30, seed: int = 1) -> Usage:
         "approval": functions["ApprovalCallbackFunction"].memory_mb,
     }
     usage = Usage(events=events, functions={name: FunctionUsage(mb) for name, mb in memory.items()})
-    meter = Meter(usage)
     plan = FaultPlan(seed, Rates(aws_before=0, aws_after=0, crash_after_effect=0, reenter=0, model=0))
+    meter = Meter(usage, plan.quiet)
     sends = traffic(seeded(seed), events)
     with account(plan, FixedClock(START)) as world, meter.installed():
         world.receiver.receive = meter.timed("receiver", world.receiver.receive)  # type: ignore[method-assign]
@@ -224,7 +275,8 @@ def bill(usage: Usage, assume: Assumptions = Assumptions(), prices: AwsPrices = 
     out.per_event["Lambda compute (GB-s)"] = usage.per_event(gb_seconds) * prices.lambda_gb_second
     out.per_event["Lambda requests"] = usage.per_event(invocations) * prices.lambda_request
     out.per_event["HTTP API requests"] = usage.per_event(usage.posts) * prices.http_api_request
-    out.per_event["DynamoDB writes"] = usage.per_event(usage.write_units) * prices.dynamodb_write_unit
+    writes = usage.write_units + usage.index_write_units
+    out.per_event["DynamoDB writes"] = usage.per_event(writes) * prices.dynamodb_write_unit
     out.per_event["DynamoDB reads"] = usage.per_event(usage.read_units) * prices.dynamodb_read_unit
     out.per_event["SQS requests"] = usage.per_event(usage.sqs_requests) * prices.sqs_request
     out.per_event["S3 requests"] = usage.per_event(

@@ -24,7 +24,8 @@ def render(usage: Usage, result: Bill, months: list[int], assume: Assumptions, o
             f"{own_ms:.1f} ms own compute, {function.memory_mb} MB"
         )
     lines.append(
-        f"  DynamoDB {e(usage.write_units):.1f} write / {e(usage.read_units):.1f} read units; "
+        f"  DynamoDB {e(usage.write_units + usage.index_write_units):.1f} write units "
+        f"({e(usage.index_write_units):.1f} on indexes), {e(usage.read_units):.1f} read units; "
         f"SQS {e(usage.sqs_requests):.1f} requests; S3 {e(usage.s3_puts + usage.s3_gets):.2f}; "
         f"SES {e(usage.emails):.2f} emails; model {e(usage.model_calls):.1f} calls"
     )
