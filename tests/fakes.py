@@ -42,11 +42,14 @@ class MemoryRuns:
         run.steps.append(step)
         return step
 
-    def finish(self, run: Run, status: str, outcome: str, totals: dict[str, Any]) -> None:
+    def finish(self, run: Run, status: str, outcome: str, totals: dict[str, Any]) -> bool:
         stored = self._runs[run.run_id]
+        if stored.status != "running":
+            return False
         now = int(self._clock.now())
         stored.status, stored.outcome, stored.totals, stored.updated_at = status, outcome, dict(totals), now
         run.status, run.outcome, run.totals, run.updated_at = status, outcome, totals, now
+        return True
 
     def get(self, run_id: str) -> Run | None:
         stored = self._runs.get(run_id)

@@ -57,11 +57,26 @@ def test_a_step_is_written_once_and_a_second_write_returns_the_first(runs: Any) 
 
 def test_finish_records_how_the_run_ended(runs: Any) -> None:
     run = runs.open("github#d-3", "triage", "github#d-3")
-    runs.finish(run, "completed", "replied", {"cost_usd": 0.01})
+    assert runs.finish(run, "completed", "replied", {"cost_usd": 0.01}) is True
     stored = runs.get("github#d-3")
     assert stored is not None
     assert (stored.status, stored.outcome, stored.totals) == ("completed", "replied", {"cost_usd": 0.01})
     assert runs.get("github#nope") is None
+
+
+def test_a_replayed_finish_says_so_and_changes_nothing(runs: Any) -> None:
+    # Given a run that ended
+    run = runs.open("github#d-4", "triage", "github#d-4")
+    runs.finish(run, "completed", "replied", {"cost_usd": 0.01})
+    # When a redelivery replays it to its end and finishes it again
+    replay = runs.open("github#d-4", "triage", "github#d-4")
+    ended = runs.finish(replay, "step_limit", "other", {"cost_usd": 0.02})
+    # Then that finish did not end the run (what follows a finish is not done again), and the
+    # stored outcome is the first one
+    assert ended is False
+    stored = runs.get("github#d-4")
+    assert stored is not None
+    assert (stored.status, stored.outcome, stored.totals) == ("completed", "replied", {"cost_usd": 0.01})
 
 
 def _execute(ledger: Any, effect: Any, fingerprint: str = "f1") -> Any:

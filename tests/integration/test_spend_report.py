@@ -36,12 +36,12 @@ def test_spend_reads_each_days_rollup_per_task_and_model(aws: Aws, clock: FixedC
     clock.advance(DAY)
     rollup.add_run("r2", "support-inbox", {"claude-sonnet-5-5": totals([(cached, 0.01), (cached, 0.01)])})
     rollup.add_run("r3", "triage", {"claude-haiku-5-5": totals([(Usage(input_tokens=400), 0.00004)])})
-    rollup.add_run("r2", "support-inbox", {"claude-sonnet-5-5": totals([(cached, 0.01)])})  # replayed finish
 
     # When the last two days are read
     rows = spend_rows(db, aws.state_table, clock.now(), days=2)
 
-    # Then there is a row per day, task and model, each run counted once
+    # Then there is a row per day, task and model, each run counted once (the loop adds a run only
+    # after the finish that ended it: tests/agent/test_costs.py)
     by_key = {(r["day"], r["task"], r["model"]): r for r in rows}
     assert set(by_key) == {
         ("2026-01-02", "support-inbox", "claude-sonnet-5-5"),

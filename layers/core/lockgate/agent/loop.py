@@ -247,8 +247,8 @@ class AgentLoop:
         return results
 
     def _finish(self, run: Run, status: str, summary: str, totals: Totals, state: RunState) -> RunOutcome:
-        self._runs.finish(run, status, summary, totals.as_dict(state))
-        if self._rollup is not None:
+        ended = self._runs.finish(run, status, summary, totals.as_dict(state))
+        if ended and self._rollup is not None:  # a replayed finish was counted the first time
             self._rollup.add_run(run.run_id, run.task, totals.by_model)
         self._metrics.add_metric(name=f"Run_{status}", unit="Count", value=1)
         return RunOutcome(run.run_id, status, summary)

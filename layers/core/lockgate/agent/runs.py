@@ -66,8 +66,8 @@ class Runs(Protocol):
         """Write step ``n`` once; if it already exists, the stored one."""
         ...
 
-    def finish(self, run: Run, status: str, outcome: str, totals: dict[str, Any]) -> None:
-        """Record how the run ended."""
+    def finish(self, run: Run, status: str, outcome: str, totals: dict[str, Any]) -> bool:
+        """Record how the run ended; False when it had already ended (a replay changes nothing)."""
         ...
 
     def get(self, run_id: str) -> Run | None:
@@ -149,25 +149,36 @@ class RunStore:
         run.steps.append(step)
         return step
 
-    def finish(self, run: Run, status: str, outcome: str, totals: dict[str, Any]) -> None:
-        """Record how the run ended and its totals (tokens, cost, blocked calls, taint)."""
+    def finish(self, run: Run, status: str, outcome: str, totals: dict[str, Any]) -> bool:
+        """Record how the run ended and its totals (tokens, cost, blocked calls, taint), once.
+
+        Only the write that moves the run from ``running`` counts: a replayed finish (a redelivery
+        after a crash) returns False and changes nothing, so what follows a finish happens once.
+        """
         now = int(self._clock.now())
         try:
             self._db.update_item(
                 TableName=self._table,
                 Key={"pk": {"S": _pk(run.run_id)}, "sk": {"S": "meta"}},
                 UpdateExpression="SET #s = :s, outcome = :o, totals = :t, updated_at = :now",
+                ConditionExpression="#s = :running",
                 ExpressionAttributeNames={"#s": "status"},
                 ExpressionAttributeValues={
                     ":s": {"S": status},
                     ":o": {"S": outcome[:2000]},
                     ":t": {"S": json.dumps(totals, default=str)},
                     ":now": {"N": str(now)},
+                    ":running": {"S": "running"},
                 },
             )
-        except (ClientError, BotoCoreError) as exc:
+        except ClientError as exc:
+            if error_code(exc) == "ConditionalCheckFailedException":
+                return False
+            raise StoreUnavailable(error_code(exc)) from exc
+        except BotoCoreError as exc:
             raise StoreUnavailable(type(exc).__name__) from exc
         run.status, run.outcome, run.totals, run.updated_at = status, outcome, totals, now
+        return True
 
     def get(self, run_id: str) -> Run | None:
         """A run with all its steps, or None."""

@@ -1,9 +1,12 @@
 """What model calls cost, per task and model: a daily rollup in the State table and EMF metrics.
 
-The rollup is written once per run, when it finishes: one TransactWriteItems that adds the run's
-totals per model to ``usage#YYYY-MM-DD`` / ``rollup#TASK#MODEL`` and puts a ``run#RUN_ID`` marker
-(conditional), so a replayed finish is not counted twice. That is one DynamoDB call per run, not
-per model call. ``lockgate spend`` reads a day with one Query.
+The rollup is written once per run, when it finishes: a plain atomic ``ADD`` of the run's totals
+per model to ``usage#YYYY-MM-DD`` / ``rollup#TASK#MODEL`` (one write unit, one call for a run on
+one model). "Once" is decided by the run's own finish, a conditional transition from
+``running``: a replayed finish (a redelivery after a crash) adds nothing. The price of the plain
+write: a crash between the finish and the ADD leaves that run out of the day's report (an
+under-count of the report only; the run's own totals are right), where a transaction with a
+marker would have cost six write units per run. ``lockgate spend`` reads a day with one Query.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from botocore.exceptions import BotoCoreError, ClientError
 
 from lockgate.clock import Clock
-from lockgate.dynamo import error_code, read_all
+from lockgate.dynamo import read_all
 from lockgate.model.client import Usage
 from lockgate.model.pricing import PRICES
 from lockgate.telemetry import Log, Metrics
@@ -116,48 +119,31 @@ class UsageRollup:
         self._metrics = metrics
 
     def add_run(self, run_id: str, task: str, by_model: Mapping[str, ModelTotals]) -> bool:
-        """One transaction for the run; False if it was already counted (or could not be written)."""
-        if not by_model:
-            return False
+        """Add the run's totals to the day's rows (one plain ADD per model); False if any failed.
+
+        Called once per run: the caller adds only after the finish that ended the run.
+        """
         now = int(self._clock.now())
         day = day_of(now)
-        writes: list[Any] = [  # TransactWriteItem dicts
-            {
-                "Put": {
-                    "TableName": self._table,
-                    "Item": {**_key(day, f"run#{run_id}"), "ttl": {"N": str(now + TTL_SECONDS)}},
-                    "ConditionExpression": "attribute_not_exists(pk)",
-                }
-            }
-        ]
+        written = bool(by_model)
         for model, totals in by_model.items():
             values = {f":{k}": {"N": str(v)} for k, v in totals.as_dict().items() if k != "usd"}
             values[":usd"] = {"N": str(Decimal(f"{totals.usd:.6f}"))}
             values[":ttl"] = {"N": str(now + TTL_SECONDS)}
             values[":one"] = {"N": "1"}
             adds = ", ".join(f"{k} :{k}" for k in totals.as_dict())
-            writes.append(
-                {
-                    "Update": {
-                        "TableName": self._table,
-                        "Key": _key(day, f"rollup#{task}#{model}"),
-                        "UpdateExpression": f"ADD {adds}, runs :one SET #ttl = :ttl",
-                        "ExpressionAttributeNames": {"#ttl": "ttl"},
-                        "ExpressionAttributeValues": values,
-                    }
-                }
-            )
-        try:
-            self._db.transact_write_items(TransactItems=writes)
-        except ClientError as exc:
-            if error_code(exc) == "TransactionCanceledException" and _marker_exists(exc):
-                return False  # this run was counted when it first finished
-            self._failed(run_id, type(exc).__name__)
-            return False
-        except BotoCoreError as exc:
-            self._failed(run_id, type(exc).__name__)
-            return False
-        return True
+            try:
+                self._db.update_item(
+                    TableName=self._table,
+                    Key=_key(day, f"rollup#{task}#{model}"),
+                    UpdateExpression=f"ADD {adds}, runs :one SET #ttl = :ttl",
+                    ExpressionAttributeNames={"#ttl": "ttl"},
+                    ExpressionAttributeValues=values,
+                )
+            except (ClientError, BotoCoreError) as exc:
+                self._failed(run_id, type(exc).__name__)
+                written = False
+        return written
 
     def _failed(self, run_id: str, error: str) -> None:
         # The run's own totals stay right; only the daily report under-counts. Say so.
@@ -187,8 +173,3 @@ def day_of(epoch: float) -> str:
 
 def _key(day: str, sk: str) -> dict[str, Any]:
     return {"pk": {"S": f"usage#{day}"}, "sk": {"S": sk}}
-
-
-def _marker_exists(exc: ClientError) -> bool:
-    reasons = exc.response.get("CancellationReasons") or []
-    return bool(reasons) and reasons[0].get("Code") == "ConditionalCheckFailed"
