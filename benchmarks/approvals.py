@@ -97,7 +97,7 @@ def _metered(actions: int) -> tuple[Any, int, int]:
 def _lambda_work(usage: Any, per: int, reviewers: int) -> LambdaWork:
     """Our functions' invocations and GB-seconds per approved action (AWS call time at the assumed
     latency), plus the notifier's invocation, the notice to the customer and the reviewers' links."""
-    from lockgate_infra.cost.meter import Assumptions
+    from lockgate_infra.cost.bill import Assumptions
 
     assume = Assumptions()
     gb_seconds = (

@@ -7,7 +7,8 @@ import io
 import pytest
 
 from lockgate_infra.cli.main import main
-from lockgate_infra.cost.meter import Assumptions, FunctionUsage, Usage, _ticks_per_month, bill, measure
+from lockgate_infra.cost.bill import Assumptions, _ticks_per_month, bill
+from lockgate_infra.cost.meter import FunctionUsage, Usage, measure
 from lockgate_infra.cost.prices import PRICES
 from tests.support import Aws
 

@@ -6,7 +6,8 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from lockgate_infra.cli.options import non_negative_float, positive_int
-from lockgate_infra.cost.meter import LOG_BYTES_PER_EVENT, Assumptions, Bill, Usage, bill, measure
+from lockgate_infra.cost.bill import Assumptions, Bill, bill
+from lockgate_infra.cost.meter import LOG_BYTES_PER_EVENT, Usage, measure
 from lockgate_infra.cost.prices import PRICES_CHECKED, REGION
 
 
