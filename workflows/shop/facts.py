@@ -15,13 +15,19 @@ class ShopFacts:
     One per run. What never changes is read once per run: a received email (a message id keeps
     its first sender), shared by the policy and ``read_email``, and who an order belongs to, for
     the ownership checks. An order itself is read every time (a refund's check needs what is
-    refundable now).
+    refundable now), except that ``lookup_order`` shows the order its own ownership check read.
     """
 
     orders: Orders
     mailbox: Mailbox
     _emails: dict[str, Email] = field(default_factory=dict, compare=False, repr=False)
     _owners: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+    _just_read: dict[str, Order] = field(default_factory=dict, compare=False, repr=False)
+
+    def remember(self, email: Email) -> ShopFacts:
+        """Know a received email without reading it (the run's own, which start just stored)."""
+        self._emails[email.message_id] = email
+        return self
 
     def email(self, message_id: str) -> Email | None:
         """A received email, read at most once per run (an unknown id is asked again)."""
@@ -40,10 +46,27 @@ class ShopFacts:
         return order
 
     def owner_of(self, order_id: str) -> str | None:
-        """The customer an order belongs to (None for no such order), read at most once per run."""
-        if order_id not in self._owners:
-            self.order(order_id)
+        """The customer an order belongs to (None for no such order), read at most once per run.
+
+        When this check is what read the order, the order is kept for the tool of the same call
+        (``just_read``); any later check of it forgets that read.
+        """
+        if order_id in self._owners:
+            self._just_read.pop(order_id, None)
+            return self._owners[order_id]
+        order = self.order(order_id)
+        if order is not None:
+            self._just_read[order_id] = order
         return self._owners.get(order_id)
+
+    def just_read(self, order_id: str) -> Order | None:
+        """The order as the ownership check of this same tool call read it (once), else read now.
+
+        For answers that show an order (``lookup_order``): the check's read is milliseconds old.
+        A refund's checks and its effect never use this: they read the order now.
+        """
+        found = self._just_read.pop(order_id, None)
+        return found if found is not None else self.order(order_id)
 
     def orders_of(self, email: str) -> list[Order]:
         """A customer's orders."""

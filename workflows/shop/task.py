@@ -49,10 +49,12 @@ def start(event: InboxEvent, services: Mapping[str, Any]) -> Start:
     """Store the email, then begin the run with ids only and the verified sender as a fact."""
     shop = shop_services(services)
     email = parse_email(event)
+    known = email
     if not shop.mailbox.store(email):
         stored = shop.mailbox.get(email.message_id)
         if stored is None or stored.sender != email.sender:
             raise BadDelivery("helpdesk email: this message_id was already used by another sender")
+        known = stored  # a redelivery: the email as first stored
     earlier = [
         message_id
         for message_id in shop.mailbox.recent_from(
@@ -66,7 +68,8 @@ def start(event: InboxEvent, services: Mapping[str, Any]) -> Start:
     )
     facts = RunFacts(
         values={"customer_email": email.sender, "message_id": email.message_id},
-        lookup=ShopFacts(shop.orders, shop.mailbox),
+        # The run's own email is known: its policy check and read_email need no read of it.
+        lookup=ShopFacts(shop.orders, shop.mailbox).remember(known),
     )
     return Start(prompt=prompt, facts=facts)
 

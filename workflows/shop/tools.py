@@ -33,7 +33,11 @@ def read_email(args: ReadEmailArgs, context: ToolContext) -> dict[str, Any]:
 
 def lookup_order(args: LookupOrderArgs, context: ToolContext) -> dict[str, Any]:
     """One order's details, if it is the customer's."""
-    order = shop_services(context.services).orders.get(args.order_id)
+    lookup = context.facts.lookup
+    if isinstance(lookup, ShopFacts):  # the read its ownership check just made, if it made one
+        order = lookup.just_read(args.order_id)
+    else:
+        order = shop_services(context.services).orders.get(args.order_id)
     if order is None:
         raise ToolError(
             f"No order called {args.order_id!r}. Order numbers look like A-1042; "
