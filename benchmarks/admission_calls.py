@@ -1,19 +1,24 @@
 """DynamoDB calls per model call that the budget and the rate limits add, measured on moto.
 
-The agent loop answers the same events through the real SDK and the local stub in three set-ups
-over one in-process moto (template.yaml's State table), counting every DynamoDB request
-(botocore ``before-send``) on the one client all of them share:
+The agent loop answers the same events through the real SDK and the local stub in several
+set-ups over one in-process moto (template.yaml's State table), counting every DynamoDB request
+(botocore ``before-send``) on the one client all of them share. Each event is a run of
+``CALLS_PER_RUN`` model calls (three tool turns with a read-only tool, then the answer), the
+shape of the example's runs:
 
-- **no controls**: the loop alone (its run records: open, step, finish).
-- **gate**: daily caps (global + the task's own) and rate buckets (the event's source and the
-  model), admitted as Lockgate does: one ``TransactWriteItems`` before the call, one after
-  (``lockgate.capacity.gate``).
-- **one by one**: the gate's own updates sent separately, as before the gate: a conditional
-  update per bucket, one per counter to hold, one per counter to settle.
+- **no controls**: the loop alone (its run records: open, steps, finish).
+- **allowance (as deployed)**: daily caps (global + the task's own) and rate buckets (the
+  event's source and the model), the run's next five calls admitted by one
+  ``TransactWriteItems`` and settled by one when the run stops (``lockgate.capacity.allowance``).
+- **one call per admission**: the same gate, one transaction before each call and one after
+  (the design before the allowance; the loop's ``calls_ahead=0``).
+- **one by one**: the gate's own updates sent separately, per call (the design before the
+  gate): a conditional update per bucket, one per counter to hold, one per counter to settle.
 
-Added calls per model call = (set-up - no controls) / model calls; target **<= 2**. The day's
-first calls (which open the counters) are warm-up and not counted. The circuit breaker's read
-(one ``GetItem`` per call) is not budget or rate limit; it is shown on its own line.
+Added calls per model call = (set-up - no controls) / model calls; target **<= 0.5** for the
+allowance (one write before a run of four calls and one after). The day's first runs (which
+open the counters) are warm-up and not counted. The circuit breaker's reads are not budget or
+rate limit; they are shown on their own line.
 
 Run: ``python -m benchmarks.admission_calls [--events 50]``; exits non-zero over the target.
 """
@@ -31,8 +36,10 @@ from typing import Any
 
 from benchmarks.moto_counting import CallCounter, moto_stack, quiet_logger
 
-TARGET = 2
+TARGET = 0.5
+CALLS_PER_RUN = 4
 MODEL, SOURCE, TASK = "claude-haiku-4-5", "helpdesk", "triage"
+DEPLOYED = "allowance (as deployed)"
 
 
 @dataclass
@@ -76,6 +83,13 @@ class OneByOne:
                 self._sent(again.update)
         return self.spend.reservation(task, holds)
 
+    def admit_ahead(self, task: str, scopes: list[str], estimate_usd: float, tokens: int, deadline: float,
+                    **_: Any) -> Any:  # fmt: skip
+        """One call per admission, whatever is asked: this design had no allowance."""
+        from lockgate.capacity.gate import Ahead
+
+        return Ahead(self.admit(task, scopes, estimate_usd, tokens, deadline), 1)
+
     def settle(self, reservation: Any, actual_usd: float) -> None:
         for update in self.spend.settle_updates(reservation, actual_usd):
             self._sent(update)
@@ -98,12 +112,22 @@ class OneByOne:
 @contextmanager
 def _stub() -> Iterator[Any]:
     from lockgate_infra.stub.models import Scripted
-    from lockgate_infra.stub.replies import Reply
     from lockgate_infra.stub.server import StubAnthropic
 
     with StubAnthropic(Scripted([]), min_cacheable_tokens=0) as stub:
-        stub.set_model(lambda request: Reply([{"type": "text", "text": "Thanks, noted."}]))
+        stub.set_model(_answer)
         yield stub
+
+
+def _answer(request: dict[str, Any]) -> Any:
+    """Three turns that read a note, then the answer: CALLS_PER_RUN model calls per run."""
+    from lockgate_infra.stub.replies import Reply
+
+    turns = sum(1 for m in request["messages"] if m["role"] == "assistant")
+    if turns < CALLS_PER_RUN - 1:
+        use = {"type": "tool_use", "id": f"t{turns}", "name": "read_note", "input": {"n": turns}}
+        return Reply([use], stop_reason="tool_use")
+    return Reply([{"type": "text", "text": "Thanks, noted."}])
 
 
 def measure(events: int = 50, warmup: int = 2) -> dict[str, Figures]:
@@ -135,16 +159,22 @@ def measure(events: int = 50, warmup: int = 2) -> dict[str, Figures]:
 
 
 def _task() -> Any:
-    """The one task every event runs: a single model call, no tools."""
-    from lockgate.actions.tools import RunFacts
+    """The one task every event runs: a read-only tool, CALLS_PER_RUN model calls."""
+    from pydantic import BaseModel
+
+    from lockgate.actions.tools import RunFacts, Tool
     from lockgate.agent.tasks import Start, Task
 
+    class NoteArgs(BaseModel):
+        n: int
+
+    note = Tool("read_note", "Read a note.", NoteArgs, lambda a, ctx: {"note": a.n}, lambda a: f"note {a.n}")
     return Task(
         name=TASK,
         source=SOURCE,
         event_type="*",
         system="Classify the customer's email.",
-        tools=[],
+        tools=[note],
         start=lambda event, services: Start("Classify this email: where is my order?", RunFacts(values={})),
         model=MODEL,
         max_output_tokens=256,
@@ -168,6 +198,7 @@ def _setups(db: Any, table: str, clock: Any, metrics: Any, log: Any) -> dict[str
     from lockgate.capacity.gate import Gate
     from lockgate.capacity.ratelimit import Bucket, RateLimiter
     from lockgate.capacity.spend import SpendCaps
+    from lockgate.runtime.worker import BREAKER_CACHE_SECONDS
 
     spend = SpendCaps(
         db, table, clock, global_cap_usd=1_000.0, task_caps={TASK: 500.0}, metrics=metrics, log=log
@@ -176,11 +207,15 @@ def _setups(db: Any, table: str, clock: Any, metrics: Any, log: Any) -> dict[str
     limiter = RateLimiter(db, table, clock, limits=limits, metrics=metrics, log=log)
     return {
         "no controls": {},
-        "gate (budget + rate limits)": {"gate": Gate(db, clock, spend=spend, limiter=limiter)},
-        "one by one (before the gate)": {"gate": OneByOne(db, clock, spend, limiter)},
-        "gate + circuit breaker": {
+        DEPLOYED: {"gate": Gate(db, clock, spend=spend, limiter=limiter)},
+        "one call per admission": {"gate": Gate(db, clock, spend=spend, limiter=limiter), "calls_ahead": 0},
+        "one by one (before the gate)": {"gate": OneByOne(db, clock, spend, limiter), "calls_ahead": 0},
+        "allowance + circuit breaker": {
             "gate": Gate(db, clock, spend=spend, limiter=limiter),
-            "breaker": CircuitBreaker(db, table, clock, metrics=metrics, log=log),
+            # As deployed: a closed read is trusted for a few seconds (lockgate.runtime.worker).
+            "breaker": CircuitBreaker(
+                db, table, clock, closed_cache_seconds=BREAKER_CACHE_SECONDS, metrics=metrics, log=log
+            ),
         },
     }
 
@@ -229,14 +264,16 @@ def render(results: dict[str, Figures]) -> str:
             f"{figures.name:<32} {figures.model_calls:>11} {figures.per_model_call:>20.2f} "
             f"{added(results, figures.name):>6.2f}  {ops}"
         )
-    gate, old = added(results, "gate (budget + rate limits)"), added(results, "one by one (before the gate)")
-    with_controls = results["gate (budget + rate limits)"].per_model_call / base.per_model_call
+    deployed, per_call = added(results, DEPLOYED), added(results, "one call per admission")
+    old = added(results, "one by one (before the gate)")
+    with_controls = results[DEPLOYED].per_model_call / base.per_model_call
     lines += [
         "",
-        f"added by budget + rate limit (gate): {gate:.2f} calls per model call, target <= {TARGET}: "
-        + ("MET" if gate <= TARGET else "MISSED"),
+        f"added by budget + rate limits ({DEPLOYED}, runs of {CALLS_PER_RUN} calls): {deployed:.2f} calls "
+        f"per model call, target <= {TARGET}: " + ("MET" if deployed <= TARGET else "MISSED"),
         f"ratio with controls / no controls (all DynamoDB calls per model call): {with_controls:.2f}",
-        f"ratio gate / one by one (added calls): {gate / old:.2f} ({gate:.2f} vs {old:.2f})",
+        f"ratio allowance / one call per admission (added calls): {deployed / per_call:.2f} "
+        f"({deployed:.2f} vs {per_call:.2f}); / one by one: {deployed / old:.2f} (vs {old:.2f})",
     ]
     return "\n".join(lines)
 
@@ -244,7 +281,9 @@ def render(results: dict[str, Figures]) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Print the comparison; --json for machine-readable output."""
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--events", type=int, default=50, help="events per set-up (one model call each)")
+    parser.add_argument(
+        "--events", type=int, default=50, help=f"runs per set-up ({CALLS_PER_RUN} model calls each)"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     results = measure(args.events)
@@ -254,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     else:
         print(render(results))
-    return 0 if added(results, "gate (budget + rate limits)") <= TARGET else 1
+    return 0 if added(results, DEPLOYED) <= TARGET else 1
 
 
 if __name__ == "__main__":

@@ -290,13 +290,16 @@ def test_the_worker_runtime_admits_each_call_through_the_configured_model_and_so
         run_id="run#github#w", remaining_seconds=lambda: 300.0, versions=None, log=LOG, metrics=rig.metrics
     )  # type: ignore[arg-type]
     assert handler(event("w"), context) == "test-task: completed: done"
-    # Then both buckets moved by one request (1 s at 60/min, 2 s at 30/min), and the budget holds the cost
+    # Then both buckets gave the run its next five calls in one take (1 s each at 60/min, 2 s at
+    # 30/min), and once the run stopped the budget holds exactly what its one call cost
     now = Decimal(int(clock.now()))
     model_bucket = state_row(rig, f"bucket#model#{PRIMARY}", "rate")
     source_bucket = state_row(rig, "bucket#source#github", "rate")
-    assert model_bucket is not None and Decimal(model_bucket["req_tat"]["N"]) == now + 1
-    assert source_bucket is not None and Decimal(source_bucket["req_tat"]["N"]) == now + 2
+    assert model_bucket is not None and Decimal(model_bucket["req_tat"]["N"]) == now + 5
+    assert source_bucket is not None and Decimal(source_bucket["req_tat"]["N"]) == now + 10
     assert Decimal(source_bucket["tok_tat"]["N"]) == now  # requests-only limit
     spend = state_row(rig, "spend#2026-01-01", "global")
-    assert spend is not None and Decimal(spend["spent"]["N"]) > 0
+    run = rig.runs().get("run#github#w") or rig.runs().get("github#w")
+    assert spend is not None and run is not None
+    assert Decimal(spend["spent"]["N"]) == Decimal(str(run.totals["cost_usd"])) > 0
     assert rig.stub.requests[0]["max_tokens"] == 300

@@ -80,20 +80,21 @@ def test_model_costs_benchmark_each_control_lowers_dollars_per_event() -> None:
     assert "all controls / no controls" in render(rows)
 
 
-def test_admission_calls_adds_at_most_two_dynamodb_calls_per_model_call() -> None:
+def test_admission_calls_adds_two_writes_per_run_not_per_model_call() -> None:
     from benchmarks import admission_calls
 
-    # Given the same events through the loop with no controls, the gate, and the controls one by one
+    # Given the same runs (four model calls each) through the loop with no controls, the allowance
+    # as deployed, one admission per call, and the controls one by one
     results = admission_calls.measure(events=3, warmup=1)
-    # Then each event made one model call, and the gate adds exactly its two writes
-    assert {f.model_calls for f in results.values()} == {3}
-    assert admission_calls.added(results, "gate (budget + rate limits)") == 2
-    gate_ops = results["gate (budget + rate limits)"].operations - results["no controls"].operations
+    # Then each run made four model calls, and the allowance adds one write before and one after
+    assert {f.model_calls for f in results.values()} == {12}
+    assert admission_calls.added(results, admission_calls.DEPLOYED) == 0.5
+    gate_ops = results[admission_calls.DEPLOYED].operations - results["no controls"].operations
     assert gate_ops == {"dynamodb.TransactWriteItems": 6}
-    # And the one-by-one design it replaces needs six (2 counters x reserve + settle, 2 buckets)
+    # And the designs it replaces need two per call (one admission each) and six (one by one)
+    assert admission_calls.added(results, "one call per admission") == 2
     assert admission_calls.added(results, "one by one (before the gate)") == 6
-    assert admission_calls.added(results, "gate + circuit breaker") == 3  # + the breaker's GetItem
-    assert "target <= 2: MET" in admission_calls.render(results)
+    assert "target <= 0.5: MET" in admission_calls.render(results)
 
 
 def test_approvals_benchmark_meters_each_approved_action_and_prices_step_functions() -> None:

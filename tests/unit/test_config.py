@@ -168,6 +168,7 @@ def test_capacity_limits_parse_per_model_and_per_source() -> None:
     # And no [capacity] section means no shared limits and the conservative defaults
     default = parse_config({}).capacity
     assert (dict(default.models), dict(default.sources), default.fallback_requests_per_minute) == ({}, {}, 5)
+    assert default.calls_per_admission == 5
 
 
 @pytest.mark.parametrize(
@@ -187,6 +188,7 @@ def test_capacity_limits_parse_per_model_and_per_source() -> None:
         ({"retry_budget_ratio": 1.5}, r"retry_budget_ratio must be a number from 0 to 1"),
         ({"count_tokens": "yes"}, r"count_tokens must be true or false"),
         ({"fallback_requests_per_minute": -1}, r"fallback_requests_per_minute must be a positive"),
+        ({"calls_per_admission": 0}, r"calls_per_admission must be a positive"),
         ({"limits": {}}, r"\[capacity\]: unknown key"),
     ],
 )

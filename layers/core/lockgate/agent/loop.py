@@ -21,6 +21,7 @@ from lockgate.agent.screen import Ask, Screener
 from lockgate.agent.tasks import Task
 from lockgate.agent.tool_calls import ToolCalls
 from lockgate.capacity.admission import Admission, InputTooLarge
+from lockgate.capacity.allowance import DEFAULT_CALLS_AHEAD, RunAllowances
 from lockgate.capacity.breaker import CircuitBreaker
 from lockgate.capacity.gate import Gate
 from lockgate.clock import Clock
@@ -63,6 +64,7 @@ class AgentLoop:
         usage_metrics: UsageMetrics | None = None,
         gate: Gate | None = None,
         count_tokens: bool = False,
+        calls_ahead: int = DEFAULT_CALLS_AHEAD,
     ) -> None:
         self._model = model
         self._runs = runs
@@ -86,12 +88,30 @@ class AgentLoop:
             count_tokens=count_tokens,
             responses=responses,
         )
+        self._calls_ahead = calls_ahead
         self._batches = batches
         self._rollup = rollup
         self._usage_metrics = usage_metrics or NoUsageMetrics()
 
     def run(self, task: Task, event: InboxEvent, deadline: float) -> RunOutcome:
         """Run (or resume) the task for this event until the model ends its turn or a limit hits."""
+        # Model calls are admitted a few at a time; what the run held and did not spend is given
+        # back when it stops, however it stops (lockgate.capacity.allowance).
+        # calls_ahead=0: each call admitted and settled on its own (the design before allowances).
+        allowances = (
+            RunAllowances(self._calls.gate, task.name, event.delivery.source, self._calls_ahead)
+            if self._calls_ahead > 0
+            else None
+        )
+        try:
+            return self._run(task, event, deadline, allowances)
+        finally:
+            if allowances is not None:
+                allowances.close()
+
+    def _run(
+        self, task: Task, event: InboxEvent, deadline: float, allowances: RunAllowances | None
+    ) -> RunOutcome:
         start = task.start(event, task.services)
         run = self._runs.open(event.delivery.pk, task.name, event.delivery.pk)
         state = RunState(start.facts)
@@ -100,7 +120,7 @@ class AgentLoop:
         cache_ttl = task.prompt_cache_ttl(prefix_tokens(task.system_prompt(), tools))
         prompt = start.prompt
         if task.intake is not None:
-            taken = self._take_in(task, event, run, deadline, totals)
+            taken = self._take_in(task, event, run, deadline, totals, allowances)
             if taken.needs_person:
                 # Guessing at a request nobody could read is worse than asking a person.
                 self._metrics.add_metric(name="RunNeedsPerson", unit="Count", value=1)
@@ -108,10 +128,12 @@ class AgentLoop:
                 return self._finish(run, "needs_person", f"could not read the request: {why}", totals, state)
             prompt = with_request(prompt, taken)
         messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
-        ask = self._ask_for(task, event.delivery.source, totals)
+        ask = self._ask_for(task, event.delivery.source, totals, allowances)
         for n in range(1, task.max_steps + 1):
             try:
-                reply = self._reply(task, run, n, tools, messages, deadline, totals, cache_ttl, event)
+                reply = self._reply(
+                    task, run, n, tools, messages, deadline, totals, cache_ttl, event, allowances
+                )
             except InputTooLarge as exc:
                 self._finish(run, "input_too_large", str(exc), totals, state)
                 raise  # set aside with this reason: a person must shorten or handle the input
@@ -148,6 +170,7 @@ class AgentLoop:
         totals: Totals,
         cache_ttl: str,
         event: InboxEvent,
+        allowances: RunAllowances | None,
     ) -> ModelReply:
         recorded = run.step(n, "model")
         if recorded is not None:
@@ -166,7 +189,10 @@ class AgentLoop:
         )
         if n == 1 and task.batch and self._batches is not None:
             self._batches.first_call(task.name, run, request)  # waits (Deferred) unless the batch failed
-        fresh = self._calls.create(task, request, deadline, event.delivery.source, cacheable=_cacheable(task))
+        source = event.delivery.source
+        fresh = self._calls.create(
+            task, request, deadline, source, cacheable=_cacheable(task), run=allowances
+        )
         totals.model_calls += 1
         # If another attempt recorded this step first, its reply is the one that counts.
         reply = ModelReply.from_dict(self._runs.record(run, n, "model", fresh.as_dict()).data)
@@ -175,7 +201,13 @@ class AgentLoop:
         return reply
 
     def _take_in(
-        self, task: Task, event: InboxEvent, run: Run, deadline: float, totals: Totals
+        self,
+        task: Task,
+        event: InboxEvent,
+        run: Run,
+        deadline: float,
+        totals: Totals,
+        allowances: RunAllowances | None,
     ) -> IntakeResult:
         """Step 0: the request extracted from the event (replayed from the record on a retry)."""
         assert task.intake is not None
@@ -184,7 +216,9 @@ class AgentLoop:
             cacheable = task.intake.cacheable and not task.fresh
             source = event.delivery.source
             replies = AdmittedReplies(
-                lambda request, until: self._calls.create(task, request, until, source, cacheable=cacheable)
+                lambda request, until: self._calls.create(
+                    task, request, until, source, cacheable=cacheable, run=allowances
+                )
             )
             taken = take_in(task.intake, event, task.services, replies, deadline)
             recorded = self._runs.record(run, 0, "intake", taken.as_dict())
@@ -192,11 +226,13 @@ class AgentLoop:
         totals.add_intake(result)
         return result
 
-    def _ask_for(self, task: Task, source: str, totals: Totals) -> Ask:
+    def _ask_for(self, task: Task, source: str, totals: Totals, allowances: RunAllowances | None) -> Ask:
         """The run's calls outside its recorded steps (screens): admitted, metered and counted like steps."""
 
         def ask(request: ModelRequest, deadline: float) -> ModelReply:
-            reply = self._calls.create(task, request, deadline, source, cacheable=not task.fresh)
+            reply = self._calls.create(
+                task, request, deadline, source, cacheable=not task.fresh, run=allowances
+            )
             totals.model_calls += 1
             usd = totals.add(reply, request.cache_ttl)
             self._usage_metrics.model_call(

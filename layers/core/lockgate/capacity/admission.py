@@ -22,9 +22,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Protocol
 
+from lockgate.capacity.allowance import Allowance, RunAllowances
 from lockgate.capacity.breaker import CircuitBreaker, CircuitOpen
 from lockgate.capacity.gate import Gate
-from lockgate.capacity.spend import Reservation, input_tokens_upper_bound
+from lockgate.capacity.spend import input_tokens_upper_bound
 from lockgate.errors import Deferred, PermanentFailure
 from lockgate.model.client import ModelClient, ModelError, ModelReply, ModelRequest
 from lockgate.model.pricing import cost_usd, estimate_usd
@@ -82,11 +83,14 @@ class Admission:
         source: str,
         *,
         cacheable: bool = False,
+        run: RunAllowances | None = None,
     ) -> ModelReply:
         """One admitted call for ``task`` on an event from ``source``; refusals raise before sending.
 
         ``cacheable`` (a classification-like call of a task not marked fresh) may be answered from
         the response cache: a saved answer costs nothing, so it is served whatever the budget says.
+        ``run``: the run's allowances (several calls per admission, settled when the run stops);
+        without, the call is admitted and settled on its own.
         """
         request = replace(request, max_tokens=min(request.max_tokens, task.max_output_tokens))
         responses = self.responses if cacheable else None
@@ -94,7 +98,7 @@ class Admission:
         if saved is not None:
             return saved
         try:
-            reply = self._admitted(task, request, deadline, source)
+            reply = self._admitted(task, request, deadline, source, run)
         except (CircuitOpen, ModelError) as exc:
             if task.fallback_model is None or task.fallback_model == request.model or not _endpoint_down(exc):
                 raise
@@ -104,38 +108,47 @@ class Admission:
                 extra={"model": request.model, "fallback": task.fallback_model, "why": str(exc)[:200]},
             )
             fallback = replace(request, model=task.fallback_model)
-            reply = replace(self._admitted(task, fallback, deadline, source), fallback_from=request.model)
+            reply = replace(
+                self._admitted(task, fallback, deadline, source, run), fallback_from=request.model
+            )
         if responses is not None:
             responses.put(request, reply)
         return reply
 
-    def _admitted(self, task: TaskLimits, request: ModelRequest, deadline: float, source: str) -> ModelReply:
+    def _admitted(
+        self, task: TaskLimits, request: ModelRequest, deadline: float, source: str, run: RunAllowances | None
+    ) -> ModelReply:
         if self.breaker is not None:
             self.breaker.before_call(request.model)
         # Counted after the breaker: an endpoint that is down is not asked to count either.
         prompt_tokens = self._prompt_tokens(task, request, deadline)
-        # The budget hold and both rate buckets: one DynamoDB write (see lockgate.capacity.gate).
-        reservation = None
-        if self.gate is not None:
-            reservation = self.gate.admit(
-                task.name,
-                [f"source#{source}", f"model#{request.model}"],
-                estimate_usd(request.model, prompt_tokens, request.max_tokens, cache_ttl=request.cache_ttl),
-                prompt_tokens + request.max_tokens,
-                deadline,
-            )
+        # The budget hold and both rate buckets (one DynamoDB write for this call or the run's next
+        # few: lockgate.capacity.gate and .allowance); a call that fits what the run holds: none.
+        alone = run is None
+        allowance = (run or RunAllowances(self.gate, task.name, source, calls=1)).for_model(request.model)
+        estimate = estimate_usd(request.model, prompt_tokens, request.max_tokens, cache_ttl=request.cache_ttl)
+        if allowance is not None:
+            allowance.admit(estimate, prompt_tokens + request.max_tokens, deadline)
         try:
             reply = self._model.create(request, deadline)
         except ModelError as exc:
             if self.breaker is not None and _endpoint_fault(exc):
                 self.breaker.record_failure(request.model)
-            if exc.status is not None:  # the API answered with an error: nothing was billed
-                self._settle(reservation, 0.0)
-            raise  # a timeout or lost connection keeps the hold: it may have been billed
+            # The API answered with an error: nothing was billed. A timeout or lost connection
+            # may have been billed: the estimate stays spent.
+            self._spent(allowance, 0.0 if exc.status is not None else estimate, alone=alone)
+            raise
         if self.breaker is not None:
             self.breaker.record_success(request.model)
-        self._settle(reservation, cost_usd(reply.model, reply.usage, request.cache_ttl))
+        self._spent(allowance, cost_usd(reply.model, reply.usage, request.cache_ttl), alone=alone)
         return reply
+
+    @staticmethod
+    def _spent(allowance: Allowance | None, usd: float, *, alone: bool) -> None:
+        if allowance is not None:
+            allowance.spent(usd)
+            if alone:
+                allowance.close()
 
     def _prompt_tokens(self, task: TaskLimits, request: ModelRequest, deadline: float) -> int:
         """The prompt's size (the API's count when enabled, else a cautious estimate), checked."""
@@ -149,10 +162,6 @@ class Admission:
                 f"{task.max_input_tokens}; nothing was sent"
             )
         return tokens
-
-    def _settle(self, reservation: Reservation | None, actual_usd: float) -> None:
-        if self.gate is not None:
-            self.gate.settle(reservation, actual_usd)
 
 
 def _endpoint_fault(exc: ModelError) -> bool:

@@ -24,12 +24,13 @@ Trade-offs, chosen on purpose:
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from lockgate.capacity.ratelimit import BucketUnavailable, RateLimited, RateLimiter, Take
-from lockgate.capacity.spend import Hold, Reservation, SpendCaps
+from lockgate.capacity.spend import AheadTooLarge, Hold, Reservation, SpendCaps
 from lockgate.clock import Clock
 from lockgate.dynamo import error_code
 
@@ -47,6 +48,14 @@ class _Failed(Exception):
         self.reasons = reasons
 
 
+@dataclass(frozen=True)
+class Ahead:
+    """What one admission covers: the dollars held (None without caps) and how many calls."""
+
+    reservation: Reservation | None
+    calls: int
+
+
 class Gate:
     """Admits one model call through the spend caps and the rate buckets with one write."""
 
@@ -62,19 +71,44 @@ class Gate:
         self, task: str, scopes: list[str], estimate_usd: float, tokens: int, deadline: float
     ) -> Reservation | None:
         """Hold the estimate and take every scope's bucket together; wait, or raise Deferred."""
+        return self.admit_ahead(task, scopes, estimate_usd, tokens, deadline, calls=1).reservation
+
+    def admit_ahead(
+        self,
+        task: str,
+        scopes: list[str],
+        estimate_usd: float,
+        tokens: int,
+        deadline: float,
+        *,
+        calls: int,
+        tokens_ahead: int | None = None,
+    ) -> Ahead:
+        """Admit up to ``calls`` calls like this one in one write (one call when more does not fit now).
+
+        The hold is ``calls`` estimates; each bucket gives ``calls`` requests and ``tokens_ahead``
+        tokens (default ``calls`` times ``tokens``). When the budget left or a bucket cannot give
+        that much without waiting, this one call is admitted instead.
+        """
         unguarded: set[str] = set()  # counters seen near their cap: held without the margin
         local: set[str] = set()  # scopes on the per-process limit for this admission
         interval = 1.0
         for _ in range(MAX_TRIES):
             now = self._clock.now()
-            takes = self._plan([s for s in scopes if s not in local], tokens, now, deadline)
+            want = (tokens_ahead or tokens * calls) if calls > 1 else tokens
+            takes = self._plan([s for s in scopes if s not in local], want, now, deadline, calls)
             if takes is None:
-                continue  # slept for a bucket to refill: plan again
-            holds = self.spend.holds(task, estimate_usd, now, frozenset(unguarded)) if self.spend else []
+                calls = 1  # a bucket cannot give several calls now: plan one (it may wait)
+                continue
+            seen_near = frozenset(unguarded)
+            holds = self.spend.holds(task, estimate_usd, now, seen_near, calls) if self.spend else []
             try:
                 self._write([h.update for h in holds] + [t.update for t in takes])
             except _Failed as failed:
-                self._refused(holds, takes, failed.reasons, now, deadline, unguarded, local)
+                try:
+                    self._refused(holds, takes, failed.reasons, now, deadline, unguarded, local)
+                except AheadTooLarge:
+                    calls = 1
                 interval = max([interval, *(t.interval for t in takes)])
                 continue
             except (ClientError, BotoCoreError) as exc:
@@ -83,11 +117,11 @@ class Gate:
                     raise self.spend.unavailable(holds[0].day, why) from exc
                 for take in takes:
                     self._local(take.scope, now, deadline, why)
-                return None
+                return Ahead(None, 1)
             for take in takes:
                 assert self.limiter is not None  # takes come only from the limiter
                 self.limiter.taken(take)
-            return self.spend.reservation(task, holds) if self.spend and holds else None
+            return Ahead(self.spend.reservation(task, holds) if self.spend and holds else None, calls)
         raise RateLimited("rate buckets are contended: retry shortly", max(1, math.ceil(interval)))
 
     def settle(self, reservation: Reservation | None, actual_usd: float) -> None:
@@ -102,14 +136,21 @@ class Gate:
         except (_Failed, ClientError, BotoCoreError) as exc:
             self.spend.settle_failed(reservation, exc)
 
-    def _plan(self, scopes: list[str], tokens: int, now: float, deadline: float) -> list[Take] | None:
-        """Each limited scope's take; None after sleeping for a bucket (raises when it cannot wait)."""
+    def _plan(
+        self, scopes: list[str], tokens: int, now: float, deadline: float, calls: int
+    ) -> list[Take] | None:
+        """Each limited scope's take of ``calls`` requests and ``tokens``; None when a bucket must wait.
+
+        Several calls are never waited for (None at once: plan one instead); for one call, None
+        after sleeping the wait (raises when it cannot wait).
+        """
         takes = []
         for scope in scopes:
-            plan = self.limiter.plan(scope, tokens, now) if self.limiter is not None else None
+            plan = self.limiter.plan(scope, tokens, now, calls) if self.limiter is not None else None
             if isinstance(plan, float):
                 assert self.limiter is not None
-                self.limiter.wait_or_defer(scope, plan, now, deadline)
+                if calls == 1:
+                    self.limiter.wait_or_defer(scope, plan, now, deadline)
                 return None
             if plan is not None:
                 takes.append(plan)

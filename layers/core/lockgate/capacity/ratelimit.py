@@ -97,16 +97,15 @@ class RateLimiter:
         self._fallback = _LocalWindow(fallback_per_minute)
         self._seen: dict[str, tuple[Decimal, Decimal]] = {}  # scope -> last known (req_tat, tok_tat)
 
-    def plan(self, scope: str, tokens: int, now: float) -> Take | float | None:
-        """The conditional write that takes from the scope's bucket, or the seconds to wait first.
-
-        None when the scope has no bucket. Nothing is written here (see ``Take.update``).
+    def plan(self, scope: str, tokens: int, now: float, requests: int = 1) -> Take | float | None:
+        """The conditional write that takes ``requests`` and ``tokens`` from the scope's bucket, or the
+        seconds to wait first. None when the scope has no bucket. Nothing is written here.
         """
         bucket = self._limits.get(scope)
         if bucket is None:
             return None
         now_d = dec(now)
-        req_cost = dec(60.0 / bucket.requests_per_minute)
+        req_cost = dec(60.0 * requests / bucket.requests_per_minute)
         tokens = max(0, tokens)
         tok_cost = dec(tokens * 60.0 / bucket.tokens_per_minute) if bucket.tokens_per_minute else dec(0)
         # A call larger than a whole minute's tokens goes through an idle bucket and owes the rest.
@@ -120,7 +119,7 @@ class RateLimiter:
         over = max(new[0] - now_d - burst_req, new[1] - now_d - burst_tok)
         if over > 0:
             return float(over)
-        return Take(scope, new, float(req_cost), self._update(scope, old, new, now_d))
+        return Take(scope, new, float(req_cost) / requests, self._update(scope, old, new, now_d))
 
     def taken(self, take: Take) -> None:
         """The take's write succeeded: remember the bucket as written."""

@@ -4,17 +4,15 @@ Each counter is one State item, ``spend#YYYY-MM-DD`` / ``global`` or ``task#NAME
 REMAINING budget. DynamoDB conditions cannot do arithmetic (``spent + :est <= :cap`` is not
 expressible), but ``remaining >= :est`` is: the conditional update
 ``SET remaining = remaining - :est`` (a ``Hold``) admits a call atomically across all Lambdas.
-This module builds the holds and reads their refusals; ``lockgate.capacity.gate`` writes them,
-together with the rate-bucket takes, in one call — the only way a model call is admitted.
+This module builds the holds (for one call, or a run's next few: ``capacity.allowance``) and
+reads their refusals; ``lockgate.capacity.gate`` writes them with the rate-bucket takes, in one
+call — the only way a model call is admitted.
 
-Failing closed: a condition that fails returns the old item (ALL_OLD), so one call tells apart
-"spent" (a number below the estimate), "no item yet" (a new day: created once with a
-conditional put, remaining = cap) and "damaged" (not a number, or no ``remaining``). Nothing
-is ever reset; only a day's first item is created. Amounts go to DynamoDB as exact decimals.
-
-The cap in force for a day is the one the day's first hold opened; a changed cap applies
-from the next UTC day. A reservation lost to a crash before the gate settles it stays charged
-(the safe direction).
+Failing closed: a refusal returns the old item (ALL_OLD), so one call tells apart "spent" (a
+number below the estimate), "no item yet" (a new day: created once with a conditional put,
+remaining = cap) and "damaged" (not a number, or no ``remaining``). Nothing is ever reset.
+Amounts are exact decimals. A day's cap is the one its first hold opened (a change applies from
+the next UTC day). A reservation lost to a crash before it is settled stays charged (safe).
 """
 
 from __future__ import annotations
@@ -57,24 +55,28 @@ class SpendUnavailable(Deferred):
     """The spend counter could not be read or is damaged: no call (fail closed); retry shortly."""
 
 
+class AheadTooLarge(Exception):  # noqa: N818 - a signal to hold less, not a fault
+    """A hold for several calls does not fit the budget left, but one call's would."""
+
+
 @dataclass(frozen=True)
 class Hold:
-    """The conditional update that holds an estimate on one counter (sent alone or in a transaction).
+    """The conditional update that holds an estimate on one counter (alone or in a transaction).
 
-    ``guarded`` holds also demand the near-cap margin, so a success proves the counter is not near
-    its cap; a refusal only for the margin is how a crossing of 80% is seen without ALL_NEW.
-    """
+    ``guarded``: it also demands the near-cap margin, so a refusal only for the margin is how a
+    crossing of 80% is seen without ALL_NEW."""
 
     day: str
     counter: str
-    estimate: Decimal
+    estimate: Decimal  # what is held: one call's estimate times the calls held for
     guarded: bool
     update: dict[str, Any]
+    one_call: Decimal  # less than this left: the cap is reached
 
 
 @dataclass(frozen=True)
 class Reservation:
-    """Dollars held on the day's counters for one model call, until settled."""
+    """Dollars held on the day's counters for one model call (or a run's next few), until settled."""
 
     day: str
     task: str
@@ -109,34 +111,38 @@ class SpendCaps:
         self._metrics = metrics
         self._log = log
 
-    def holds(self, task: str, estimate_usd: float, now: float, unguarded: frozenset[str]) -> list[Hold]:
-        """The updates that hold ``estimate_usd`` on the global and the task's counter, for one transaction.
+    def holds(
+        self, task: str, estimate_usd: float, now: float, unguarded: frozenset[str], calls: int = 1
+    ) -> list[Hold]:
+        """The updates that hold ``calls`` times ``estimate_usd`` on the global and the task's counter.
 
         Counters named in ``unguarded`` (already seen near their cap) are held without the margin.
         """
-        estimate = _usd(estimate_usd)
-        if estimate < 0:
+        one_call = _usd(estimate_usd)
+        if one_call < 0:
             raise ValueError("a spend estimate cannot be negative")
+        estimate = one_call * calls
         day = time.strftime("%Y-%m-%d", time.gmtime(now))
         found = []
         for sk, cap in self._counters(task):
             guarded = sk not in unguarded
-            found.append(Hold(day, sk, estimate, guarded, self._hold_update(day, sk, estimate, cap, guarded)))
+            update = self._hold_update(day, sk, estimate, cap, guarded)
+            found.append(Hold(day, sk, estimate, guarded, update, one_call))
         return found
 
     def hold_refused(self, hold: Hold, old: Mapping[str, Any] | None, now: float) -> None:
-        """Read a refused hold (ALL_OLD): open a new day's counter, or count crossing 80%; raise when spent.
-
-        Returns when the hold may be tried again (unguarded if it was near its cap).
-        """
+        """Read a refused hold (ALL_OLD): open a new day's counter, or count crossing 80%; raise when
+        spent (AheadTooLarge when one call would fit). Returns when the hold may be tried again."""
         if old is None:
             self._open_day(hold.day, hold.counter, self._cap_of(hold.counter), now)
             return
         remaining = _remaining(old)
         if remaining is None:
             self._damaged(hold.day, hold.counter, f"unreadable counter {old.get('remaining')!r}")
+        if remaining < hold.one_call:
+            raise self._cap_reached(hold.day, hold.counter, remaining, hold.one_call, now)
         if remaining < hold.estimate:
-            raise self._cap_reached(hold.day, hold.counter, remaining, hold.estimate, now)
+            raise AheadTooLarge(hold.counter)
         if hold.guarded and remaining > self._cap_of(hold.counter) * (1 - NEAR_CAP):
             self._near_cap(hold.day, hold.counter, remaining, remaining - hold.estimate)
 
@@ -151,9 +157,7 @@ class SpendCaps:
     def settle_updates(self, reservation: Reservation, actual_usd: float) -> list[dict[str, Any]]:
         """The updates that replace the held estimate by the actual cost (none when they match)."""
         refund = reservation.estimate_usd - _usd(actual_usd)
-        if refund == 0:
-            return []
-        return [self._adjust_update(reservation.day, sk, refund) for sk in reservation.counters]
+        return [self._adjust_update(reservation.day, sk, refund) for sk in reservation.counters if refund]
 
     def settle_failed(self, reservation: Reservation, exc: Exception) -> None:
         """Say loudly that a settle was lost; the counter keeps the estimate (an over-count)."""

@@ -116,6 +116,7 @@ class CapacityConfig:
     fallback_requests_per_minute: int = 5  # per process, while the State table is unavailable
     retry_budget_ratio: float = 0.2  # retries may add at most this share of first attempts
     count_tokens: bool = False  # input guard: ask the API's count_tokens endpoint (else estimate)
+    calls_per_admission: int = 5  # a run's model calls admitted (held and taken) by one write
 
 
 @dataclass(frozen=True)

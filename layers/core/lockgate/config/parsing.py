@@ -128,12 +128,14 @@ def _capacity(body: Mapping[str, Any], origin: str) -> CapacityConfig:
     fallback = _positive_int(
         body.get("fallback_requests_per_minute", 5), f"{where} fallback_requests_per_minute"
     )
+    ahead = _positive_int(body.get("calls_per_admission", 5), f"{where} calls_per_admission")
     return CapacityConfig(
         models=limits["models"],
         sources=limits["sources"],
         fallback_requests_per_minute=fallback,
         retry_budget_ratio=float(ratio),
         count_tokens=count_tokens,
+        calls_per_admission=ahead,
     )
 
 

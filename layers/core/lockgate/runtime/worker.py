@@ -161,6 +161,7 @@ def agent_tasks(
         usage_metrics=usage,
         gate=gate,
         count_tokens=capacity.count_tokens,
+        calls_ahead=capacity.calls_per_admission,
     )
     route_tasks(setup.router, setup.tasks, loop, clock)
     return model

@@ -1,0 +1,120 @@
+"""A run's allowance: several model calls admitted with one write, and settled with one.
+
+Admitted one by one, every model call costs a transaction before it (the budget holds and the
+rate takes) and another after it (the settle): in the example, 12 write units and two calls per
+model call, over half of all DynamoDB writes. A run instead admits its next few calls at once
+(``Gate.admit_ahead``): ``calls`` estimates are held on every spend counter and ``calls``
+requests with their tokens are taken from every bucket, in the one write the gate makes. Each
+call that fits in what is left is admitted here, in memory, and its actual cost is counted
+against the dollars held. When the run stops (finished, deferred, paused for a person, failed)
+what was held and not spent is given back in one write (``close``).
+
+Kept: a call is sent only with its whole estimate held on every counter and its request and
+tokens taken from every bucket, so the caps still cannot be overspent across Lambdas. Near a
+cap, or when a bucket cannot give several calls without waiting, the admission covers one call,
+exactly as before. The price, on purpose: a running run holds up to ``calls`` estimates that
+other runs cannot use until it stops; a crash before the run's settle leaves its hold charged
+(the safe direction; before, one call's estimate); requests and tokens taken and not used are
+not given back (a bucket refills within a minute).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from lockgate.capacity.gate import Gate
+from lockgate.capacity.spend import Reservation
+
+DEFAULT_CALLS_AHEAD = 5
+PROMPT_GROWTH = 2  # tokens taken ahead per call, as a multiple of the first call's
+
+
+class Allowance:
+    """What one run may still send on one model without writing, and what it has spent of it."""
+
+    def __init__(self, gate: Gate, task: str, scopes: list[str], calls: int) -> None:
+        self._gate = gate
+        self._task = task
+        self._scopes = scopes
+        self._calls = max(1, calls)
+        self._reservation: Reservation | None = None
+        self._spent = 0.0  # actual dollars of the calls made against the reservation
+        self._requests = 0
+        self._tokens = 0
+
+    def admit(self, estimate_usd: float, tokens: int, deadline: float) -> None:
+        """Admit one call: from what is left, else by admitting the next calls (may wait, or raise)."""
+        if not self._covers(estimate_usd, tokens):
+            # A run's prompts grow call by call: the tokens taken ahead allow for that.
+            tokens_ahead = tokens * self._calls * PROMPT_GROWTH
+            ahead = self._gate.admit_ahead(
+                self._task,
+                self._scopes,
+                estimate_usd,
+                tokens,
+                deadline,
+                calls=self._calls,
+                tokens_ahead=tokens_ahead,
+            )
+            self._add(ahead.reservation)
+            self._requests += ahead.calls
+            self._tokens += tokens_ahead if ahead.calls > 1 else tokens
+        self._requests -= 1
+        self._tokens -= tokens
+
+    def spent(self, usd: float) -> None:
+        """Count a sent call's cost (its estimate when it may have been billed but the cost is unknown)."""
+        self._spent += usd
+
+    def close(self) -> None:
+        """Give back what was held and not spent, in one write; the allowance starts empty again."""
+        reservation, spent = self._reservation, self._spent
+        self._reservation, self._spent, self._requests, self._tokens = None, 0.0, 0, 0
+        self._gate.settle(reservation, spent)
+
+    def _covers(self, estimate_usd: float, tokens: int) -> bool:
+        if self._requests < 1 or self._tokens < tokens:
+            return False
+        if self._gate.spend is None:
+            return True
+        held = float(self._reservation.estimate_usd) if self._reservation else 0.0
+        return held - self._spent >= estimate_usd
+
+    def _add(self, reservation: Reservation | None) -> None:
+        """Merge a new hold into the run's; a hold on a new UTC day first settles the old day's."""
+        if reservation is None:
+            return
+        old = self._reservation
+        if old is not None and old.day != reservation.day:
+            self._gate.settle(old, self._spent)
+            old, self._spent = None, 0.0
+        self._reservation = (
+            reservation
+            if old is None
+            else replace(old, estimate_usd=old.estimate_usd + reservation.estimate_usd)
+        )
+
+
+class RunAllowances:
+    """One allowance per model for one run (a fallback model has its own buckets and price)."""
+
+    def __init__(self, gate: Gate | None, task: str, source: str, calls: int = DEFAULT_CALLS_AHEAD) -> None:
+        self._gate = gate
+        self._task = task
+        self._source = source
+        self._calls = calls
+        self._by_model: dict[str, Allowance] = {}
+
+    def for_model(self, model: str) -> Allowance | None:
+        """The run's allowance on ``model`` (None without a gate: nothing to admit)."""
+        if self._gate is None:
+            return None
+        if model not in self._by_model:
+            scopes = [f"source#{self._source}", f"model#{model}"]
+            self._by_model[model] = Allowance(self._gate, self._task, scopes, self._calls)
+        return self._by_model[model]
+
+    def close(self) -> None:
+        """Settle every model's allowance (one write each that held dollars it did not spend)."""
+        for allowance in self._by_model.values():
+            allowance.close()
