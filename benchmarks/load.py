@@ -1,24 +1,31 @@
 """Load on the embedded local stack (loopback only): many concurrent senders, duplicates and forgeries.
 
-Two receivers take the same traffic through the same gateway, moto server and tables, one after
-the other: Lockgate's receiver function (``functions/webhook_receiver``), then the Powertools-
-idempotency baseline from ``benchmarks/baseline.py`` (its pointers go to a scratch queue, so the
-worker never sees them). Then the worker's pollers start and everything Lockgate stored must be
-processed, once.
+Three receivers take the same traffic (ids of their own) through the same gateway, moto server and
+tables, one at a time: Lockgate's whole Lambda handler (``functions/webhook_receiver``, with
+Powertools' logger and metrics decorators), the same receiver core without them, and the core of the
+Powertools-idempotency baseline from ``benchmarks/baseline.py``.
 
-Three phases, in this order: the whole Lambda handler (with Powertools' logger and metrics
-decorators), the same receiver core without them, and the baseline core. Later phases run against
-fuller tables, so the order favours the baseline if anything.
+Every phase starts alike: an empty queue and the same tables. After each Lockgate phase the worker
+drains its queue (its pollers run only then, never while a phase is timed); each baseline phase gets
+a fresh scratch queue, which the worker never sees; then everything the phase wrote to the Inbox and
+State tables is deleted. (When the phases shared one undrained queue, 20 → 2,634 messages, moto's
+SendMessage slowed as it filled, 4 → 26 ms, and the ratio measured moto; within a phase both
+receivers send one pointer per new delivery, so their queues fill alike.) The run repeats (``--repeats``,
+default 3), the order reversed every other repeat (ABC, CBA, ABC, ...) so that drift favours no one.
 
-Figures: deliveries per second (wall clock, all senders), and p50/p99 of the handler's own time:
-the time inside the function minus the time it spent in AWS calls (botocore to the moto server
-and back), i.e. our code, not moto's. Ratios are ours ÷ baseline, measured in one process.
+Figures per phase: deliveries per second (wall clock, all senders), and p50/p99 of the handler's own
+time: the time inside the function minus the time it spent in AWS calls (botocore to the moto server
+and back), i.e. our code, not moto's. Each is reported as the median over the repeats with its
+min–max; each ratio is taken within one repeat, then reported the same way.
 
-Checks (exit 1 on any failure): stored = the distinct valid deliveries; every duplicate answered
-200; every forgery answered 401; every stored delivery processed exactly once (done, attempt 1).
+Checks (exit 1 on any failure), in every Lockgate phase: stored = the distinct valid deliveries;
+every new delivery and every duplicate answered 200; every forgery answered 401; every stored
+delivery processed exactly once (done, attempt 1); and every phase began with an empty queue and the
+same table sizes. Target (exit 1 when missed): lockgate core ÷ baseline core deliveries/s, median
+≥ 1.00 (``load_report.TARGET_THROUGHPUT_RATIO``).
 
-Run: ``python -m benchmarks.load [--deliveries 2000] [--senders 20]``; ~5–8 min for 2,000 on
-2 cores, most of it the local worker draining the queue.
+Run: ``python -m benchmarks.load [--deliveries 2000] [--senders 20] [--repeats 3]``; deliveries
+are per repeat; about 8 min on 2 cores shared with other work (the worker's drains included).
 """
 
 from __future__ import annotations
@@ -34,10 +41,13 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
-from benchmarks.load_report import Phase, report
+from benchmarks.load_report import BASELINE, HANDLER, RECEIVERS, Phase, check_phase, report
+from benchmarks.load_tables import Tables
 from benchmarks.load_traffic import Request, body, renamed, send_all, traffic
 
 RECEIVER = "WebhookReceiverFunction"
+REPEATS = 3  # the default, and the fewest that give a spread
+DEPTH = "ApproximateNumberOfMessages"
 FORGED = "not-the-secret-at-all"  # noqa: S105 - the forger's key, by design
 Signer = Callable[[Request], dict[str, str]]
 Invoke = Callable[[str, Any], Any]
@@ -80,8 +90,8 @@ class HandlerClock:
         return timed
 
 
-def run(deliveries: int, senders: int, out: Any = sys.stdout) -> int:
-    """Both phases, the processing check and the report; 0 when every check passed."""
+def run(deliveries: int, senders: int, repeats: int = REPEATS, out: Any = sys.stdout) -> int:
+    """Every repeat's phases, each checked, then the report; 0 when every check passed and the target held."""
     import os
 
     from lockgate_infra.local.stack import LocalStack
@@ -97,16 +107,64 @@ def run(deliveries: int, senders: int, out: Any = sys.stdout) -> int:
     with _quiet_gateway(), contextlib.redirect_stdout(io.StringIO()), LocalStack(environment=quiet) as stack:
         signer, secret = _seeded(stack)
         gateway = stack.start_gateway(0)
-        baseline = _baseline(stack, secret)
-        _warm_up(gateway, baseline, signer, senders)
-        phases = [
-            _phase(gateway, name, invoke, renamed(requests, n), signer, senders)
-            for n, (name, invoke) in enumerate(_contenders(stack, baseline))
-        ]
-        stack.start_pollers(wait_seconds=0)
-        processed = stack.drain(timeout=max(120.0, deliveries * 0.4))  # the local poller does ~10/s
-        rows = _inbox_rows(stack)
-    return report(requests, phases, rows, processed, out)
+        _warm_up(gateway, _baseline(stack, secret), signer, senders)
+        _process(stack, timeout=60.0)  # the warm-up's pointers: the worker warms up too, the queue empties
+        bench = Bench(stack, gateway, signer, secret, senders, Tables(stack))
+        phases = [bench.phase(name, repeat, requests) for repeat in range(repeats) for name in order(repeat)]
+    return report(requests, phases, out)
+
+
+def order(repeat: int) -> tuple[str, ...]:
+    """The receivers in the order they run in ``repeat``: forwards, then backwards (ABC CBA ...), so
+    that drift over the run (the machine, moto's state) does not favour one of them."""
+    return RECEIVERS if repeat % 2 == 0 else RECEIVERS[::-1]
+
+
+class Bench:
+    """One stack, gateway and warm-up; runs one receiver over the traffic at a time."""
+
+    def __init__(
+        self, stack: Any, gateway: Any, signer: Signer, secret: str, senders: int, tables: Tables
+    ) -> None:
+        self.stack, self.gateway, self.signer, self.secret = stack, gateway, signer, secret
+        self.senders, self.tables = senders, tables
+        self._warm = tables.keys()  # each phase leaves the tables as the warm-up did
+        self._sqs = stack.client("sqs")
+
+    def phase(self, name: str, repeat: int, requests: list[Request]) -> Phase:
+        """``name`` takes the traffic (ids of its own) from an empty queue, then the tables are reset:
+        Lockgate's queue is drained by the worker (and its deliveries checked), the baseline's deleted."""
+        label = f"r{repeat + 1}-{name.replace(' ', '-')}"
+        queue_url, invoke = self._receiver(name, label)
+        depth = self._sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=[DEPTH])["Attributes"]
+        start = (int(depth[DEPTH]), *self.tables.sizes())
+        mine = renamed(requests, label)
+        phase = _phase(self.gateway, name, invoke, mine, self.signer, self.senders)
+        phase.repeat, phase.start = repeat, start
+        if name == BASELINE:
+            self._sqs.delete_queue(QueueUrl=queue_url)
+        else:
+            drained = _process(self.stack, timeout=max(120.0, len(requests) * 0.2))
+            prefix = "github#"
+            rows = [row for row in self.tables.inbox() if row["pk"]["S"].startswith(f"{prefix}{label}-")]
+            check_phase(phase, mine, rows, drained, prefix)
+        self.tables.reset(self._warm)
+        print(f"load: repeat {repeat + 1}, {name}: {phase.per_second:.0f} deliveries/s", file=sys.stderr)
+        return phase
+
+    def _receiver(self, name: str, label: str) -> tuple[str, Invoke]:
+        """Where ``name`` sends its pointers, and the gateway's invoke for it."""
+        from benchmarks.receivers import answer
+
+        if name == BASELINE:  # a fresh scratch queue: the worker never sees the baseline's pointers
+            url = self._sqs.create_queue(QueueName=f"baseline-load-{label}")["QueueUrl"]
+            baseline = _baseline(self.stack, self.secret, url)
+            return url, lambda _, event: baseline.handle(event)
+        url = self.stack.resources["InboxQueue"]
+        if name == HANDLER:
+            return url, self.stack.invoke
+        receiver = self.stack.load_function(RECEIVER).module.receiver
+        return url, lambda _, event: answer(receiver, event).to_apigw()  # without the decorators
 
 
 def _seeded(stack: Any) -> tuple[Signer, str]:
@@ -128,16 +186,17 @@ def _seeded(stack: Any) -> tuple[Signer, str]:
     return signer, secrets["github"]
 
 
-def _baseline(stack: Any, secret: str) -> Any:
+def _baseline(stack: Any, secret: str, queue_url: str | None = None) -> Any:
     """The Powertools baseline on the stack's tables; its pointers go to a scratch queue, not the worker's."""
     from benchmarks.baseline import PowertoolsReceiver
 
+    sqs = stack.client("sqs")
     return PowertoolsReceiver(
         stack.client("dynamodb"),
-        stack.client("sqs"),
+        sqs,
         deliveries_table=stack.resources["InboxTable"],
         idempotency_table=stack.resources["StateTable"],
-        queue_url=stack.client("sqs").create_queue(QueueName="baseline-load-scratch")["QueueUrl"],
+        queue_url=queue_url or sqs.create_queue(QueueName="baseline-load-warm")["QueueUrl"],
         secret=secret,
         now=time.time,
     )
@@ -151,18 +210,6 @@ def _warm_up(gateway: Any, baseline: Any, signer: Signer, senders: int) -> None:
     send_all(
         gateway.url, [Request(f"warm-base-{n}", body(n), "new") for n in range(senders)], signer, senders
     )
-
-
-def _contenders(stack: Any, baseline: Any) -> list[tuple[str, Invoke]]:
-    """The three phases' receivers, in order: the whole handler, its core, the baseline core."""
-    from benchmarks.receivers import answer
-
-    receiver = stack.load_function(RECEIVER).module.receiver
-    return [
-        ("lockgate handler", stack.invoke),
-        ("lockgate core", lambda _, event: answer(receiver, event).to_apigw()),  # without the decorators
-        ("baseline core", lambda _, event: baseline.handle(event)),
-    ]
 
 
 def _phase(
@@ -189,21 +236,29 @@ def _quiet_gateway() -> Iterator[None]:
         logger.setLevel(level)
 
 
-def _inbox_rows(stack: Any) -> list[dict[str, Any]]:
-    """The first phase's inbox rows (the whole handler's), to check what was stored and processed."""
-    from lockgate.dynamo import read_all
+def _process(stack: Any, timeout: float) -> bool:
+    """The worker takes everything in its queue (pollers only now, so never during a timed phase)."""
+    from lockgate_infra.local.sources import start_sqs_pollers
 
-    items = read_all(stack.client("dynamodb").scan, TableName=stack.resources["InboxTable"])
-    return [i for i in items if i["pk"]["S"].startswith("github#p0-")]
+    where = (stack.plan, stack.resources, stack.client, stack.invoke, stack.load_function)
+    pollers = start_sqs_pollers(*where, wait_seconds=0)
+    try:
+        return all(poller.drain(timeout) for poller in pollers)
+    finally:
+        for poller in pollers:
+            poller.stop()
 
 
 def main(argv: list[str] | None = None) -> int:
     """Command line."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--deliveries", type=int, default=2000)
+    parser.add_argument("--deliveries", type=int, default=2000, help="requests per repeat")
     parser.add_argument("--senders", type=int, default=20)
+    parser.add_argument("--repeats", type=int, default=REPEATS)
     args = parser.parse_args(argv)
-    return run(args.deliveries, args.senders)
+    if args.repeats < REPEATS:
+        parser.error(f"--repeats must be at least {REPEATS}: fewer give no spread to speak of")
+    return run(args.deliveries, args.senders, args.repeats)
 
 
 if __name__ == "__main__":

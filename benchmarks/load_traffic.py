@@ -43,9 +43,9 @@ def traffic(count: int, seed: int = 7) -> list[Request]:
     return requests
 
 
-def renamed(requests: list[Request], phase: int) -> list[Request]:
-    """The same requests with ids of their own for ``phase``: else later phases see only duplicates."""
-    return [Request(f"p{phase}-{r.delivery_id}", r.body, r.kind) for r in requests]
+def renamed(requests: list[Request], label: str) -> list[Request]:
+    """The same requests with ids of their own for the phase ``label`` (else later ones see duplicates)."""
+    return [Request(f"{label}-{r.delivery_id}", r.body, r.kind) for r in requests]
 
 
 def body(n: int) -> bytes:
