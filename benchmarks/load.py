@@ -25,7 +25,7 @@ same table sizes. Target (exit 1 when missed): lockgate core ÷ baseline core de
 ≥ 1.00 (``load_report.TARGET_THROUGHPUT_RATIO``).
 
 Run: ``python -m benchmarks.load [--deliveries 2000] [--senders 20] [--repeats 3]``; deliveries
-are per repeat; about 8 min on 2 cores shared with other work (the worker's drains included).
+are per repeat; 8–9 min on 2 cores shared with other work (the worker's drains included).
 """
 
 from __future__ import annotations
