@@ -7,6 +7,7 @@ whose tool changed what it takes expires instead of running.
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from typing import Any
 
@@ -16,7 +17,7 @@ from pydantic import BaseModel, Field
 from lockgate.actions.ledger import Ledger
 from lockgate.agent.runs import RunStore
 from lockgate.errors import PermanentFailure
-from lockgate.schema import ITEM_SCHEMA, SchemaTooNew
+from lockgate.schema import COMPRESSED_STEP, ITEM_SCHEMA, SchemaTooNew
 from tests.agent.conftest import AgentRig
 from tests.agent.test_approvals import Approvals
 from tests.agent.toolkit import Effects
@@ -52,8 +53,10 @@ def test_runs_proposals_and_ledger_rows_are_written_with_the_schema_number(rig: 
     ops = [i for i in state if "op_key" in i]
     assert runs and ops
     proposals = _items(rig.aws, "ApprovalsTable")
+    # (the oldest schema that reads it: 1 unless it uses something newer, so a rollback reads it)
     for item in [*runs, *ops, *proposals]:
-        assert item["schema"] == {"N": str(ITEM_SCHEMA)}, item.get("sk") or item.get("approval_id")
+        expected = COMPRESSED_STEP if "dataz" in item else 1
+        assert item["schema"] == {"N": str(expected)}, item.get("sk") or item.get("approval_id")
     # and the proposal remembers the argument schema it was made under
     assert proposals[0]["tool_schema"]["S"] == flow.task.tool("pay").args_fingerprint()  # type: ignore[union-attr]
 
@@ -82,7 +85,7 @@ def test_a_run_written_by_a_newer_version_is_not_replayed(aws: Aws, clock: Any) 
     runs.record(run, 1, "model", {"text": "hello"})
     _newer(aws, "run#github#new", "step#001#model")
     # When this version opens it again, it refuses to read it: a permanent failure for a person
-    with pytest.raises(SchemaTooNew, match="item schema 2, newer than this deployment's 1") as caught:
+    with pytest.raises(SchemaTooNew, match="item schema 3, newer than this deployment's 2") as caught:
         runs.open("github#new", "test-task", "github#new")
     assert isinstance(caught.value, PermanentFailure)
 
@@ -126,3 +129,23 @@ def test_an_approved_proposal_whose_tool_changed_expires_instead_of_running(rig:
     assert outcome == "not run: pay's arguments changed since it was proposed"
     assert flow.effects.paid == []
     assert heard == [("expired", "the action changed in a newer version of the tool")]
+
+
+def test_a_large_step_is_stored_compressed_and_read_back_as_written(aws: Aws, clock: Any) -> None:
+    # Given a tool step carrying a long email (several KB of JSON) and a short model step
+    runs = RunStore(aws.client("dynamodb"), aws.state_table, clock)
+    run = runs.open("github#big", "test-task", "github#big")
+    email = {"results": [{"text": "Hello, my order A-1042 arrived damaged. " * 120}]}
+    runs.record(run, 1, "model", {"text": "hello"})
+    runs.record(run, 1, "tools", email)
+    # Then the long one is stored compressed under one write unit, marked with the schema that reads it
+    big, small = (
+        state_row(aws, "run#github#big", "step#001#tools"),
+        state_row(aws, "run#github#big", "step#001#model"),
+    )
+    assert big is not None and small is not None
+    assert "data" not in big and len(big["dataz"]["B"]) < 1024 < len(json.dumps(email))
+    assert big["schema"] == {"N": str(COMPRESSED_STEP)} and small["schema"] == {"N": "1"}
+    # And a replay reads both back exactly
+    again = runs.get("github#big")
+    assert again is not None and [s.data for s in again.steps] == [{"text": "hello"}, email]

@@ -22,7 +22,11 @@ from typing import Any
 
 from lockgate.errors import PermanentFailure
 
-ITEM_SCHEMA = 1
+ITEM_SCHEMA = 2  # the newest format this code reads
+# What each format added: 2, a run step's data stored compressed (``dataz``, binary zlib of the
+# JSON) when that saves write units. Items that use nothing newer are still written as 1, so a
+# rollback to a version that reads only 1 still reads them.
+COMPRESSED_STEP = 2
 ATTRIBUTE = "schema"
 
 
@@ -30,9 +34,9 @@ class SchemaTooNew(PermanentFailure):
     """A stored item was written by a newer Lockgate than this one: it is not acted on."""
 
 
-def stamped(item: dict[str, Any]) -> dict[str, Any]:
-    """The low-level item with this code's schema number."""
-    return {**item, ATTRIBUTE: {"N": str(ITEM_SCHEMA)}}
+def stamped(item: dict[str, Any], schema: int = 1) -> dict[str, Any]:
+    """The low-level item with its schema number: the oldest format that can read it."""
+    return {**item, ATTRIBUTE: {"N": str(schema)}}
 
 
 def written_by(item: Mapping[str, Any]) -> int:

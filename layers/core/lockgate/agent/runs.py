@@ -7,6 +7,7 @@ outcomes come back from the record (and the ledger), so nothing runs twice.
 from __future__ import annotations
 
 import json
+import zlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -15,13 +16,14 @@ from botocore.exceptions import BotoCoreError, ClientError
 from lockgate.clock import Clock
 from lockgate.dynamo import error_code, read_all, read_page
 from lockgate.errors import StoreUnavailable
-from lockgate.schema import check_readable, stamped
+from lockgate.schema import COMPRESSED_STEP, check_readable, stamped
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 RETENTION_SECONDS = 30 * 86_400
 MAX_STEP_JSON = 350_000  # a DynamoDB item holds 400 KB
+COMPRESS_OVER = 800  # bytes of step JSON above which it is stored compressed, if that halves it
 
 
 @dataclass(frozen=True)
@@ -120,6 +122,7 @@ class RunStore:
         if len(body) > MAX_STEP_JSON:
             raise StoreUnavailable(f"step {n} of {run.run_id} is too large to record ({len(body)} bytes)")
         now = int(self._clock.now())
+        stored_as, schema = _step_data(body)
         try:
             self._db.put_item(
                 TableName=self._table,
@@ -129,10 +132,11 @@ class RunStore:
                         "sk": {"S": f"step#{n:03d}#{kind}"},
                         "n": {"N": str(n)},
                         "kind": {"S": kind},
-                        "data": {"S": body},
+                        **stored_as,
                         "at": {"N": str(now)},
                         "ttl": {"N": str(now + RETENTION_SECONDS)},
-                    }
+                    },
+                    schema,
                 ),
                 ConditionExpression="attribute_not_exists(pk)",
             )
@@ -196,7 +200,7 @@ class RunStore:
             check_readable(item, f"run {run_id}")
         steps = sorted(
             (
-                Step(int(i["n"]["N"]), i["kind"]["S"], json.loads(i["data"]["S"]))
+                Step(int(i["n"]["N"]), i["kind"]["S"], _step_json(i))
                 for i in items
                 if i["sk"]["S"].startswith("step#")
             ),
@@ -205,6 +209,25 @@ class RunStore:
         run = _header(meta)
         run.steps = steps
         return run
+
+
+def _step_data(body: str) -> tuple[dict[str, Any], int]:
+    """A step's data attribute: the JSON as text, or compressed when that saves a write unit.
+
+    Most steps fit one 1 KB write unit as text; a tool result with an email or a help page is
+    several, and text compresses three to five times (``lockgate.schema.COMPRESSED_STEP``).
+    """
+    if len(body) > COMPRESS_OVER:
+        packed = zlib.compress(body.encode("utf-8"), 6)
+        if len(packed) < len(body) // 2:
+            return {"dataz": {"B": packed}}, COMPRESSED_STEP
+    return {"data": {"S": body}}, 1
+
+
+def _step_json(item: dict[str, Any]) -> Any:
+    if "dataz" in item:
+        return json.loads(zlib.decompress(item["dataz"]["B"]).decode("utf-8"))
+    return json.loads(item["data"]["S"])
 
 
 def page_of_runs(
