@@ -80,3 +80,41 @@ def test_each_call_is_an_emf_blob_with_task_and_model_dimensions(
     assert (first["task"], first["model"]) == ("support-inbox", "claude-sonnet-5-5")
     assert (first["ModelCostUSD"], first["CacheReadTokens"], first["OutputTokens"]) == ([0.0123], [30], [20])
     assert (second["task"], second["model"], second["ResponseCacheHits"]) == ("other", "other", [1])
+
+
+def test_a_run_on_two_models_is_one_write_and_rows_from_before_still_read(
+    aws: Aws, clock: FixedClock
+) -> None:
+    from tests.support import dynamodb_operations
+
+    # Given a day with a row in the earlier layout (one item per task and model)
+    db = aws.client("dynamodb")
+    db.put_item(
+        TableName=aws.state_table,
+        Item={
+            "pk": {"S": "usage#2026-01-01"},
+            "sk": {"S": "rollup#triage#claude-haiku-4-5"},
+            "runs": {"N": "3"},
+            "calls": {"N": "3"},
+            "usd": {"N": "0.003"},
+        },
+    )
+    rollup = UsageRollup(db, aws.state_table, clock, log=LOG, metrics=CountingMetrics())
+    sent = dynamodb_operations(db)
+    # When a run that used two models finishes
+    both = {
+        "claude-haiku-5-5": totals([(Usage(input_tokens=300, output_tokens=40), 0.0005)]),
+        "claude-sonnet-5-5": totals([(Usage(input_tokens=900, output_tokens=200), 0.006)] * 3),
+    }
+    assert rollup.add_run("r9", "support-inbox", both) is True
+    # Then it was one write, and the day reads one row per task and model, old layout included
+    assert sent == ["UpdateItem"]
+    rows = {(r["task"], r["model"]): r for r in spend_rows(db, aws.state_table, clock.now(), days=1)}
+    assert set(rows) == {
+        ("support-inbox", "claude-haiku-5-5"),
+        ("support-inbox", "claude-sonnet-5-5"),
+        ("triage", "claude-haiku-4-5"),
+    }
+    sonnet = rows[("support-inbox", "claude-sonnet-5-5")]
+    assert (sonnet["runs"], sonnet["calls"], float(sonnet["usd"])) == (1, 3, 0.018)
+    assert rows[("triage", "claude-haiku-4-5")]["runs"] == 3

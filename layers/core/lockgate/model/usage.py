@@ -1,12 +1,13 @@
 """What model calls cost, per task and model: a daily rollup in the State table and EMF metrics.
 
-The rollup is written once per run, when it finishes: a plain atomic ``ADD`` of the run's totals
-per model to ``usage#YYYY-MM-DD`` / ``rollup#TASK#MODEL`` (one write unit, one call for a run on
-one model). "Once" is decided by the run's own finish, a conditional transition from
-``running``: a replayed finish (a redelivery after a crash) adds nothing. The price of the plain
-write: a crash between the finish and the ADD leaves that run out of the day's report (an
-under-count of the report only; the run's own totals are right), where a transaction with a
-marker would have cost six write units per run. ``lockgate spend`` reads a day with one Query.
+The rollup is written once per run, when it finishes: one plain atomic ``ADD`` of the run's
+totals, every model it used, to the task's row ``usage#YYYY-MM-DD`` / ``rollup#TASK`` (numbers
+named ``MODEL|field``; rows from before, one per task and model, still read): one call, one write
+unit. "Once" is decided by the run's own finish, a conditional transition from ``running``: a
+replayed finish (a redelivery after a crash) adds nothing. The price of the plain write: a crash
+between the finish and the ADD leaves that run out of the day's report (an under-count of the
+report only; the run's own totals are right), where a transaction with a marker would have cost
+six write units per run. ``lockgate spend`` reads a day with one Query.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 TTL_SECONDS = 400 * 86_400  # a year of history, and a bit
 TOKEN_FIELDS = tuple(Usage().as_dict())
 OTHER_MODEL = "other"
+SEP = "|"  # between a model id and a field name in a task's rollup row
 
 
 @dataclass
@@ -119,31 +121,33 @@ class UsageRollup:
         self._metrics = metrics
 
     def add_run(self, run_id: str, task: str, by_model: Mapping[str, ModelTotals]) -> bool:
-        """Add the run's totals to the day's rows (one plain ADD per model); False if any failed.
+        """Add the run's totals to the day's row for its task: one plain ADD, every model in it.
 
-        Called once per run: the caller adds only after the finish that ended the run.
+        Called once per run: the caller adds only after the finish that ended the run. False when
+        there was nothing to add or the write failed (counted; the report under-counts).
         """
+        if not by_model:
+            return False
         now = int(self._clock.now())
-        day = day_of(now)
-        written = bool(by_model)
-        for model, totals in by_model.items():
-            values = {f":{k}": {"N": str(v)} for k, v in totals.as_dict().items() if k != "usd"}
-            values[":usd"] = {"N": str(Decimal(f"{totals.usd:.6f}"))}
-            values[":ttl"] = {"N": str(now + TTL_SECONDS)}
-            values[":one"] = {"N": "1"}
-            adds = ", ".join(f"{k} :{k}" for k in totals.as_dict())
-            try:
-                self._db.update_item(
-                    TableName=self._table,
-                    Key=_key(day, f"rollup#{task}#{model}"),
-                    UpdateExpression=f"ADD {adds}, runs :one SET #ttl = :ttl",
-                    ExpressionAttributeNames={"#ttl": "ttl"},
-                    ExpressionAttributeValues=values,
-                )
-            except (ClientError, BotoCoreError) as exc:
-                self._failed(run_id, type(exc).__name__)
-                written = False
-        return written
+        names, values, adds = {"#ttl": "ttl"}, {":ttl": {"N": str(now + TTL_SECONDS)}}, []
+        for m, (model, totals) in enumerate(by_model.items()):
+            numbers = {**totals.as_dict(), "usd": Decimal(f"{totals.usd:.6f}"), "runs": 1}
+            for f, (field_name, value) in enumerate(numbers.items()):
+                names[f"#m{m}f{f}"] = f"{model}{SEP}{field_name}"
+                values[f":m{m}f{f}"] = {"N": str(value)}
+                adds.append(f"#m{m}f{f} :m{m}f{f}")
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key=_key(day_of(now), f"rollup#{task}"),
+                UpdateExpression=f"ADD {', '.join(adds)} SET #ttl = :ttl",
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+            )
+        except (ClientError, BotoCoreError) as exc:
+            self._failed(run_id, type(exc).__name__)
+            return False
+        return True
 
     def _failed(self, run_id: str, error: str) -> None:
         # The run's own totals stay right; only the daily report under-counts. Say so.
@@ -160,10 +164,25 @@ def read_day(dynamodb: DynamoDBClient, table: str, day: str) -> list[dict[str, A
         KeyConditionExpression="pk = :pk AND begins_with(sk, :rollup)",
         ExpressionAttributeValues={":pk": {"S": f"usage#{day}"}, ":rollup": {"S": "rollup#"}},
     ):
-        task, model = item["sk"]["S"].removeprefix("rollup#").rsplit("#", 1)
-        numbers = {k: Decimal(v["N"]) for k, v in item.items() if "N" in v and k != "ttl"}
-        rows.append({"day": day, "task": task, "model": model, **numbers})
+        rows.extend(_rows(day, item))
     return rows
+
+
+def _rows(day: str, item: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One row per task and model: a task's row holds ``MODEL|field`` numbers for each of its models.
+
+    Rows written before that (one item per task and model, ``rollup#TASK#MODEL``) read as they are.
+    """
+    numbers = {k: Decimal(v["N"]) for k, v in item.items() if "N" in v and k != "ttl"}
+    rest = item["sk"]["S"].removeprefix("rollup#")
+    if not any(SEP in k for k in numbers):
+        task, model = rest.rsplit("#", 1)
+        return [{"day": day, "task": task, "model": model, **numbers}]
+    by_model: dict[str, dict[str, Decimal]] = {}
+    for name, value in numbers.items():
+        model, _, field_name = name.rpartition(SEP)
+        by_model.setdefault(model, {})[field_name] = value
+    return [{"day": day, "task": rest, "model": model, **fields} for model, fields in by_model.items()]
 
 
 def day_of(epoch: float) -> str:
