@@ -29,6 +29,7 @@ BENCHMARKS: list[tuple[str, list[str]]] = [
     ("Model: prompt caching per example run", ["-m", "benchmarks.prompt_caching"]),
     ("Model: dollars per 100 shop events, controls added in turn", ["-m", "benchmarks.model_costs"]),
     ("Admission: DynamoDB calls per model call, budget + rate limits", ["-m", "benchmarks.admission_calls"]),
+    ("Cost floor: AWS calls and write units per example event, as deployed", ["-m", "benchmarks.cost_floor"]),
     ("Approvals: requests and dollars per approved action vs Step Functions", ["-m", "benchmarks.approvals"]),
     ("Load: 3 repeats of 2,000 deliveries from 20 senders on the local stack", ["-m", "benchmarks.load"]),
     ("Cost: `lockgate cost`, AWS dollars per month", ["-c", COST]),

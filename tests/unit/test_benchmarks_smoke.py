@@ -119,3 +119,19 @@ def test_worker_start_benchmark_pre_initialises_the_sdk_only_for_snapstart() -> 
     assert all(result[kind]["init"] > 0 and result[kind]["first"] > 0 for kind in ("cold", "snapshot"))
     assert result["snapshot"]["init"] > result["cold"]["init"]
     assert "Ratio new-environment start" in worker_start.render(result)
+
+
+def test_cost_floor_reports_each_target_against_the_functions_as_deployed() -> None:
+    from benchmarks import cost_floor
+    from lockgate_infra.cost.meter import measure
+
+    # Given a few example events metered through the functions as deployed
+    usage = measure(events=4)
+    text, met = cost_floor.render(usage)
+    # Then every figure is shown next to its target with a verdict that matches the numbers
+    worker = usage.per_event(usage.functions["worker"].aws_calls)
+    units = usage.per_event(usage.write_units + usage.index_write_units)
+    assert f"worker AWS calls per event: {worker:.1f}, target <= 35" in text
+    assert f"(tables + indexes): {units:.1f}, target <= 45" in text
+    assert usage.index_write_units > 0  # the inbox's and the ledger's indexes are written
+    assert met == (worker <= 35 and units <= 45)
