@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 
 RETENTION_SECONDS = 30 * 86_400
 MAX_STEP_JSON = 350_000  # a DynamoDB item holds 400 KB
-COMPRESS_OVER = 800  # bytes of step JSON above which it is stored compressed, if that halves it
+COMPRESS_OVER = 800  # bytes of step JSON above which it is stored compressed, if that saves a unit
+STEP_ITEM_BYTES = 160  # a step item's keys, names and numbers besides its data
 
 
 @dataclass(frozen=True)
@@ -170,7 +171,7 @@ class RunStore:
                 ExpressionAttributeValues={
                     ":s": {"S": status},
                     ":o": {"S": outcome[:2000]},
-                    ":t": {"S": json.dumps(totals, default=str)},
+                    ":t": {"S": json.dumps(totals, default=str, separators=(",", ":"))},
                     ":now": {"N": str(now)},
                     ":running": {"S": "running"},
                 },
@@ -212,16 +213,22 @@ class RunStore:
 
 
 def _step_data(body: str) -> tuple[dict[str, Any], int]:
-    """A step's data attribute: the JSON as text, or compressed when that saves a write unit.
+    """A step's data attribute: the JSON as text, or zlib-compressed when that saves a write unit.
 
     Most steps fit one 1 KB write unit as text; a tool result with an email or a help page is
     several, and text compresses three to five times (``lockgate.schema.COMPRESSED_STEP``).
     """
-    if len(body) > COMPRESS_OVER:
-        packed = zlib.compress(body.encode("utf-8"), 6)
-        if len(packed) < len(body) // 2:
+    text = body.encode("utf-8")
+    if len(text) > COMPRESS_OVER:
+        packed = zlib.compress(text, 6)
+        if _write_units(len(packed)) < _write_units(len(text)):
             return {"dataz": {"B": packed}}, COMPRESSED_STEP
     return {"data": {"S": body}}, 1
+
+
+def _write_units(data_bytes: int) -> int:
+    """The 1 KB write units of a step item whose data takes ``data_bytes``."""
+    return -(-(data_bytes + STEP_ITEM_BYTES) // 1024)
 
 
 def _step_json(item: dict[str, Any]) -> Any:
