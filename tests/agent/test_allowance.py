@@ -54,7 +54,7 @@ def test_four_calls_cost_one_write_before_and_one_after_and_the_counters_keep_wh
     assert all(req_tat(aws, scope) == now + 6 * Decimal("0.6") for scope in SCOPES)  # 1 + 5
     # And when the run stops, one more write leaves exactly what the four calls cost
     run.close()
-    assert sent == ["TransactWriteItems", "TransactWriteItems"]
+    assert sent == ["TransactWriteItems", "UpdateItem"]
     assert remaining(aws, "global") == Decimal("9.6") and remaining(aws, "task#triage") == Decimal("4.6")
 
 
@@ -157,8 +157,8 @@ def test_runs_on_many_lambdas_never_hold_more_than_the_cap(
     assert 8 <= sum(sent) <= 10
     assert remaining(aws, "task#triage") == Decimal(5) - went >= 0
     assert remaining(aws, "global") == Decimal(10) - went
-    spent = state_row(aws, f"spend#{DAY}", "task#triage")
-    assert spent is not None and Decimal(spent["spent"]["N"]) == went
+    day = state_row(aws, f"spend#{DAY}", "global")
+    assert day is not None and Decimal(day["task#triage|spent"]["N"]) == went
 
 
 def test_a_run_that_fails_midway_gives_back_what_it_held_and_keeps_what_it_spent(rig: AgentRig) -> None:

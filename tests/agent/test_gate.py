@@ -45,13 +45,14 @@ def gate(
     return Gate(db, clock, spend=spend, limiter=limiter)
 
 
-def remaining(aws: Aws, sk: str) -> Decimal:
-    item = state_row(aws, f"spend#{DAY}", sk)
+def remaining(aws: Aws, counter: str) -> Decimal:
+    """A counter's remaining dollars on the day's spend item (every counter is on that one item)."""
+    item = state_row(aws, f"spend#{DAY}", "global")
     assert item is not None
-    return Decimal(item["remaining"]["N"])
+    return Decimal(item["remaining" if counter == "global" else f"{counter}|remaining"]["N"])
 
 
-def test_one_transaction_holds_both_counters_and_takes_both_buckets_then_one_settles(
+def test_one_transaction_holds_both_counters_and_takes_both_buckets_then_one_update_settles(
     aws: Aws, clock: FixedClock, metrics: CountingMetrics
 ) -> None:
     db = aws.client("dynamodb")
@@ -61,8 +62,9 @@ def test_one_transaction_holds_both_counters_and_takes_both_buckets_then_one_set
     # When a call is admitted on an open day and settled
     reservation = g.admit("triage", SCOPES, 1.0, 500, FAR)
     g.settle(reservation, 0.25)
-    # Then it took exactly one write before and one after
-    assert sent == ["TransactWriteItems", "TransactWriteItems"]
+    # Then it took exactly one write before (the day's item and both buckets) and one plain
+    # update after (both counters are on the day's item)
+    assert sent == ["TransactWriteItems", "UpdateItem"]
     # And both counters hold the actual cost of this call, and both buckets moved twice
     assert remaining(aws, "global") == Decimal("8.75") and remaining(aws, "task#triage") == Decimal("3.75")
     for scope in SCOPES:

@@ -64,16 +64,37 @@ def row(aws: Aws, sk: str, day: str = DAY) -> dict[str, Any] | None:
     return got.get("Item")
 
 
-def remaining(aws: Aws, sk: str, day: str = DAY) -> Decimal:
-    item = row(aws, sk, day)
+def counter(aws: Aws, name: str, day: str = DAY) -> dict[str, Decimal]:
+    """A counter's numbers (remaining, spent, cap) from the day's item, which holds every counter."""
+    item = row(aws, "global", day)
     assert item is not None
-    return Decimal(item["remaining"]["N"])
+    prefix = "" if name == "global" else f"{name}|"
+    return {k: Decimal(item[prefix + k]["N"]) for k in ("remaining", "spent", "cap") if prefix + k in item}
+
+
+def remaining(aws: Aws, name: str, day: str = DAY) -> Decimal:
+    return counter(aws, name, day)["remaining"]
 
 
 def put_counter(aws: Aws, sk: str, **attrs: dict[str, str]) -> None:
     aws.client("dynamodb").put_item(
         TableName=aws.state_table, Item={"pk": {"S": f"spend#{DAY}"}, "sk": {"S": sk}, **attrs}
     )
+
+
+def set_on_day_item(aws: Aws, name: str, value: dict[str, str] | None) -> None:
+    """Set (or, with None, remove) one attribute of the day's item."""
+    db = aws.client("dynamodb")
+    where = {"TableName": aws.state_table, "Key": {"pk": {"S": f"spend#{DAY}"}, "sk": {"S": "global"}}}
+    if value is None:
+        db.update_item(**where, UpdateExpression="REMOVE #a", ExpressionAttributeNames={"#a": name})
+    else:
+        db.update_item(
+            **where,
+            UpdateExpression="SET #a = :v",
+            ExpressionAttributeNames={"#a": name},
+            ExpressionAttributeValues={":v": value},
+        )
 
 
 def test_reserve_within_cap_decrements_both_counters(
@@ -134,7 +155,6 @@ def test_a_damaged_counter_fails_closed_and_is_not_reset(
         spend.reserve("triage", 0.01)
     # Then nothing was admitted and the counter is exactly as it was
     assert row(aws, "global") == before
-    assert row(aws, "task#triage") is None
     # And it stays closed on a second try (no self-repair)
     with pytest.raises(expected):
         spend.reserve("triage", 0.01)
@@ -166,8 +186,7 @@ def test_settle_refunds_the_over_estimate_and_charges_an_under_estimate(
     # Then $1.30 comes back on both counters and "spent" shows the actual
     assert remaining(aws, "global") == Decimal("9.8")
     assert remaining(aws, "task#triage") == Decimal("1.8")
-    item = row(aws, "task#triage")
-    assert item is not None and Decimal(item["spent"]["N"]) == Decimal("0.2")
+    assert counter(aws, "task#triage")["spent"] == Decimal("0.2")
     # When a later call cost more than its estimate, the counter may go below zero
     res = spend.reserve("triage", 1.8)
     spend.settle(res, 2.0)
@@ -180,11 +199,9 @@ def test_settle_refunds_the_over_estimate_and_charges_an_under_estimate(
 def test_settle_never_creates_a_counter(aws: Aws, clock: FixedClock, metrics: CountingMetrics) -> None:
     spend = caps(aws, clock, metrics)
     res = spend.reserve("triage", 1.0)
-    aws.client("dynamodb").delete_item(
-        TableName=aws.state_table, Key={"pk": {"S": f"spend#{DAY}"}, "sk": {"S": "task#triage"}}
-    )
+    set_on_day_item(aws, "task#triage|remaining", None)
     spend.settle(res, 0.1)
-    assert row(aws, "task#triage") is None
+    assert "remaining" not in counter(aws, "task#triage")
     # and the counters settle together: the global one keeps the estimate (an over-count, the
     # safe direction), and the lost settle is said loudly
     assert metrics.totals["SpendSettleFailed"] == 1
@@ -255,9 +272,9 @@ def test_ten_threads_against_a_cap_that_fits_four(
 
 
 def test_dynamodb_errors_fail_closed(aws: Aws, clock: FixedClock, metrics: CountingMetrics) -> None:
-    # Given DynamoDB refuses every write (both counters go in one transaction)
+    # Given DynamoDB refuses every write (both counters are held by one update of the day's item)
     db = aws.client("dynamodb")
-    fail_calls(db, "TransactWriteItems", "ProvisionedThroughputExceededException")
+    fail_calls(db, "UpdateItem", "ProvisionedThroughputExceededException")
     spend = caps(aws, clock, metrics, db=db)
     # When a call is reserved
     with pytest.raises(SpendUnavailable) as caught:
@@ -271,10 +288,10 @@ def test_dynamodb_errors_fail_closed(aws: Aws, clock: FixedClock, metrics: Count
 def test_the_counters_hold_together_or_not_at_all(
     aws: Aws, clock: FixedClock, metrics: CountingMetrics
 ) -> None:
-    # Given both counters open, and the task counter's item made unwritable by a wrong type
+    # Given both counters open, and the task counter made unwritable by a wrong type
     spend = caps(aws, clock, metrics)
     spend.reserve("triage", 0.5)
-    put_counter(aws, "task#triage", remaining={"S": "1.5"})
+    set_on_day_item(aws, "task#triage|remaining", {"S": "1.5"})
     # When a call is reserved
     with pytest.raises(SpendUnavailable):
         spend.reserve("triage", 0.5)
@@ -290,21 +307,21 @@ def test_calls_per_reserve(aws: Aws, clock: FixedClock, metrics: CountingMetrics
         lambda request, **_: sent.append(request.headers["X-Amz-Target"].decode().split(".")[-1]),
     )
     spend = caps(aws, clock, metrics, db=db)
-    # The day's first reserve opens each counter: the holds (refused: no items), a put each, the holds
+    # The day's first reserve opens the day: the hold (refused: no item), one put, the hold
     spend.reserve("triage", 0.1)
-    assert sent == ["TransactWriteItems", "PutItem", "PutItem", "TransactWriteItems"]
-    # An existing day: both counters in one call
+    assert sent == ["UpdateItem", "PutItem", "UpdateItem"]
+    # An existing day: both counters in one plain update of the one item
     sent.clear()
     res = spend.reserve("triage", 0.1)
-    assert sent == ["TransactWriteItems"]
+    assert sent == ["UpdateItem"]
     # An uncapped task: one counter, one plain update
     sent.clear()
     spend.reserve("digest", 0.1)
     assert sent == ["UpdateItem"]
-    # Settling: one call for both counters, none when the estimate was exact
+    # Settling: one plain update for both counters, none when the estimate was exact
     sent.clear()
     spend.settle(res, 0.05)
-    assert sent == ["TransactWriteItems"]
+    assert sent == ["UpdateItem"]
     sent.clear()
     spend.settle(res, 0.1)
     assert sent == []
@@ -344,8 +361,9 @@ def test_the_loop_defers_before_sending_when_the_daily_cap_is_reached(aws: Aws, 
         calls = stub.calls
         caps._db.update_item(  # noqa: SLF001 - spend the rest of the day's task budget
             TableName=aws.state_table,
-            Key={"pk": {"S": f"spend#{DAY}"}, "sk": {"S": "task#test-task"}},
-            UpdateExpression="SET remaining = :z",
+            Key={"pk": {"S": f"spend#{DAY}"}, "sk": {"S": "global"}},
+            UpdateExpression="SET #r = :z",
+            ExpressionAttributeNames={"#r": "task#test-task|remaining"},
             ExpressionAttributeValues={":z": {"N": "0"}},
         )
         # When the next event needs a model call
@@ -354,3 +372,41 @@ def test_the_loop_defers_before_sending_when_the_daily_cap_is_reached(aws: Aws, 
         # Then nothing was sent, and the event is deferred (not dropped) until the next UTC day
         assert stub.calls == calls
         assert caught.value.delay_seconds > 0
+
+
+def test_a_day_opened_by_the_earlier_layout_is_read_on_and_its_task_spending_carries_over(
+    aws: Aws, clock: FixedClock, metrics: CountingMetrics
+) -> None:
+    # Given today's counters as the version before this one kept them: one item per counter, the
+    # global one being the day's item itself, with $1.60 of the task's $2.00 already spent
+    put_counter(aws, "global", remaining={"N": "8.4"}, spent={"N": "1.6"}, cap={"N": "10"})
+    put_counter(aws, "task#triage", remaining={"N": "0.4"}, spent={"N": "1.6"}, cap={"N": "2"})
+    spend = caps(aws, clock, metrics)
+    # When this version holds for the task
+    spend.reserve("triage", 0.3)
+    # Then the task's counter joined the day's item with what was left and spent, and both moved
+    assert counter(aws, "task#triage") == {
+        "remaining": Decimal("0.1"),
+        "spent": Decimal("1.9"),
+        "cap": Decimal("2"),
+    }
+    assert remaining(aws, "global") == Decimal("8.1")
+    # And the task's cap is still kept: the next $0.30 does not fit
+    with pytest.raises(SpendCapReached):
+        spend.reserve("triage", 0.3)
+
+
+def test_a_task_capped_after_the_day_opened_gets_its_counter_at_its_cap(
+    aws: Aws, clock: FixedClock, metrics: CountingMetrics
+) -> None:
+    # Given a day opened before the task had a cap
+    caps(aws, clock, metrics, task_caps={}).reserve("triage", 1.0)
+    # When the task's cap ($2) is configured and the task holds
+    caps(aws, clock, metrics).reserve("triage", 0.5)
+    # Then its counter starts at its cap on the day's item (earlier spending was not counted to it)
+    assert counter(aws, "task#triage") == {
+        "remaining": Decimal("1.5"),
+        "spent": Decimal("0.5"),
+        "cap": Decimal("2"),
+    }
+    assert remaining(aws, "global") == Decimal("8.5")

@@ -168,12 +168,10 @@ class Gate:
     ) -> None:
         """Learn from each failed condition; raise when the budget is spent or the table is damaged."""
         for hold, reason in zip(holds, reasons, strict=False):
-            if reason is not None:
-                assert self.spend is not None
-                old = reason.get("Item")
-                self.spend.hold_refused(hold, old, now)
-                if old is not None:
-                    unguarded.add(hold.counter)
+            if reason is None or reason.get("Code") == "TransactionConflict":
+                continue  # held, or another transaction was on the item: plan again
+            assert self.spend is not None
+            unguarded |= self.spend.hold_refused(hold, reason.get("Item"), now)
         for take, reason in zip(takes, reasons[len(holds) :], strict=True):
             if reason is None or reason.get("Code") == "TransactionConflict":
                 continue  # held, or another transaction was on the item: plan again

@@ -22,11 +22,22 @@ import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from lockgate.capacity.spend_item import (
+    GLOBAL,
+    adjust_update,
+    attrs,
+    day_item,
+    hold_update,
+    key,
+    number,
+    task_opening,
+    usd,
+)
 from lockgate.clock import Clock
 from lockgate.config import BudgetConfig
 from lockgate.dynamo import error_code
@@ -40,7 +51,6 @@ TTL_SECONDS = 40 * 86_400
 NEAR_CAP = Decimal("0.8")  # share of the cap spent that counts as "near"
 MIDNIGHT_MARGIN_SECONDS = 60
 UNAVAILABLE_DELAY_SECONDS = 60
-GLOBAL = "global"
 
 
 class SpendCapReached(Deferred):
@@ -61,15 +71,15 @@ class AheadTooLarge(Exception):  # noqa: N818 - a signal to hold less, not a fau
 
 @dataclass(frozen=True)
 class Hold:
-    """The conditional update that holds an estimate on one counter (alone or in a transaction).
+    """The conditional update that holds an estimate on every counter of a call (one item).
 
-    ``guarded``: it also demands the near-cap margin, so a refusal only for the margin is how a
-    crossing of 80% is seen without ALL_NEW."""
+    Counters in ``guarded`` must also keep the near-cap margin, so a refusal only for the margin
+    is how a crossing of 80% is seen without ALL_NEW."""
 
     day: str
-    counter: str
+    counters: tuple[str, ...]
     estimate: Decimal  # what is held: one call's estimate times the calls held for
-    guarded: bool
+    guarded: frozenset[str]
     update: dict[str, Any]
     one_call: Decimal  # less than this left: the cap is reached
 
@@ -106,58 +116,71 @@ class SpendCaps:
         self._db = dynamodb
         self._table = table
         self._clock = clock
-        self._global_cap = _usd(global_cap_usd)
-        self._task_caps = {name: _usd(cap) for name, cap in task_caps.items()}
+        self._global_cap = usd(global_cap_usd)
+        self._task_caps = {name: usd(cap) for name, cap in task_caps.items()}
         self._metrics = metrics
         self._log = log
 
     def holds(
         self, task: str, estimate_usd: float, now: float, unguarded: frozenset[str], calls: int = 1
     ) -> list[Hold]:
-        """The updates that hold ``calls`` times ``estimate_usd`` on the global and the task's counter.
+        """The update that holds ``calls`` times ``estimate_usd`` on the global and the task's counter.
 
         Counters named in ``unguarded`` (already seen near their cap) are held without the margin.
         """
-        one_call = _usd(estimate_usd)
+        one_call = usd(estimate_usd)
         if one_call < 0:
             raise ValueError("a spend estimate cannot be negative")
         estimate = one_call * calls
         day = time.strftime("%Y-%m-%d", time.gmtime(now))
-        found = []
-        for sk, cap in self._counters(task):
-            guarded = sk not in unguarded
-            update = self._hold_update(day, sk, estimate, cap, guarded)
-            found.append(Hold(day, sk, estimate, guarded, update, one_call))
-        return found
+        counters = self._counters(task)
+        guarded = frozenset(counter for counter in counters if counter not in unguarded)
+        marks = {c: self._cap_of(c) * (1 - NEAR_CAP) for c in guarded}
+        update = hold_update(self._table, day, counters, estimate, marks)
+        return [Hold(day, counters, estimate, guarded, update, one_call)]
 
-    def hold_refused(self, hold: Hold, old: Mapping[str, Any] | None, now: float) -> None:
-        """Read a refused hold (ALL_OLD): open a new day's counter, or count crossing 80%; raise when
-        spent (AheadTooLarge when one call would fit). Returns when the hold may be tried again."""
+    def hold_refused(self, hold: Hold, old: Mapping[str, Any] | None, now: float) -> frozenset[str]:
+        """Read a refused hold (ALL_OLD): open the day or a task's counter, count crossing 80%; raise
+        when spent (AheadTooLarge when one call would fit). Returns the counters now near their cap.
+        """
         if old is None:
-            self._open_day(hold.day, hold.counter, self._cap_of(hold.counter), now)
-            return
-        remaining = _remaining(old)
-        if remaining is None:
-            self._damaged(hold.day, hold.counter, f"unreadable counter {old.get('remaining')!r}")
-        if remaining < hold.one_call:
-            raise self._cap_reached(hold.day, hold.counter, remaining, hold.one_call, now)
-        if remaining < hold.estimate:
-            raise AheadTooLarge(hold.counter)
-        if hold.guarded and remaining > self._cap_of(hold.counter) * (1 - NEAR_CAP):
-            self._near_cap(hold.day, hold.counter, remaining, remaining - hold.estimate)
+            self._open_day(hold.day, now)
+            return frozenset()
+        left = {}
+        for counter in hold.counters:
+            name = attrs(counter)[0]
+            if name not in old and counter != GLOBAL:
+                self._open_task(hold.day, counter, now)
+                continue
+            remaining = number(old, name)
+            if remaining is None:
+                self._damaged(hold.day, counter, f"unreadable counter {old.get(name)!r}")
+            if remaining < hold.one_call:
+                raise self._cap_reached(hold.day, counter, remaining, hold.one_call, now)
+            left[counter] = remaining
+        if any(remaining < hold.estimate for remaining in left.values()):
+            raise AheadTooLarge(hold.day)
+        near = set()
+        for counter, remaining in left.items():
+            if counter in hold.guarded and remaining - hold.estimate <= self._cap_of(counter) * (
+                1 - NEAR_CAP
+            ):
+                self._near_cap(hold.day, counter, remaining, remaining - hold.estimate)
+                near.add(counter)
+        return frozenset(near)
 
     def reservation(self, task: str, holds: list[Hold]) -> Reservation:
         """The reservation that the (now written) holds make."""
-        return Reservation(holds[0].day, task, holds[0].estimate, tuple(h.counter for h in holds))
+        return Reservation(holds[0].day, task, holds[0].estimate, holds[0].counters)
 
     def unavailable(self, day: str, why: str) -> SpendUnavailable:
         """The error (and metric) for counters that could not be written: no call is made."""
         return self._unavailable(day, GLOBAL, why)
 
     def settle_updates(self, reservation: Reservation, actual_usd: float) -> list[dict[str, Any]]:
-        """The updates that replace the held estimate by the actual cost (none when they match)."""
-        refund = reservation.estimate_usd - _usd(actual_usd)
-        return [self._adjust_update(reservation.day, sk, refund) for sk in reservation.counters if refund]
+        """The update that replaces the held estimate by the actual cost (none when they match)."""
+        refund = reservation.estimate_usd - usd(actual_usd)
+        return [adjust_update(self._table, reservation.day, reservation.counters, refund)] if refund else []
 
     def settle_failed(self, reservation: Reservation, exc: Exception) -> None:
         """Say loudly that a settle was lost; the counter keeps the estimate (an over-count)."""
@@ -169,79 +192,64 @@ class SpendCaps:
 
     # -- counters -------------------------------------------------------------------------
 
-    def _counters(self, task: str) -> list[tuple[str, Decimal]]:
-        counters = [(GLOBAL, self._global_cap)]
-        if task in self._task_caps:
-            counters.append((f"task#{task}", self._task_caps[task]))
-        return counters
+    def _counters(self, task: str) -> tuple[str, ...]:
+        return (GLOBAL, f"task#{task}") if task in self._task_caps else (GLOBAL,)
 
-    def _cap_of(self, sk: str) -> Decimal:
-        return self._global_cap if sk == GLOBAL else self._task_caps[sk.removeprefix("task#")]
+    def _cap_of(self, counter: str) -> Decimal:
+        return self._global_cap if counter == GLOBAL else self._task_caps[counter.removeprefix("task#")]
 
     def _cap_reached(
-        self, day: str, sk: str, remaining: Decimal, estimate: Decimal, now: float
+        self, day: str, counter: str, remaining: Decimal, estimate: Decimal, now: float
     ) -> SpendCapReached:
         self._metrics.add_metric(name="SpendCapReached", unit="Count", value=1)
         self._log.warning(
             "spend cap reached",
-            extra={"day": day, "counter": sk, "remaining": str(remaining), "estimate": str(estimate)},
+            extra={"day": day, "counter": counter, "remaining": str(remaining), "estimate": str(estimate)},
         )
-        return SpendCapReached(f"daily spend cap reached ({sk}, {day})", _seconds_to_next_day(now), scope=sk)
+        why = f"daily spend cap reached ({counter}, {day})"
+        return SpendCapReached(why, _seconds_to_next_day(now), scope=counter)
 
-    def _hold_update(
-        self, day: str, sk: str, estimate: Decimal, cap: Decimal, guarded: bool
-    ) -> dict[str, Any]:
-        # Guarded: the counter must stay strictly above the near-cap mark, so a hold that lands
-        # exactly on 80% spent is refused and counted as the crossing (then held unguarded).
-        least = "remaining > :least" if guarded else "remaining >= :least"
-        at_least = estimate + cap * (1 - NEAR_CAP) if guarded else estimate
-        return {
-            "TableName": self._table,
-            "Key": _key(day, sk),
-            "UpdateExpression": "SET remaining = remaining - :est ADD spent :est",
-            # The type test first: a string counter must fail the condition, not compare.
-            "ConditionExpression": f"attribute_type(remaining, :n) AND {least}",
-            "ExpressionAttributeValues": {
-                ":est": {"N": str(estimate)},
-                ":least": {"N": str(at_least)},
-                ":n": {"S": "N"},
-            },
-            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+    def _open_day(self, day: str, now: float) -> None:
+        """The day's item, every configured counter at its cap (conditional: a first one stands)."""
+        caps = {
+            counter: self._cap_of(counter) for counter in (GLOBAL, *(f"task#{t}" for t in self._task_caps))
         }
+        item = day_item(day, caps, int(now), TTL_SECONDS)
+        self._write_once(day, GLOBAL, {"Item": item, "ConditionExpression": "attribute_not_exists(pk)"})
 
-    def _adjust_update(self, day: str, sk: str, refund: Decimal) -> dict[str, Any]:
-        return {
-            "TableName": self._table,
-            "Key": _key(day, sk),
-            "UpdateExpression": "SET remaining = remaining + :refund ADD spent :charge",
-            "ConditionExpression": "attribute_type(remaining, :n)",
-            "ExpressionAttributeValues": {
-                ":refund": {"N": str(refund)},
-                ":charge": {"N": str(-refund)},
-                ":n": {"S": "N"},
-            },
-        }
+    def _open_task(self, day: str, counter: str, now: float) -> None:
+        """A task's counter on a day opened without it (a task added since, or opened by a version
+        that kept one item per counter: that item's remaining and spent carry over)."""
+        cap = self._cap_of(counter)
+        remaining, spent = self._earlier_layout(day, counter) or (cap, Decimal(0))
+        self._write_once(day, counter, task_opening(day, counter, remaining, spent, cap))
 
-    def _open_day(self, day: str, sk: str, cap: Decimal, now: float) -> None:
+    def _earlier_layout(self, day: str, counter: str) -> tuple[Decimal, Decimal] | None:
         try:
-            self._db.put_item(
-                TableName=self._table,
-                Item={
-                    **_key(day, sk),
-                    "remaining": {"N": str(cap)},
-                    "spent": {"N": "0"},
-                    "cap": {"N": str(cap)},
-                    "opened_at": {"N": str(int(now))},
-                    "ttl": {"N": str(int(now) + TTL_SECONDS)},
-                },
-                ConditionExpression="attribute_not_exists(pk)",
+            found = self._db.get_item(TableName=self._table, Key=key(day, counter), ConsistentRead=True).get(
+                "Item"
             )
+        except (ClientError, BotoCoreError) as exc:
+            raise self._unavailable(day, counter, type(exc).__name__) from exc
+        if not found:
+            return None
+        remaining, spent = number(found, "remaining"), number(found, "spent")
+        if remaining is None or spent is None:
+            self._damaged(day, counter, "unreadable counter in the earlier layout")
+        return remaining, spent
+
+    def _write_once(self, day: str, counter: str, request: dict[str, Any]) -> None:
+        """A put or update that only the first Lambda wins; losing to another is not an error."""
+        try:
+            if "Item" in request:
+                self._db.put_item(TableName=self._table, **request)
+            else:
+                self._db.update_item(TableName=self._table, **request)
         except ClientError as exc:
             if error_code(exc) != "ConditionalCheckFailedException":
-                raise self._unavailable(day, sk, error_code(exc)) from exc
-            # Another Lambda opened the day first: its item stands, never overwritten.
+                raise self._unavailable(day, counter, error_code(exc)) from exc
         except BotoCoreError as exc:
-            raise self._unavailable(day, sk, type(exc).__name__) from exc
+            raise self._unavailable(day, counter, type(exc).__name__) from exc
 
     def _near_cap(self, day: str, sk: str, before: Decimal, after: Decimal) -> None:
         threshold = self._cap_of(sk) * (1 - NEAR_CAP)
@@ -258,24 +266,6 @@ class SpendCaps:
         self._metrics.add_metric(name="SpendUnavailable", unit="Count", value=1)
         self._log.error("spend counter unavailable", extra={"day": day, "counter": sk, "error": why})
         return SpendUnavailable(f"spend counter unavailable: {why}", UNAVAILABLE_DELAY_SECONDS)
-
-
-def _key(day: str, sk: str) -> dict[str, Any]:
-    return {"pk": {"S": f"spend#{day}"}, "sk": {"S": sk}}
-
-
-def _usd(value: float) -> Decimal:
-    return Decimal(f"{value:.6f}")
-
-
-def _remaining(item: Mapping[str, Any]) -> Decimal | None:
-    value = item.get("remaining")
-    if not isinstance(value, dict) or "N" not in value:
-        return None
-    try:
-        return Decimal(value["N"])
-    except InvalidOperation:
-        return None
 
 
 def _seconds_to_next_day(now: float) -> int:
