@@ -1,4 +1,8 @@
-"""Agent worker Lambda: SQS batch of inbox pointers → each delivery processed under a lease."""
+"""Agent worker Lambda: SQS batch of inbox pointers → each delivery processed under a lease.
+
+The batch's records run side by side (``WORKER_RECORD_CONCURRENCY`` at once, lockgate.inbox.batch):
+each mostly waits for the model, and one invocation waiting for ten is billed once, not ten times.
+"""
 
 from __future__ import annotations
 
@@ -9,16 +13,16 @@ from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import EphemeralMetrics
-from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
-from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from lockgate.config import load_config
+from lockgate.inbox.batch import QueueRecord, process_batch
 from lockgate.inbox.queue import decode_pointer
 from lockgate.model.usage import EmfUsageMetrics
 from lockgate.restore import register_after_restore
 from lockgate.runtime.deps import lambda_deps
 from lockgate.runtime.worker import build_worker
 from lockgate.settings import WorkerSettings
+from lockgate.telemetry import SharedMetrics
 
 logger = Logger()
 metrics = Metrics()
@@ -54,8 +58,9 @@ config = load_config(Path(__file__).parent / settings.config_path, settings.stag
 deps = lambda_deps(
     os.environ,
     logger,
-    metrics,
+    SharedMetrics(metrics),  # a batch's records add metrics from several threads
     timeout_seconds=settings.timeout_seconds,
+    connections=settings.record_concurrency,
     tracing=PowertoolsTracing(),
     usage_metrics=lambda tasks: EmfUsageMetrics(EphemeralMetrics, tasks),
 )
@@ -66,31 +71,29 @@ if settings.snap_start:
     # Pre-initialised into the snapshot: the SDK's import (~2 s) is paid once at publish time,
     # not by the first invocation of every new environment. No client or key is made here.
     import anthropic  # noqa: F401
-# An all-failed batch is normal (every delivery backing off): report it, don't error the invocation.
-processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 
 
-def record_handler(record: SQSRecord, lambda_context: Any) -> str:
+def record_handler(record: QueueRecord, lambda_context: Any) -> str:
     """One message: a pointer to a stored delivery."""
     pk = decode_pointer(record.body)
     # Every log line while handling this delivery carries its id; the run id is the same key.
-    logger.append_keys(delivery=pk, run=pk)
-    try:
-        return worker.process(
-            pk,
-            record.receipt_handle,
-            remaining_seconds=lambda: lambda_context.get_remaining_time_in_millis() / 1000,
-        )
-    finally:
-        logger.remove_keys(["delivery", "run"])
+    # Thread-safe keys live in this record's own context (process_batch gives each record one):
+    # append_keys would be one set shared by every record running at the same time.
+    logger.thread_safe_append_keys(delivery=pk, run=pk)
+    return worker.process(
+        pk,
+        record.receipt_handle,
+        remaining_seconds=lambda: lambda_context.get_remaining_time_in_millis() / 1000,
+    )
 
 
 @metrics.log_metrics
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    """Process a batch; failed items are reported so SQS redelivers only those."""
-    return dict(
-        process_partial_response(
-            event=event, record_handler=record_handler, processor=processor, context=context
-        )
+    """Process a batch; failed items are reported so SQS redelivers only those (never the whole batch)."""
+    return process_batch(
+        event,
+        lambda record: record_handler(record, context),
+        concurrency=settings.record_concurrency,
+        log=logger,
     )

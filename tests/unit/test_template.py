@@ -292,10 +292,23 @@ def test_given_the_worker_event_source_then_it_reports_partial_batch_failures_wi
     assert mapping["EventSourceArn"] == {"Fn::GetAtt": ["InboxQueue", "Arn"]}
     assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     assert mapping["ScalingConfig"] == {"MaximumConcurrency": {"Ref": "WorkerMaxConcurrency"}}
-    assert mapping["BatchSize"] == 10
-    assert mapping["MaximumBatchingWindowInSeconds"] == 1
+    assert mapping["BatchSize"] == {"Ref": "WorkerBatchSize"}
+    assert mapping["MaximumBatchingWindowInSeconds"] == {"Ref": "WorkerBatchingWindowSeconds"}
     # Lambda refuses a MaximumConcurrency below 2.
     assert int(cfn["Parameters"]["WorkerMaxConcurrency"]["MinValue"]) >= 2
+
+
+def test_given_the_worker_then_its_batch_shape_and_record_concurrency_are_parameters(cfn):
+    # Given the worker's parameters: one batch's records processed side by side, as many as a batch holds
+    parameters = cfn["Parameters"]
+    assert int(parameters["WorkerRecordConcurrency"]["Default"]) == int(
+        parameters["WorkerBatchSize"]["Default"]
+    )
+    assert int(parameters["WorkerRecordConcurrency"]["MinValue"]) == 1  # 1: one after another, as before
+    # Then the worker reads its concurrency from the environment the template gives it
+    variables = environment(cfn, "AgentWorkerFunction")
+    assert variables["WORKER_RECORD_CONCURRENCY"] == {"Ref": "WorkerRecordConcurrency"}
+    assert properties(cfn, "AgentWorkerFunction")["MemorySize"] == {"Ref": "WorkerMemorySize"}
 
 
 # ------------------------------------------------------------------ data
@@ -408,7 +421,6 @@ def test_given_each_function_then_its_environment_carries_its_timeout_for_the_aw
 
 
 def test_given_the_worker_then_its_environment_names_every_resource_it_uses(cfn):
-    assert properties(cfn, "AgentWorkerFunction")["MemorySize"] == 1024
     expected = {
         "INBOX_TABLE": {"Ref": "InboxTable"},
         "STATE_TABLE": {"Ref": "StateTable"},
@@ -601,6 +613,10 @@ def test_given_template_parameters_then_defaults_match_the_documented_ones(sam_t
         "Stage": "dev",
         "WorkerTimeoutSeconds": "300",
         "WorkerMaxConcurrency": 5,
+        "WorkerBatchSize": 10,
+        "WorkerBatchingWindowSeconds": 1,
+        "WorkerRecordConcurrency": 10,
+        "WorkerMemorySize": 1024,
         "SecretsPrefix": "",
         "DomainName": "",
         "CertificateArn": "",

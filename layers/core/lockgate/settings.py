@@ -86,6 +86,7 @@ class WorkerSettings:
     model_base_url: str | None = None  # ANTHROPIC_BASE_URL: a stand-in API locally and in tests
     snap_start: bool = False  # initialised into a SnapStart snapshot
     stage: str | None = None  # LOCKGATE_STAGE: stages/<stage>.toml is merged over the config
+    record_concurrency: int = 10  # WORKER_RECORD_CONCURRENCY: an SQS batch's records at once (1: in turn)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> WorkerSettings:
@@ -105,6 +106,7 @@ class WorkerSettings:
             model_key_ref=environ.get("ANTHROPIC_API_KEY_REF") or "env:ANTHROPIC_API_KEY",
             model_base_url=environ.get("ANTHROPIC_BASE_URL") or None,
             snap_start=environ.get("AWS_LAMBDA_INITIALIZATION_TYPE") == "snap-start",
+            record_concurrency=_int(environ, "WORKER_RECORD_CONCURRENCY", 10),
         )
 
     def budget(self, configured: BudgetConfig) -> BudgetConfig:

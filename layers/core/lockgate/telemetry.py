@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Protocol
 
@@ -29,15 +30,35 @@ class Metrics(Protocol):
         """Count or measure something (EMF when deployed)."""
 
 
+class SharedMetrics:
+    """Metrics that one batch's records add to from several threads: one add at a time.
+
+    Powertools' ``Metrics`` keeps one metric set per process and adds by reading, changing and
+    storing a dict entry (flushing the set at 100 metrics), so two records adding at once could
+    lose a value or flush a set mid-change. A lock around each add is all it needs.
+    """
+
+    def __init__(self, metrics: Metrics) -> None:
+        self._metrics = metrics
+        self._lock = threading.Lock()
+
+    def add_metric(self, name: str, unit: Any, value: float) -> None:
+        """Add, alone."""
+        with self._lock:
+            self._metrics.add_metric(name=name, unit=unit, value=value)
+
+
 class CountingMetrics:
     """Keeps metric totals in memory: the local stack's and the tests' sink."""
 
     def __init__(self) -> None:
         self.totals: dict[str, float] = {}
+        self._lock = threading.Lock()  # a batch's records add from several threads
 
     def add_metric(self, name: str, unit: Any, value: float) -> None:
         """Add to the named total."""
-        self.totals[name] = self.totals.get(name, 0) + value
+        with self._lock:
+            self.totals[name] = self.totals.get(name, 0) + value
 
 
 class Tracing(Protocol):

@@ -15,6 +15,7 @@ stops the whole fleet during an outage.
 from __future__ import annotations
 
 import random
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -154,6 +155,9 @@ class ModelClient:
     ) -> None:
         self._factory = client_factory
         self._client: Any = None
+        # One batch's records call from several threads: the SDK client is made once and shared
+        # (it is thread-safe), not once per thread that raced to make it.
+        self._client_lock = threading.Lock()
         self._clock = clock
         self._log = log
         self._tracing = tracing or NoTracing()
@@ -243,9 +247,10 @@ class ModelClient:
         return False
 
     def _sdk(self) -> Any:
-        if self._client is None:
-            self._client = self._factory()
-        return self._client
+        with self._client_lock:
+            if self._client is None:
+                self._client = self._factory()
+            return self._client
 
     def _delay(self, attempt: int, exc: Exception) -> float:
         retry_after_seconds = retry_after(exc)

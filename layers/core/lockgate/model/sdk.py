@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -24,9 +25,11 @@ class LazySdk:
     def __init__(self, factory: Callable[[], Any]) -> None:
         self._factory = factory
         self._client: Any = None
+        self._lock = threading.Lock()  # records of one batch run in threads: make the client once
 
     def __call__(self) -> Any:
         """The client, made now if this is the first call."""
-        if self._client is None:
-            self._client = self._factory()
-        return self._client
+        with self._lock:
+            if self._client is None:
+                self._client = self._factory()
+            return self._client

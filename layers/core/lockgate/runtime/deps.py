@@ -34,7 +34,7 @@ class Deps:
     usage_metrics: Callable[[frozenset[str]], UsageMetrics] | None = None
 
 
-def aws_config(timeout_seconds: float) -> Config:
+def aws_config(timeout_seconds: float, connections: int = 10) -> Config:
     """Client timeouts and retries sized to a function's own timeout.
 
     botocore's defaults (60 s to connect, 60 s to read, legacy retries) would let one hung call
@@ -48,17 +48,24 @@ def aws_config(timeout_seconds: float) -> Config:
         connect_timeout=connect,
         read_timeout=read,
         retries={"mode": "standard", "total_max_attempts": 2 if timeout_seconds < 60 else 3},
+        max_pool_connections=max(10, connections),
     )
 
 
 def lambda_deps(
-    environ: Mapping[str, str], log: Log, metrics: Metrics, *, timeout_seconds: float, **extra: Any
+    environ: Mapping[str, str],
+    log: Log,
+    metrics: Metrics,
+    *,
+    timeout_seconds: float,
+    connections: int = 10,
+    **extra: Any,
 ) -> Deps:
     """A deployed function's deps: one session's clients sized to its timeout, secrets, the system clock."""
     import boto3  # the Lambda runtime has it; imported here so tests of the layer need no session
 
     session = boto3.session.Session()
-    config = aws_config(timeout_seconds)
+    config = aws_config(timeout_seconds, connections)
 
     def client(service: str) -> Any:
         return session.client(service, config=config)  # type: ignore[call-overload]  # per-service overloads
