@@ -26,6 +26,10 @@ BENCHMARKS: list[tuple[str, list[str]]] = [
     ),
     ("Cold start: import time per handler vs bare boto3", ["-m", "benchmarks.cold_start"]),
     ("Worker start: cold vs a SnapStart-style pre-initialised restore", ["-m", "benchmarks.worker_start"]),
+    (
+        "Worker memory: Lambda dollars per event by memory size, batches side by side",
+        ["-m", "benchmarks.worker_memory"],
+    ),
     ("Model: prompt caching per example run", ["-m", "benchmarks.prompt_caching"]),
     ("Model: dollars per 100 shop events, controls added in turn", ["-m", "benchmarks.model_costs"]),
     ("Admission: DynamoDB calls per model call, budget + rate limits", ["-m", "benchmarks.admission_calls"]),

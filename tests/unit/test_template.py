@@ -616,7 +616,7 @@ def test_given_template_parameters_then_defaults_match_the_documented_ones(sam_t
         "WorkerBatchSize": 10,
         "WorkerBatchingWindowSeconds": 1,
         "WorkerRecordConcurrency": 10,
-        "WorkerMemorySize": 1024,
+        "WorkerMemorySize": 512,
         "SecretsPrefix": "",
         "DomainName": "",
         "CertificateArn": "",
