@@ -2,9 +2,10 @@
 
 The handlers run in this process and write their Powertools JSON logs and metric blobs to
 stdout, as they would in Lambda. While ``lockgate local`` runs, stdout is a ``RoutedStdout``: text
-written while a function runs (``inside``, set per thread by the local runtime) goes whole to the
-log file, and the console gets one short line per log record (time, function, level, message,
-the ids that matter); metric blobs never reach the console. ``--verbose`` shows the JSON as well.
+written while a function runs (``inside``, a context variable set by the local runtime, so the
+worker's threads, each running a record in a copy of its context, count too) goes whole to the log
+file, and the console gets one short line per log record (time, function, level, message, the ids
+that matter); metric blobs never reach the console. ``--verbose`` shows the JSON as well.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -23,18 +25,17 @@ from typing import Any, TextIO
 SHOWN = (
     "delivery", "id", "source", "task", "tool", "status", "outcome", "job", "approval", "reason", "error",
 )  # fmt: skip
-_where = threading.local()
+_function: ContextVar[str | None] = ContextVar("lockgate_local_function", default=None)
 
 
 @contextmanager
 def inside(function: str) -> Iterator[None]:
-    """Mark this thread as running ``function`` (its output is the function's log)."""
-    previous = getattr(_where, "function", None)
-    _where.function = function
+    """Mark this context as running ``function`` (its output is the function's log)."""
+    token = _function.set(function)
     try:
         yield
     finally:
-        _where.function = previous
+        _function.reset(token)
 
 
 def one_line(function: str, text: str) -> str | None:
@@ -73,7 +74,7 @@ class RoutedStdout(io.TextIOBase):
         return True
 
     def write(self, text: str) -> int:
-        function = getattr(_where, "function", None)
+        function = _function.get()
         if function is None:
             return self._console.write(text)
         with self._lock:

@@ -145,6 +145,9 @@ def run_demo(
         "POWERTOOLS_LOG_LEVEL": "ERROR",
         "POWERTOOLS_METRICS_DISABLED": "true",
         "APPROVAL_CHANNELS": "print",
+        # The summary prints each run's dollars: runs side by side would share the stand-in's prompt
+        # cache in whatever order their calls happen to arrive, and the figures would vary per run.
+        "WORKER_RECORD_CONCURRENCY": "1",
     }
     with (
         local_model(model, os.environ) as chosen,
