@@ -169,24 +169,30 @@ def agent_tasks(
 
 
 class SharedGate(Gate):
-    """The gate shared by a batch's threads: one admission at a time in this process.
+    """The gate shared by a batch's threads: one admission (or settle) at a time in this process.
 
     A batch's records run in threads and their model calls share the same buckets and counters.
     Each admission is an optimistic conditional write from this process's last view of a bucket, so
     threads admitting at once refuse each other's writes and retry; after the gate's few tries a
     record is deferred as "contended" with nothing over any limit (seen with five records at once).
-    Taking turns here costs one transaction's time (milliseconds, against seconds of model call);
-    the conditions still decide between Lambdas.
+    Settles are transactions on the same counters, which DynamoDB refuses while another is under
+    way (TransactionConflict). Taking turns here costs one transaction's time (milliseconds,
+    against seconds of model call); the conditions still decide between Lambdas.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._turn = threading.Lock()
+        self._turn = threading.RLock()  # re-entrant: an admission may settle an earlier hold itself
 
     def admit(self, *args: Any, **kwargs: Any) -> Any:
         """Gate.admit, alone in this process."""
         with self._turn:
             return super().admit(*args, **kwargs)
+
+    def settle(self, *args: Any, **kwargs: Any) -> None:
+        """Gate.settle, alone in this process."""
+        with self._turn:
+            super().settle(*args, **kwargs)
 
 
 def approvals(
