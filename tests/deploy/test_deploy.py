@@ -262,6 +262,11 @@ def test_given_the_stack_then_the_inbox_queue_redrives_to_its_dlq_and_outlasts_t
 MOTO_SKIPS = ("AWS::SecretsManager::Secret", "AWS::ApiGatewayV2::Api", "AWS::Lambda::Alias")
 
 
+def _default(cfn: dict[str, Any], value: Any) -> int:
+    """A number from the template, or the default of the parameter it refers to."""
+    return int(cfn["Parameters"][value["Ref"]]["Default"] if isinstance(value, dict) else value)
+
+
 def _refers_to_skipped(value: Any, cfn: dict[str, Any]) -> bool:
     return isinstance(value, dict) and cfn["Resources"].get(value.get("Ref"), {}).get("Type") in MOTO_SKIPS
 
@@ -273,9 +278,9 @@ def test_given_the_stack_then_each_function_runs_what_the_template_says(deployed
     for logical_id, declared in functions.items():
         config = lam.get_function_configuration(FunctionName=physical[logical_id])
         assert (config["Runtime"], config["Handler"]) == ("python3.13", "app.handler"), logical_id
-        # The worker's Timeout is the WorkerTimeoutSeconds parameter (default "300").
-        timeout = declared["Timeout"] if isinstance(declared["Timeout"], int) else 300
-        assert (config["MemorySize"], config["Timeout"]) == (declared["MemorySize"], timeout), logical_id
+        # The worker's Timeout and MemorySize are parameters (WorkerTimeoutSeconds, WorkerMemorySize).
+        timeout, memory = (_default(cfn, declared[key]) for key in ("Timeout", "MemorySize"))
+        assert (config["MemorySize"], config["Timeout"]) == (memory, timeout), logical_id
         variables = config["Environment"]["Variables"]
         assert variables["POWERTOOLS_SERVICE_NAME"] == "lockgate" and variables["LOG_LEVEL"] == "INFO"
         # moto drops a variable whose value refers to a resource it skipped (the link secret).
