@@ -24,6 +24,7 @@ Trade-offs, chosen on purpose:
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -66,6 +67,12 @@ class Gate:
         self._clock = clock
         self.spend = spend
         self.limiter = limiter
+        # One admission or settle at a time in this process: a batch's records run in threads,
+        # and from one process's view of a bucket, threads writing at once refuse each other's
+        # optimistic conditions (a record deferred as "contended" with no limit reached). Taking
+        # turns costs a write's time (milliseconds, against seconds of model call); between
+        # Lambdas the conditions still decide. A turn includes a wait for a bucket to refill.
+        self._turn = threading.RLock()
 
     def admit(
         self, task: str, scopes: list[str], estimate_usd: float, tokens: int, deadline: float
@@ -90,6 +97,19 @@ class Gate:
         tokens (default ``calls`` times ``tokens``). When the budget left or a bucket cannot give
         that much without waiting, this one call is admitted instead.
         """
+        with self._turn:
+            return self._admit_ahead(task, scopes, estimate_usd, tokens, deadline, calls, tokens_ahead)
+
+    def _admit_ahead(
+        self,
+        task: str,
+        scopes: list[str],
+        estimate_usd: float,
+        tokens: int,
+        deadline: float,
+        calls: int,
+        tokens_ahead: int | None,
+    ) -> Ahead:
         unguarded: set[str] = set()  # counters seen near their cap: held without the margin
         local: set[str] = set()  # scopes on the per-process limit for this admission
         interval = 1.0
@@ -131,10 +151,11 @@ class Gate:
         updates = self.spend.settle_updates(reservation, actual_usd)
         if not updates:
             return
-        try:
-            self._write(updates)
-        except (_Failed, ClientError, BotoCoreError) as exc:
-            self.spend.settle_failed(reservation, exc)
+        with self._turn:
+            try:
+                self._write(updates)
+            except (_Failed, ClientError, BotoCoreError) as exc:
+                self.spend.settle_failed(reservation, exc)
 
     def _plan(
         self, scopes: list[str], tokens: int, now: float, deadline: float, calls: int

@@ -8,10 +8,9 @@ the configured capacity controls, approvals wired in when the function has their
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from lockgate.actions.ledger import Ledger
 from lockgate.agent.batches import Batches
@@ -129,7 +128,7 @@ def agent_tasks(
     ledger = Ledger(dynamodb, table, clock)
     spend = daily_caps(budget, dynamodb, table, clock, metrics=deps.metrics, log=deps.log)
     # Budget holds and rate buckets: one DynamoDB write before each call, one after.
-    gate = SharedGate(dynamodb, clock, spend=spend, limiter=rate_limiter(capacity, dynamodb, table, deps))
+    gate = Gate(dynamodb, clock, spend=spend, limiter=rate_limiter(capacity, dynamodb, table, deps))
     runs = RunStore(dynamodb, table, clock)
     usage = deps.usage_metrics(frozenset(t.name for t in setup.tasks)) if deps.usage_metrics else None
     batches = None
@@ -166,33 +165,6 @@ def agent_tasks(
     )
     route_tasks(setup.router, setup.tasks, loop, clock)
     return model
-
-
-class SharedGate(Gate):
-    """The gate shared by a batch's threads: one admission (or settle) at a time in this process.
-
-    A batch's records run in threads and their model calls share the same buckets and counters.
-    Each admission is an optimistic conditional write from this process's last view of a bucket, so
-    threads admitting at once refuse each other's writes and retry; after the gate's few tries a
-    record is deferred as "contended" with nothing over any limit (seen with five records at once).
-    Settles are transactions on the same counters, which DynamoDB refuses while another is under
-    way (TransactionConflict). Taking turns here costs one transaction's time (milliseconds,
-    against seconds of model call); the conditions still decide between Lambdas.
-    """
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._turn = threading.RLock()  # re-entrant: an admission may settle an earlier hold itself
-
-    def admit(self, *args: Any, **kwargs: Any) -> Any:
-        """Gate.admit, alone in this process."""
-        with self._turn:
-            return super().admit(*args, **kwargs)
-
-    def settle(self, *args: Any, **kwargs: Any) -> None:
-        """Gate.settle, alone in this process."""
-        with self._turn:
-            super().settle(*args, **kwargs)
 
 
 def approvals(
