@@ -1,10 +1,10 @@
-"""Message Batches (half price) for scheduled, non-urgent tasks: submitting the first call.
+"""Message Batches (half price) for scheduled, non-urgent tasks: submitting a run's model steps.
 
-A task with ``batch=True`` does not wait for its first model call: the loop submits it as a
-one-request batch, records ``batch`` on the run (so a retry never submits again), lists it under
-``batch#pending`` and defers the event. The ``collect-batches`` job
-(``lockgate.jobs.builtin.collect_batches``) records each answer as the run's first model step,
-so the deferred event replays it through the same loop and ledger.
+A task with ``batch=True`` (its first step) or ``batch="every"`` (every step) does not wait for
+that model call: the loop submits it as a one-request batch, records ``batch`` step n on the run
+(so a retry never submits again), lists it under ``batch#pending`` with n and defers the event.
+The ``collect-batches`` job (``lockgate.jobs.builtin.collect_batches``) records each answer as the
+run's model step n, so the deferred event replays it through the same loop and ledger.
 """
 
 from __future__ import annotations
@@ -30,19 +30,20 @@ from lockgate.telemetry import Log, Metrics
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-# How long the event waits before it looks for the answer again. Each look is a worker attempt,
-# so with the inbox's 5 attempts an event waits about 4 hours; most batches end within one.
+# How long the event waits before it looks for the answer again (parked in the inbox table, so the
+# sweep re-queues it). A look is not an attempt: the wait is bounded by the worker's defer limit,
+# counted from when the delivery arrived. Most batches end within the hour.
 RECHECK_SECONDS = 3600
 PENDING_PK = "batch#pending"
 PENDING_TTL_SECONDS = 30 * 86_400  # batch results are kept for 29 days
 
 
 class BatchWaiting(Deferred):
-    """The run's first call is in a Message Batch: come back after the collect job has run."""
+    """A run's model step is in a Message Batch: come back after the collect job has run."""
 
 
 class Batches:
-    """Submits a run's first model call as a one-request Message Batch, once."""
+    """Submits a run's model step as a one-request Message Batch, once per step."""
 
     def __init__(
         self,
@@ -65,18 +66,20 @@ class Batches:
         self._metrics = metrics
         self._gate = gate
 
-    def first_call(self, task: str, run: Run, request: ModelRequest) -> None:
-        """Submit once, then wait (BatchWaiting); returns only when the batch failed: call directly."""
-        submitted = run.step(1, "batch")
+    def call(self, task: str, run: Run, n: int, request: ModelRequest) -> None:
+        """Submit step ``n`` once, then wait (BatchWaiting); returns if its batch failed (call directly)."""
+        submitted = run.step(n, "batch")  # the guard: a recorded submission is never made again
         if submitted is None:
-            submitted = self._submit(task, run, request)
-        elif run.step(1, "batch_result") is not None:
+            submitted = self._submit(task, run, n, request)
+        elif run.step(n, "batch_result") is not None:
             return
-        raise BatchWaiting(f"waiting for message batch {submitted.data['batch_id']}", RECHECK_SECONDS)
+        raise BatchWaiting(
+            f"waiting for message batch {submitted.data['batch_id']} (step {n})", RECHECK_SECONDS
+        )
 
     # -- submitting -----------------------------------------------------------------------
 
-    def _submit(self, task: str, run: Run, request: ModelRequest) -> Any:
+    def _submit(self, task: str, run: Run, n: int, request: ModelRequest) -> Any:
         reservation = None
         if self._gate is not None:  # the batch price held on the day's caps; no rate bucket to take
             prompt = input_tokens_upper_bound(request.system, request.tools, request.messages)
@@ -84,7 +87,7 @@ class Batches:
                 request.model, prompt, request.max_tokens, cache_ttl=request.cache_ttl, batch=True
             )
             reservation = self._gate.admit(task, [], estimate, 0, self._clock.now())
-        custom_id = "run-" + hashlib.sha256(run.run_id.encode()).hexdigest()[:40]
+        custom_id = step_custom_id(run.run_id, n)
         try:
             batch = self._sdk().messages.batches.create(
                 requests=[{"custom_id": custom_id, "params": request.to_params()}]
@@ -94,16 +97,16 @@ class Batches:
                 self._gate.settle(reservation, 0.0)
             raise classify(exc) from exc
         data = {"batch_id": batch.id, "custom_id": custom_id, "task": task, "cache_ttl": request.cache_ttl}
-        step = self._runs.record(run, 1, "batch", data)
+        step = self._runs.record(run, n, "batch", data)
         if step.data["batch_id"] != batch.id:
             # Another attempt submitted first; its batch is the one collected. Ours is orphaned.
             self._log.warning("duplicate message batch", extra={"run": run.run_id, "batch": batch.id})
             return step
-        self._put_pending(run, data, reservation)
+        self._put_pending(run, n, data, reservation)
         self._metrics.add_metric(name="BatchSubmitted", unit="Count", value=1)
         return step
 
-    def _put_pending(self, run: Run, data: dict[str, Any], reservation: Reservation | None) -> None:
+    def _put_pending(self, run: Run, n: int, data: dict[str, Any], reservation: Reservation | None) -> None:
         now = int(self._clock.now())
         item = {
             "pk": {"S": PENDING_PK},
@@ -112,6 +115,7 @@ class Batches:
             "task": {"S": data["task"]},
             "delivery": {"S": run.delivery},
             "cache_ttl": {"S": data["cache_ttl"]},
+            "step": {"N": str(n)},  # the collector reads a missing step as 1 (items from before)
             "submitted_at": {"N": str(now)},
             "ttl": {"N": str(now + PENDING_TTL_SECONDS)},
         }
@@ -123,6 +127,12 @@ class Batches:
             )
         except (ClientError, BotoCoreError) as exc:
             raise StoreUnavailable(f"could not list message batch {data['batch_id']}") from exc
+
+
+def step_custom_id(run_id: str, n: int) -> str:
+    """The request's id in its batch (at most 64 characters); step 1 keeps the id it always had."""
+    base = "run-" + hashlib.sha256(run_id.encode()).hexdigest()[:40]
+    return base if n == 1 else f"{base}-s{n}"
 
 
 def reservation_json(reservation: Reservation) -> str:

@@ -187,8 +187,8 @@ class AgentLoop:
             cache_ttl=cache_ttl,
             conversation=True,
         )
-        if n == 1 and task.batch and self._batches is not None:
-            self._batches.first_call(task.name, run, request)  # waits (Deferred) unless the batch failed
+        if task.batched(n) and self._batches is not None:
+            self._batches.call(task.name, run, n, request)  # waits (Deferred) unless the batch failed
         source = event.delivery.source
         fresh = self._calls.create(
             task, request, deadline, source, cacheable=_cacheable(task), run=allowances

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from lockgate.actions.tools import RunFacts, Tool
 from lockgate.agent.intake import Intake
@@ -41,7 +41,13 @@ class DecisionNotice:
 
 @dataclass(frozen=True)
 class Task:
-    """One agent task. The model is shown only ``tools``."""
+    """One agent task. The model is shown only ``tools``.
+
+    ``batch`` trades latency for half-price model steps (Message Batches, ``lockgate.agent.batches``):
+    ``True`` sends a run's first step through a batch, ``"every"`` each step of the tool loop; a
+    batched step waits for the ``collect-batches`` job and the recheck delay, and a batch that fails
+    makes that step's call directly. The intake extraction and content screens are always direct.
+    """
 
     name: str
     source: str
@@ -71,7 +77,10 @@ class Task:
     cacheable: bool = False
     fresh: bool = False
     run_interval_seconds: float | None = None  # how often it runs (its schedule), for cache_ttl="auto"
-    batch: bool = False  # scheduled and not urgent: the first call goes through Message Batches
+    # Not urgent: model steps go through Message Batches at half price, each waiting for the
+    # collect-batches job and the recheck delay (an hour or more per step). True: the first step
+    # only; "every": every step of the tool loop. Intake and screens stay direct calls.
+    batch: bool | Literal["every"] = False
     intake: Intake[Any] | None = None  # extract the request first (structured output, escalation)
 
     def __post_init__(self) -> None:
@@ -81,6 +90,8 @@ class Task:
             raise ConfigError(
                 f"task {self.name}: cache_ttl must be 5m, 1h, off or auto, not {self.cache_ttl!r}"
             )
+        if self.batch not in (False, True, "every"):
+            raise ConfigError(f'task {self.name}: batch must be False, True or "every", not {self.batch!r}')
         if self.run_interval_seconds is not None and self.run_interval_seconds <= 0:
             raise ConfigError(f"task {self.name}: run_interval_seconds must be positive")
 
@@ -95,6 +106,10 @@ class Task:
             calls_per_run=2,
             min_cacheable_tokens=min_cacheable_tokens(self.model),
         )
+
+    def batched(self, n: int) -> bool:
+        """Whether model step ``n`` of a run goes through Message Batches."""
+        return self.batch == "every" or (bool(self.batch) and n == 1)
 
     def facts_from(self, values: Mapping[str, Any]) -> RunFacts:
         """The run's facts, rebuilt from stored values."""

@@ -1,9 +1,11 @@
-"""collect-batches: record the answers of ended Message Batches as the runs' first model steps.
+"""collect-batches: record the answers of ended Message Batches as the runs' model steps.
 
-Each answer is recorded marked as batched (costed at the batch discount), so the deferred event
-replays it through the same loop and ledger. A batch that errored, expired or was cancelled is
-recorded as such and the run makes the call directly. The conditional delete of the pending item
-claims it, so settling the spend hold and the usage metric happen once.
+Each pending item names its run and step n (an item without one is step 1: it was listed before
+every-step batches existed). Each answer is recorded marked as batched (costed at the batch
+discount), so the deferred event replays it through the same loop and ledger. A batch that
+errored, expired or was cancelled is recorded as such and the run makes that step's call
+directly. The conditional delete of the pending item claims it, so settling the spend hold and
+the usage metric happen once.
 """
 
 from __future__ import annotations
@@ -115,12 +117,13 @@ class BatchCollector:
 
     def _finish(self, item: dict[str, Any], reply: Any, outcome: str) -> None:
         run = Run(run_id=item["run_id"]["S"], task=item["task"]["S"], delivery=item["delivery"]["S"])
+        n = int(item.get("step", {"N": "1"})["N"])
         actual = 0.0
         if reply is not None:
             actual = cost_usd(reply.model, reply.usage, item["cache_ttl"]["S"], batch=True)
-            self._runs.record(run, 1, "model", reply.as_dict())
+            self._runs.record(run, n, "model", reply.as_dict())
         else:
-            self._runs.record(run, 1, "batch_result", {"outcome": outcome})
+            self._runs.record(run, n, "batch_result", {"outcome": outcome})
         try:  # the conditional delete claims the item: what follows happens once
             self._db.delete_item(
                 TableName=self._table,
