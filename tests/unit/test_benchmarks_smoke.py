@@ -72,12 +72,19 @@ def test_model_costs_benchmark_each_control_lowers_dollars_per_event() -> None:
     # Given five events, the fifth the same email as the first
     rows = run_all(EVENTS[:5])
     # Then each control added costs less than the setting before it
-    dollars = [row["usd_per_100"] for row in rows]
+    dollars = [row["usd_per_100"] for row in rows[:4]]
     assert dollars == sorted(dollars, reverse=True) and len(set(dollars)) == 4
     # And the repeated email's extraction came from the response cache; haiku passed and was chosen
-    assert [row["response_cache_hits"] for row in rows] == [0, 0, 1, 1]
-    assert rows[-1]["extraction_model"] == "claude-haiku-5-5"
+    assert [row["response_cache_hits"] for row in rows] == [0, 0, 1, 1, 1, 1]
+    assert rows[3]["extraction_model"] == "claude-haiku-5-5"
     assert "all controls / no controls" in render(rows)
+    # And with every step batched, each loop step went through a collected batch (only the
+    # extraction was direct), below the no-controls cost; a prompt cache that expires between
+    # batched steps only adds its write premium
+    batched, cache_off = rows[4], rows[5]
+    assert batched["batched_calls"] == cache_off["batched_calls"] == rows[3]["model_calls"] - 5 > 0
+    assert cache_off["usd_per_100"] < batched["usd_per_100"] < rows[0]["usd_per_100"]
+    assert "every step through Message Batches" in render(rows)
 
 
 def test_admission_calls_adds_two_writes_per_run_not_per_model_call() -> None:

@@ -16,11 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from lockgate.actions.ledger import Ledger
+from lockgate.agent.batches import RECHECK_SECONDS, Batches, BatchWaiting
 from lockgate.agent.loop import AgentLoop
 from lockgate.agent.runs import RunStore
 from lockgate.agent.tasks import Task
 from lockgate.clock import Clock, SystemClock
 from lockgate.inbox.routing import InboxEvent
+from lockgate.jobs.builtin.collect_batches import BatchCollector
+from lockgate.jobs.contract import JobContext
 from lockgate.model.client import ModelClient
 from lockgate.telemetry import CountingMetrics
 
@@ -54,12 +57,28 @@ class ShopRig:
     runs: RunStore
     stub: Any
     clock: Clock
+    collector: BatchCollector | None = None  # the collect-batches job, when batches are wired
 
     def answer(self, email: Email, message_id: str) -> InboxEvent:
-        """Run the task for one email; returns the event it ran for."""
+        """Run the task for one email; returns the event it ran for.
+
+        A step waiting in a Message Batch is handled as deployed: the recheck delay passes (on a
+        clock that can be advanced), the collect job runs, and the event replays until the run ends.
+        """
         event = email.event(message_id, int(self.clock.now()))
-        self.loop.run(self.task, event, self.clock.now() + 120)
-        return event
+        for _ in range(2 * self.task.max_steps + 1):  # a submission and a fallback per step at most
+            try:
+                self.loop.run(self.task, event, self.clock.now() + 120)
+                return event
+            except BatchWaiting:
+                if self.collector is None:
+                    raise
+            advance = getattr(self.clock, "advance", None)
+            if advance is not None:
+                advance(RECHECK_SECONDS)
+            log, deadline = logging.getLogger("lockgate.shoprig"), self.clock.now() + 600
+            self.collector(JobContext("collect-batches", "rig", deadline, self.clock, log, CountingMetrics()))
+        raise RuntimeError(f"{message_id}: still waiting for a message batch")
 
     def scan(self, logical_id: str) -> list[dict[str, Any]]:
         """Every item of one of the stack's tables."""
@@ -78,11 +97,13 @@ def shop_rig(
     clock: Clock | None = None,
     controls: Callable[[Any, str, Clock], dict[str, Any]] | None = None,
     sdk: Callable[[Any], Any] | None = None,
+    batches: bool = False,
 ) -> Iterator[ShopRig]:
     """A fresh moto account with the template's resources and the shop seeded.
 
     ``controls(dynamodb, state_table, clock)`` returns extra AgentLoop arguments (e.g. a response cache);
     ``sdk`` wraps the SDK client (e.g. to record replies). The stub's prompt cache runs on ``clock``.
+    ``batches`` wires Message Batches and the collect job (for a task with ``batch`` set).
     """
     import boto3
     from moto import mock_aws
@@ -90,9 +111,6 @@ def shop_rig(
     from lockgate_infra.local.provision import create_resources
     from lockgate_infra.local.template import LocalPlan, load_template
     from lockgate_infra.stub import StubAnthropic
-    from shop.seed import seed
-    from shop.services import ShopServices, ShopSettings
-    from shop.task import support_inbox_task
 
     clock = clock or SystemClock()
     log = logging.getLogger("lockgate.shoprig")
@@ -101,23 +119,21 @@ def shop_rig(
         session = boto3.session.Session(region_name="us-east-1")
         names = create_resources(LocalPlan.from_template(load_template(ROOT / "template.yaml")), session)
         dynamodb = session.client("dynamodb")
-        seed(dynamodb, names["ShopOrdersTable"], ses=session.client("ses"))
-        settings = ShopSettings.from_env(
-            {
-                "SHOP_ORDERS_TABLE": names["ShopOrdersTable"],
-                "SHOP_PAYMENTS_TABLE": names["ShopPaymentsTable"],
-                "SHOP_MAIL_TABLE": names["ShopMailTable"],
-            }
-        )
-        assert settings is not None
-        services = ShopServices.build(settings, session.client, clock)  # type: ignore[arg-type]
-        task = support_inbox_task(services)
+        task = _shop_task(session, names, clock)
         if cache_ttl is not None:
             task = dataclasses.replace(task, cache_ttl=cache_ttl)
         if adapt is not None:
             task = adapt(task)
         model_client = _model_client(stub.base_url, clock, log, sdk)
         runs = RunStore(dynamodb, names["StateTable"], clock)
+        extra = dict(controls(dynamodb, names["StateTable"], clock)) if controls else {}
+        collector = None
+        if batches:
+            factory = _sdk_factory(stub.base_url, sdk)
+            extra["batches"] = Batches(
+                factory, dynamodb, names["StateTable"], runs, clock, log=log, metrics=CountingMetrics()
+            )
+            collector = BatchCollector(factory, dynamodb, names["StateTable"], runs, log=log)
         loop = AgentLoop(
             model=model_client,
             runs=runs,
@@ -125,15 +141,38 @@ def shop_rig(
             clock=clock,
             log=log,
             metrics=CountingMetrics(),
-            **(controls(dynamodb, names["StateTable"], clock) if controls else {}),
+            **extra,
         )
-        yield ShopRig(session, names, task, loop, runs, stub, clock)
+        yield ShopRig(session, names, task, loop, runs, stub, clock, collector)
+
+
+def _shop_task(session: Any, names: dict[str, str], clock: Clock) -> Task:
+    """The shop seeded on the stack's tables, and its support-inbox task."""
+    from shop.seed import seed
+    from shop.services import ShopServices, ShopSettings
+    from shop.task import support_inbox_task
+
+    seed(session.client("dynamodb"), names["ShopOrdersTable"], ses=session.client("ses"))
+    settings = ShopSettings.from_env(
+        {
+            "SHOP_ORDERS_TABLE": names["ShopOrdersTable"],
+            "SHOP_PAYMENTS_TABLE": names["ShopPaymentsTable"],
+            "SHOP_MAIL_TABLE": names["ShopMailTable"],
+        }
+    )
+    assert settings is not None
+    services = ShopServices.build(settings, session.client, clock)
+    return support_inbox_task(services)
 
 
 def _model_client(
     base_url: str, clock: Clock, log: logging.Logger, sdk: Callable[[Any], Any] | None
 ) -> ModelClient:
+    return ModelClient(_sdk_factory(base_url, sdk), clock, log)
+
+
+def _sdk_factory(base_url: str, sdk: Callable[[Any], Any] | None) -> Callable[[], Any]:
     import anthropic
 
     wrap = sdk or (lambda client: client)
-    return ModelClient(lambda: wrap(anthropic.Anthropic(api_key="stub", base_url=base_url)), clock, log)
+    return lambda: wrap(anthropic.Anthropic(api_key="stub", base_url=base_url))
