@@ -45,10 +45,9 @@ from lockgate_infra.chaos.faults import FaultPlan, Rates
 from lockgate_infra.chaos.housekeeping import housekeeping
 from lockgate_infra.chaos.run import START, account
 from lockgate_infra.chaos.traffic import traffic
-from lockgate_infra.cost.meter import Assumptions
+from lockgate_infra.cost.bill import FULL_CPU_MB, Assumptions
 from lockgate_infra.cost.prices import PRICES
 
-FULL_CPU_MB = 1769  # Lambda's memory size with one whole vCPU
 SIZES = (256, 512, 1024)
 OCCUPANCIES = (1, 2, 5, 10)
 TARGET = 0.35

@@ -14,13 +14,15 @@ from tests.support import Aws
 
 
 def test_given_hand_made_usage_then_each_line_is_units_times_the_published_price() -> None:
-    # Given one event: one 1 GB worker invocation of 0.5 s own compute, 10 AWS calls, 2 model calls
+    # Given one event: one 1,769 MB (one whole vCPU) worker invocation of 0.5 s own compute, 10 AWS
+    # calls, 2 model calls
     usage = Usage(events=1, posts=1, write_units=10, read_units=4, sqs_requests=3, emails=1, model_calls=2)
-    usage.functions = {"worker": FunctionUsage(1024, invocations=1, own_seconds=0.5, aws_calls=10)}
+    usage.functions = {"worker": FunctionUsage(1769, invocations=1, own_seconds=0.5, aws_calls=10)}
     # When billed with 10 ms per call and 3 s per model call
     result = bill(usage, Assumptions(call_ms=10, model_seconds=3))
-    # Then compute is (0.5 + 0.1 + 6) GB-s, and every other line is its units times its price
-    assert result.per_event["Lambda compute (GB-s)"] == pytest.approx(6.6 * PRICES.lambda_gb_second)
+    # Then compute is (0.5 + 0.1 + 6) s at 1769/1024 GB, and every other line is units times price
+    gb = 1769 / 1024
+    assert result.per_event["Lambda compute (GB-s)"] == pytest.approx(6.6 * gb * PRICES.lambda_gb_second)
     assert result.per_event["DynamoDB writes"] == pytest.approx(10 * PRICES.dynamodb_write_unit)
     assert result.per_event["DynamoDB reads"] == pytest.approx(4 * PRICES.dynamodb_read_unit)
     assert result.per_event["SQS requests"] == pytest.approx(3 * PRICES.sqs_request)
@@ -28,6 +30,26 @@ def test_given_hand_made_usage_then_each_line_is_units_times_the_published_price
     assert result.total(1_000_000) == pytest.approx(
         1_000_000 * sum(result.per_event.values()) + sum(result.fixed.values())
     )
+
+
+def test_a_smaller_worker_stretches_its_cpu_and_a_batch_waits_once_for_its_records() -> None:
+    # Given the same worker at 512 MB running five records side by side (concurrency 10)
+    usage = Usage(events=5, model_calls=10)
+    usage.functions = {
+        "worker": FunctionUsage(512, concurrency=10, invocations=5, own_seconds=0.5, aws_calls=50)
+    }
+    # When billed for five records per batch, and for one
+    five = bill(usage, Assumptions(call_ms=10, model_seconds=3, records_per_batch=5))
+    one = bill(usage, Assumptions(call_ms=10, model_seconds=3, records_per_batch=1))
+    # Then CPU takes 1769/512 times as long; the batch waits once, not five times; one request
+    cpu = 0.5 * 1769 / 512
+    assert five.per_event["Lambda compute (GB-s)"] == pytest.approx(
+        (cpu + (0.5 + 30) / 5) / 5 * 0.5 * PRICES.lambda_gb_second
+    )
+    assert one.per_event["Lambda compute (GB-s)"] == pytest.approx(
+        (cpu + 0.5 + 30) / 5 * 0.5 * PRICES.lambda_gb_second
+    )
+    assert five.per_event["Lambda requests"] == pytest.approx(PRICES.lambda_request / 5)
 
 
 @pytest.mark.parametrize(

@@ -27,12 +27,21 @@ def _whole_number(text: str, low: int, high: int | None, out_of_range: str) -> i
 
 def non_negative_float(text: str) -> float:
     """A number of 0 or more (milliseconds, seconds)."""
+    return _number(text, 0.0)
+
+
+def at_least_one(text: str) -> float:
+    """A number of 1 or more (records per batch)."""
+    return _number(text, 1.0)
+
+
+def _number(text: str, low: float) -> float:
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0 <= value < float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a finite number of 0 or more, not {text}")
+    if not low <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number of {low:g} or more, not {text}")
     return value
 
 

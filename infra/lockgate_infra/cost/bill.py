@@ -18,12 +18,16 @@ IDLE_POLL_REQUESTS_PER_MONTH = 5 * 3 * 60 * 24 * 30  # 5 pollers, one 20 s long 
 SECONDS_PER_MONTH = 30 * 24 * 3600
 
 
+FULL_CPU_MB = 1769  # Lambda's memory size with one whole vCPU: below it, CPU time stretches
+
+
 @dataclass(frozen=True)
 class Assumptions:
     """What cannot be measured offline."""
 
     call_ms: float = 8.0  # one AWS API call from Lambda, round trip
     model_seconds: float = 4.0  # one model call, as the worker waits for it
+    records_per_batch: float = 1.0  # SQS records per worker invocation (1: a quiet queue)
 
 
 @dataclass
@@ -43,13 +47,19 @@ def bill(usage: Usage, assume: Assumptions = Assumptions(), prices: AwsPrices = 
     """Per-event and fixed monthly dollars from measured usage."""
     out = Bill(model_per_event=usage.per_event(usage.model_usd))
     gb_seconds = 0.0
-    invocations = 0
+    invocations = 0.0
     for name, function in usage.functions.items():
-        seconds = max(0.0, function.own_seconds) + function.aws_calls * assume.call_ms / 1000
+        cpu = max(0.0, function.own_seconds) * max(1.0, FULL_CPU_MB / function.memory_mb)
+        waits = function.aws_calls * assume.call_ms / 1000
+        requests = float(function.invocations)
         if name == "worker":
-            seconds += usage.model_calls * assume.model_seconds
-        gb_seconds += seconds * function.memory_mb / 1024
-        invocations += function.invocations
+            # A batch's records run side by side (up to the function's record concurrency): its
+            # invocation is billed for the longest record's waits, not their sum.
+            side_by_side = max(1.0, min(assume.records_per_batch, function.concurrency))
+            waits = (waits + usage.model_calls * assume.model_seconds) / side_by_side
+            requests /= max(1.0, assume.records_per_batch)
+        gb_seconds += (cpu + waits) * function.memory_mb / 1024
+        invocations += requests
     out.per_event["Lambda compute (GB-s)"] = usage.per_event(gb_seconds) * prices.lambda_gb_second
     out.per_event["Lambda requests"] = usage.per_event(invocations) * prices.lambda_request
     out.per_event["HTTP API requests"] = usage.per_event(usage.posts) * prices.http_api_request

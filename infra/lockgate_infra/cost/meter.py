@@ -52,6 +52,7 @@ class FunctionUsage:
     """One function's invocations over the sample."""
 
     memory_mb: int
+    concurrency: int = 1  # records of one invocation in flight at once (the worker's batches)
     invocations: int = 0
     own_seconds: float = 0.0
     aws_calls: int = 0
@@ -218,6 +219,8 @@ def measure(events: int = 30, seed: int = 1) -> Usage:
         "approval": functions["ApprovalCallbackFunction"].memory_mb,
     }
     usage = Usage(events=events, functions={name: FunctionUsage(mb) for name, mb in memory.items()})
+    worker_env = functions["AgentWorkerFunction"].environment
+    usage.functions["worker"].concurrency = int(worker_env.get("WORKER_RECORD_CONCURRENCY", "1"))
     plan = FaultPlan(seed, Rates(aws_before=0, aws_after=0, crash_after_effect=0, reenter=0, model=0))
     meter = Meter(usage, plan.quiet)
     sends = traffic(seeded(seed), events)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from lockgate_infra.cli.options import non_negative_float, positive_int
-from lockgate_infra.cost.bill import Assumptions, Bill, bill
+from lockgate_infra.cli.options import at_least_one, non_negative_float, positive_int
+from lockgate_infra.cost.bill import FULL_CPU_MB, Assumptions, Bill, bill
 from lockgate_infra.cost.meter import LOG_BYTES_PER_EVENT, Usage, measure
 from lockgate_infra.cost.prices import PRICES_CHECKED, REGION
 
@@ -32,7 +32,9 @@ def render(usage: Usage, result: Bill, months: list[int], assume: Assumptions, o
     )
     lines.append(
         f"Assumed: {assume.call_ms:g} ms per AWS call; {assume.model_seconds:g} s per model call, billed "
-        f"to the worker; {LOG_BYTES_PER_EVENT} log bytes per event. Prices: {REGION} list prices "
+        f"to the worker; SQS records per worker invocation: {assume.records_per_batch:g} (run side by "
+        f"side, up to {usage.functions['worker'].concurrency}); CPU time stretched below {FULL_CPU_MB} MB; "
+        f"{LOG_BYTES_PER_EVENT} log bytes per event. Prices: {REGION} list prices "
         f"checked {PRICES_CHECKED}, no free tiers.\n"
     )
     lines.append("| | per event | " + " | ".join(f"{n:,} events/month" for n in months) + " |")
@@ -73,6 +75,12 @@ def add_cost_parser(commands: Any, run: Callable[[Any], int]) -> None:
         default=Assumptions.model_seconds,
         help="assumed s per model call",
     )
+    cost.add_argument(
+        "--records-per-batch",
+        type=at_least_one,
+        default=Assumptions.records_per_batch,
+        help="assumed SQS records per worker invocation (default 1, a quiet queue)",
+    )
     cost.set_defaults(run=run)
 
 
@@ -87,6 +95,8 @@ def run_cost(args: Any, out: TextIO | None = None) -> int:
         usage = measure(args.sample)
     finally:
         logging.disable(logging.NOTSET)
-    assume = Assumptions(call_ms=args.call_ms, model_seconds=args.model_seconds)
+    assume = Assumptions(
+        call_ms=args.call_ms, model_seconds=args.model_seconds, records_per_batch=args.records_per_batch
+    )
     render(usage, bill(usage, assume), args.events or [1_000, 100_000, 1_000_000], assume, out or sys.stdout)
     return 0
