@@ -28,6 +28,7 @@ from lockgate_infra.chaos.traffic import FORGED_SECRET, Send
 from lockgate_infra.chaos.world import HELPDESK_SECRET, World
 
 ROUND_SECONDS = 30  # the clock moves this much between rounds
+OPEN_OPERATIONS = ("PENDING", "IN_PROGRESS", "UNKNOWN")
 MAX_ROUNDS = 300  # two and a half virtual hours: far past every lease, visibility timeout and backoff cap
 APPROVE_RATE = 0.7
 
@@ -253,7 +254,14 @@ def _quiescent(world: World) -> bool:
         return False
     if world.review.listing():
         return False
-    return not any(item["status"]["S"] in ("received", "processing") for item in world.scan("InboxTable"))
+    if any(item["status"]["S"] in ("received", "processing") for item in world.scan("InboxTable")):
+        return False
+    # A ledger entry left open (an executor that stopped mid-call) is the reconcile job's to settle,
+    # through a person when the downstream cannot tell: not quiet until that has run its course.
+    return not any(
+        item["pk"]["S"].startswith("op#") and item.get("state", {}).get("S") in OPEN_OPERATIONS
+        for item in world.scan("StateTable")
+    )
 
 
 def seeded(seed: int) -> random.Random:

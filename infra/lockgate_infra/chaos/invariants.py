@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from lockgate_infra.chaos.drive import Tally, queue_depth
+from lockgate_infra.chaos.drive import OPEN_OPERATIONS, Tally, queue_depth
 from lockgate_infra.chaos.traffic import Send
 from lockgate_infra.chaos.world import World
 
@@ -162,11 +162,7 @@ def _emails(verdict: Findings, world: World, by_id: dict[str, Send], inbox: dict
 
 def _ledger(verdict: Findings, world: World) -> None:
     for item in world.scan("StateTable"):
-        if item["pk"]["S"].startswith("op#") and item.get("state", {}).get("S") in (
-            "PENDING",
-            "IN_PROGRESS",
-            "UNKNOWN",
-        ):
+        if item["pk"]["S"].startswith("op#") and item.get("state", {}).get("S") in OPEN_OPERATIONS:
             verdict.fail(f"ledger operation {item.get('tool', {}).get('S')} left {item['state']['S']}")
 
 
