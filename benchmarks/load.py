@@ -144,7 +144,8 @@ class Bench:
         if name == BASELINE:
             self._sqs.delete_queue(QueueUrl=queue_url)
         else:
-            drained = _process(self.stack, timeout=max(120.0, len(requests) * 0.2))
+            # A bound for "stuck", not a speed target: a busy machine drains 1,300 deliveries slowly.
+            drained = _process(self.stack, timeout=max(300.0, len(requests) * 0.5))
             prefix = "github#"
             rows = [row for row in self.tables.inbox() if row["pk"]["S"].startswith(f"{prefix}{label}-")]
             check_phase(phase, mine, rows, drained, prefix)
