@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
-from lockgate.actions.guard import Check, RunState, rule_on
-from lockgate.actions.tools import RunFacts
+from lockgate.actions.guard import Check, NeedsPerson, RunState, policy_refusal, rule_on
+from lockgate.actions.tools import RunFacts, Tool, Verdict
 from tests.agent.toolkit import Effects, make_task
 
 FACTS = RunFacts(values={"owner": "owner@example.com"})
@@ -47,3 +48,75 @@ def test_checks_in_order(tool: str, args: dict[str, Any], run: RunState, check: 
     ruling = rule_on(make_task(Effects()).tools, tool, args, run)
     assert ruling.check is check
     assert reason in ruling.reason
+
+
+# ------------------------------------------------------------------ policies that ask for a person
+
+
+def no_numbers(args: Any, facts: RunFacts) -> Verdict:
+    """Asks for a person when the text has a digit, only in a run that read untrusted content."""
+    return (
+        Verdict.ask("the text has a number", when_tainted=True)
+        if any(c.isdigit() for c in args.text)
+        else Verdict.allow()
+    )
+
+
+def no_shouting(args: Any, facts: RunFacts) -> Verdict:
+    """Asks for a person for an all-caps text, in any run."""
+    return Verdict.ask("the text shouts") if args.text.isupper() else Verdict.allow()
+
+
+def asking_send() -> list[Tool[Any]]:
+    tools = make_task(Effects()).tools
+    return [
+        replace(t, policies=(*t.policies, no_numbers, no_shouting)) if t.name == "send" else t for t in tools
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "run", "check", "reasons"),
+    [
+        ("hi", state(), Check.CLEARED, ()),
+        ("call 555", state(), Check.CLEARED, ()),  # asks only after untrusted content
+        ("hi", state(tainted=True), Check.CLEARED, ()),
+        # tainted: the reason, then what the run read
+        (
+            "call 555",
+            state(tainted=True),
+            Check.TAINT,
+            ("the text has a number", "untrusted content (fetch_page"),
+        ),
+        ("HI", state(), Check.APPROVAL, ("the text shouts",)),
+        # every reason a person is asked is given
+        (
+            "CALL 555",
+            state(tainted=True),
+            Check.TAINT,
+            ("the text has a number", "the text shouts", "this run read"),
+        ),
+    ],
+)
+def test_given_a_policy_that_asks_for_a_person_then_the_call_needs_one_with_its_reasons(
+    text: str, run: RunState, check: Check, reasons: tuple[str, ...]
+) -> None:
+    ruling = rule_on(asking_send(), "send", {"to": "owner@example.com", "text": text}, run)
+    assert ruling.check is check, ruling.reason
+    if reasons:
+        assert isinstance(ruling, NeedsPerson)
+        assert len(ruling.reasons) == len(reasons)
+        assert all(want in got for want, got in zip(reasons, ruling.reasons, strict=True)), ruling.reasons
+
+
+def test_given_a_refusing_and_an_asking_policy_then_the_refusal_rules() -> None:
+    ruling = rule_on(
+        asking_send(), "send", {"to": "thief@evil.example", "text": "CALL 555"}, state(tainted=True)
+    )
+    assert ruling.check is Check.POLICY and "only go to" in ruling.reason
+
+
+def test_given_an_approved_call_when_rechecked_then_a_policy_that_asks_does_not_refuse_it() -> None:
+    # The executor re-checks hard rules after a person approved: an "ask" is what the person answered.
+    send = next(t for t in asking_send() if t.name == "send")
+    args = send.validate({"to": "owner@example.com", "text": "CALL 555"})
+    assert policy_refusal(send, args, FACTS) is None

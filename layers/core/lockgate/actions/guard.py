@@ -1,10 +1,10 @@
 """The guard's ruling on one tool call, made here and nowhere else.
 
-Checks in order: allowed for the task → argument schema → hard policy rules → taint → approval
-thresholds → draft-only tools. The first that objects rules. Pure functions of the task's tools,
-the call and the run's state, so they are tested table-style. The ledger and execution come after
-an ``Allowed`` ruling; a ``NeedsPerson`` ruling becomes a proposal; a ``Refused`` one goes back to
-the model as an error it can act on.
+Checks in order: allowed for the task → argument schema → hard policy rules → taint (and policies
+that ask for a person) → approval thresholds → draft-only tools. The first that objects rules. Pure
+functions of the task's tools, the call and the run's state, so they are tested table-style. The
+ledger and execution come after an ``Allowed`` ruling; a ``NeedsPerson`` ruling becomes a proposal;
+a ``Refused`` one goes back to the model as an error it can act on.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from lockgate.actions.tools import Risk, RunFacts, Tool, ToolArgumentsInvalid
+from lockgate.actions.tools import Risk, RunFacts, Tool, ToolArgumentsInvalid, Verdict
 
 
 class Check(StrEnum):
@@ -99,12 +99,12 @@ def rule_on(
         args = tool.validate(raw_args)
     except ToolArgumentsInvalid as exc:
         return Refused(Check.SCHEMA, f"Invalid arguments for {tool.name}: {exc}", tool)
-    refusal = policy_refusal(tool, args, state.facts)
+    refusal, asks = policy_ruling(tool, args, state.facts)
     if refusal is not None:
         return Refused(Check.POLICY, f"Refused by policy: {refusal}", tool, args)
     if tool.risk is Risk.READ:
         return Allowed(tool, args)
-    need = _needs_person(tool, args, state)
+    need = _needs_person(tool, args, state, asks)
     if need is not None:
         return need
     if draft_only is not None and draft_only(tool.name):  # reads returned above: this acts
@@ -113,22 +113,41 @@ def rule_on(
     return Allowed(tool, args)
 
 
-def policy_refusal(tool: Tool[Any], args: Any, facts: RunFacts) -> str | None:
-    """The first hard policy rule that refuses these arguments, given current facts (None: all allow)."""
+def policy_ruling(tool: Tool[Any], args: Any, facts: RunFacts) -> tuple[str | None, tuple[Verdict, ...]]:
+    """The first hard policy rule's refusal (None: none refuses), and the verdicts that ask for a person."""
+    asks: list[Verdict] = []
     for policy in tool.policies:
         verdict = policy(args, facts)
         if not verdict.allowed:
-            return verdict.reason
-    return None
+            return verdict.reason, ()
+        if verdict.needs_person:
+            asks.append(verdict)
+    return None, tuple(asks)
 
 
-def _needs_person(tool: Tool[Any], args: Any, state: RunState) -> NeedsPerson | None:
-    """Taint, then the tool's own approval rules, for a call with a side effect."""
+def policy_refusal(tool: Tool[Any], args: Any, facts: RunFacts) -> str | None:
+    """The first hard policy rule that refuses these arguments, given current facts (None: all allow).
+
+    A verdict that asks for a person is not a refusal: re-checked after a person approved, it allows.
+    """
+    return policy_ruling(tool, args, facts)[0]
+
+
+def _needs_person(
+    tool: Tool[Any], args: Any, state: RunState, asks: tuple[Verdict, ...] = ()
+) -> NeedsPerson | None:
+    """Taint, policies that ask for a person, then the tool's own approval rules, for a side effect."""
     if state.suspicious:
         why = f"a screen flagged content in this run as a possible prompt injection ({state.suspicious[0]})"
         return NeedsPerson(Check.TAINT, (why,), tool, args)
     if state.tainted and tool.needs_person_when_tainted:
         return NeedsPerson(Check.TAINT, (f"this run read {state.taint_sources[0]}",), tool, args)
+    asked = [verdict for verdict in asks if state.tainted or not verdict.when_tainted]
+    if asked:
+        reasons = tuple(verdict.reason for verdict in asked)
+        if any(verdict.when_tainted for verdict in asked):  # say what the run read, as taint does
+            return NeedsPerson(Check.TAINT, (*reasons, f"this run read {state.taint_sources[0]}"), tool, args)
+        return NeedsPerson(Check.APPROVAL, reasons, tool, args)
     if tool.risk is Risk.APPROVAL:
         return NeedsPerson(Check.APPROVAL, (f"{tool.name} always needs a person",), tool, args)
     threshold = tool.approval_threshold(args, state.facts) if tool.approval_threshold else None

@@ -22,10 +22,14 @@ class Risk(StrEnum):
 
 @dataclass(frozen=True)
 class Verdict:
-    """A policy's answer: allowed, or refused with a reason the model can act on."""
+    """A policy's answer: allowed; refused, with a reason the model can act on; or "a person must approve"."""
 
     allowed: bool
     reason: str = ""
+    # Allowed only with a person's approval: the guard turns the call into a proposal with ``reason``.
+    needs_person: bool = False
+    # ...and only in a run that read untrusted content; otherwise simply allowed.
+    when_tainted: bool = False
 
     @classmethod
     def allow(cls) -> Verdict:
@@ -36,6 +40,11 @@ class Verdict:
     def deny(cls, reason: str) -> Verdict:
         """Refused, with why."""
         return cls(False, reason)
+
+    @classmethod
+    def ask(cls, reason: str, *, when_tainted: bool = False) -> Verdict:
+        """A person must approve (when_tainted: only if the run read untrusted content), with why."""
+        return cls(True, reason, needs_person=True, when_tainted=when_tainted)
 
 
 @dataclass(frozen=True)
