@@ -11,11 +11,14 @@ import re
 from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any, Protocol
+from urllib.parse import unquote_plus
 
 from lockgate import Policy, RunFacts, Verdict
 
 APPROVAL_LIMIT = Decimal("50.00")  # refunds above this need a person
 HIGH_STAKES_LIMIT = Decimal("200.00")  # refunds above this need two reviewers
+# The pages of the example shop a reply may link to (and anything below them).
+SHOP_PATHS = ("/", "/help", "/track", "/returns", "/account/orders", "/account/addresses", "/gift-cards")
 
 # Anything with a scheme and "//", plus the schemes that act without one.
 _URL = re.compile(r"(?i)\b[a-z][a-z0-9+.\-]*://\S*|\b(?:mailto|javascript|data|vbscript|file|tel|sms):\S+")
@@ -24,7 +27,8 @@ _DOT = r"[.\u3002\uff0e\uff61]"
 _LABEL = r"[^\W_](?:[\w\-]{0,61}[^\W_])?"
 _DOMAIN = rf"(?:{_LABEL}{_DOT})+(?:xn--[a-z0-9\-]+|[^\W\d_]{{2,63}})"
 _EMAIL = re.compile(rf"[\w.!#$%&'*+/=?^`{{|}}~\-]+@{_DOMAIN}", re.IGNORECASE)
-_BARE_DOMAIN = re.compile(rf"(?<![\w\-]){_DOMAIN}(?![\w\-])", re.IGNORECASE)
+# A bare domain, with the path, query or fragment written after it (checked like a link's).
+_BARE_DOMAIN = re.compile(rf"(?<![\w\-]){_DOMAIN}(?![\w\-])(?:[/?#]\S*)?", re.IGNORECASE)
 _IPV4 = re.compile(r"(?<![\w.])\d{1,3}(?:\.\d{1,3}){3}(?![\w])")
 # Order numbers, also written with a Unicode dash, a space or nothing between the parts.
 _ORDER_ID = re.compile(r"(?i)(?<![\w])A[\s\-\u2010-\u2015\u2212]?(\d{4})(?!\d)")
@@ -169,7 +173,7 @@ def reply_only_to_customer(args: Any, facts: RunFacts) -> Verdict:
 
 
 def links(text: str) -> Iterator[str]:
-    """Every URL, email address, bare domain and IP address in the text, in that order."""
+    """Every URL, email address, bare domain (with its path) and IP address in the text, in that order."""
     rest = text
     for match in _URL.finditer(text):
         yield match.group(0).rstrip(_TRAILING)
@@ -178,40 +182,78 @@ def links(text: str) -> Iterator[str]:
         yield match.group(0)
     rest = _EMAIL.sub(" ", rest)
     for match in _BARE_DOMAIN.finditer(rest):
-        yield match.group(0)
+        yield match.group(0).rstrip(_TRAILING)
     for match in _IPV4.finditer(rest):
         yield match.group(0)
 
 
-def link_allowed(link: str, host: str, addresses: frozenset[str]) -> bool:
-    """Whether one link points at the shop: ``https://<host>`` exactly, or an allowed address.
+def link_allowed(
+    link: str, host: str, addresses: frozenset[str], paths: tuple[str, ...] | None = None
+) -> bool:
+    """Whether one link points at the shop: ``https://<host>`` exactly (on ``paths``), or an allowed address.
 
     Exact host match: no userinfo (``https://host@evil``), no port, no look-alike or punycode
-    host, no trailing dot, no backslash tricks, https only.
+    host, no trailing dot, no backslash tricks, https only. Every link inside its query or
+    fragment, percent-decoded (``?next=https%3A%2F%2Fevil``), must be allowed too.
     """
-    host = host.lower()
     lowered = link.lower()
     if "@" in link and "://" not in link:
         return lowered in addresses
     if "://" not in link:
-        return lowered == host  # a bare domain
+        link, lowered = f"https://{link}", f"https://{lowered}"  # a bare domain, maybe with a path
     if not lowered.startswith("https://") or "\\" in link:
         return False
-    authority = re.split(r"[/?#]", link[len("https://") :], maxsplit=1)[0]
-    return authority.lower() == host
+    authority, path, query, fragment = _parts(link[len("https://") :])
+    if authority.lower() != host.lower():
+        return False
+    if paths is not None and not path_allowed(path, paths):
+        return False
+    # Strictly shorter than the link itself, so this ends.
+    inside = _decoded(f"{query} {fragment}")
+    return all(link_allowed(nested, host, addresses, paths) for nested in links(inside))
 
 
-def links_only_to_shop(host: str, shop_address: str) -> Policy:
-    """Links in the subject and body only to https://<host>; addresses only the customer's or the shop's."""
+def _parts(rest: str) -> tuple[str, str, str, str]:
+    """(authority, path, query, fragment) of what follows ``https://``, split by hand (no normalising)."""
+    rest, _, fragment = rest.partition("#")
+    rest, _, query = rest.partition("?")
+    authority, slash, path = rest.partition("/")
+    return authority, slash + path, query, fragment
+
+
+def _decoded(text: str) -> str:
+    """Percent-decoded until it stops changing ("%253A" is ":" after two rounds), '+' as a space."""
+    for _ in range(5):
+        decoded = unquote_plus(text)
+        if decoded == text:
+            break
+        text = decoded
+    return text
+
+
+def path_allowed(path: str, paths: tuple[str, ...]) -> bool:
+    """Whether a link's path is one of ``paths`` or below one ("/" allows the home page only)."""
+    path = _decoded(path) or "/"
+    segments = path.split("/")[1:]
+    # Decoded, a path may climb out of an allowed one ("/help/%2e%2e/logout") or hide a host ("//evil").
+    if "\\" in path or ";" in path or "" in segments[:-1] or {".", ".."} & set(segments):
+        return False
+    path = path.rstrip("/") or "/"
+    return any(path == p or (p != "/" and path.startswith(f"{p}/")) for p in paths)
+
+
+def links_only_to_shop(host: str, shop_address: str, paths: tuple[str, ...] | None = None) -> Policy:
+    """Links only to https://<host> (on ``paths``); addresses only the customer's or the shop's."""
+    pages = f" ({', '.join(paths)})" if paths is not None else ""
 
     def policy(args: Any, facts: RunFacts) -> Verdict:
         customer = customer_of(facts)
         addresses = frozenset(a for a in (customer, shop_address.lower()) if a)
         for link in links(f"{args.subject}\n{args.body}"):
-            if not link_allowed(link, host, addresses):
+            if not link_allowed(link, host, addresses, paths):
                 return Verdict.deny(
-                    f"the email may only link to https://{host} and mention the customer's or the "
-                    f"shop's address; remove {link[:80]!r}"
+                    f"the email may only link to the shop's pages on https://{host}{pages}, with no other "
+                    f"link inside, and mention the customer's or the shop's address; remove {link[:80]!r}"
                 )
         return Verdict.allow()
 

@@ -21,7 +21,8 @@ from lockgate.dynamo import error_code
 from shop.arguments import SendEmailArgs
 from shop.data import ShopUnavailable
 from shop.mailbox import SentMail
-from shop.policies import links_only_to_shop, no_other_customers_orders, reply_only_to_customer
+from shop.outgoing import reply_content
+from shop.policies import SHOP_PATHS, links_only_to_shop, no_other_customers_orders, reply_only_to_customer
 from shop.services import ShopServices, shop_services
 
 _TAG_VALUE = re.compile(r"^[A-Za-z0-9_\-]{1,256}$")
@@ -106,22 +107,32 @@ def reconcile(idempotency_key: str, services: Mapping[str, Any]) -> dict[str, An
     raise OutcomeUnknown(f"email {idempotency_key} to {record.to} was started but not confirmed")
 
 
-def send_email_tool(host: str, shop_address: str) -> Tool[SendEmailArgs]:
-    """send_email, its policies bound to the shop's host and address."""
+def send_email_tool(
+    host: str, shop_address: str, paths: tuple[str, ...] = SHOP_PATHS, phones: tuple[str, ...] = ()
+) -> Tool[SendEmailArgs]:
+    """send_email, its policies bound to the shop's host, pages, address and phone numbers."""
     return Tool(
         name="send_email",
         description=(
             "Send a plain-text email reply to the customer who wrote in (only their address is "
-            f"accepted). Links may only point to https://{host}. Never mention other customers' "
-            "orders or addresses. Send one reply per customer email."
+            f"accepted). Links may only point to these pages of https://{host}: {', '.join(paths)}. "
+            "Never mention other customers' orders or addresses. Never give a phone number or ask for "
+            "card numbers, passwords or codes: such a reply waits for a person. Send one reply per "
+            "customer email."
         ),
         args=SendEmailArgs,
         run=send_email,
         summary=lambda a: f"email {a.to}: {a.subject[:80]!r}",
         risk=Risk.ACT,
-        policies=(reply_only_to_customer, links_only_to_shop(host, shop_address), no_other_customers_orders),
-        # Hard rules pin down every harmful argument: only the customer, only the shop's links,
-        # only the customer's own orders. A tainted run may still reply.
+        policies=(
+            reply_only_to_customer,
+            links_only_to_shop(host, shop_address, paths),
+            no_other_customers_orders,
+            reply_content(phones),
+        ),
+        # Hard rules pin down every harmful argument: only the customer, only the shop's pages,
+        # only the customer's own orders; a reply giving a phone number or asking for a secret
+        # after reading an email waits for a person. Otherwise a tainted run may still reply.
         needs_person_when_tainted=False,
         # One reply per recipient per run: asked again after a crash, the model may word it
         # differently; the ledger refuses a second, different email (found by the chaos harness).
