@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import pytest
 
+from lockgate import DecisionNotice
 from lockgate.actions.guard import Check, NeedsPerson, RunState, policy_refusal, rule_on
 from lockgate.actions.tools import RunFacts
 from shop.arguments import SendEmailArgs
+from shop.notices import tell_customer
 from shop.outgoing import phone_numbers, reply_content, secret_requests
 from shop.policies import SHOP_PATHS, links_only_to_shop, path_allowed
 from shop.replies import send_email_tool
@@ -228,3 +230,11 @@ def test_given_a_link_inside_a_link_then_the_guard_refuses_it_outright() -> None
     state = RunState(FACTS, taint_sources=["an email from ada@example.com"])
     ruling = rule_on([SEND], "send_email", {"to": ADA, "subject": "Hi", "body": body}, state)
     assert ruling.check is Check.POLICY and "remove" in ruling.reason
+
+
+@pytest.mark.parametrize("outcome", ["done", "rejected", "expired"])
+def test_given_a_decided_reply_then_the_customer_gets_no_notice_quoting_its_subject(outcome: str) -> None:
+    summary = SEND.summary(SEND.validate(INJECTED))
+    notice = DecisionNotice("ap-1", "run-1", "send_email", summary, outcome, "", FACTS)
+    # No services: a notice that tried to send would fail here, not pass quietly.
+    assert tell_customer(notice, {})["status"] == "not sent"

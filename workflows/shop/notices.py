@@ -21,6 +21,10 @@ FALLBACK = "We could not complete your request ({summary}) just now; our team wi
 
 def tell_customer(notice: DecisionNotice, services: Mapping[str, Any]) -> dict[str, Any]:
     """Email the customer the outcome; the text is built by code, never by the model."""
+    if notice.tool == "send_email":
+        # A held reply is itself what the customer hears, once approved. A notice would quote its
+        # summary, the subject written after reading the email, past send_email's own rules.
+        return {"status": "not sent", "why": "the decision was on a reply to the customer itself"}
     body = TEXTS.get(notice.outcome, FALLBACK).format(summary=notice.summary) + "\n\nExample Shop support"
     args = SendEmailArgs(
         to=str(notice.facts.get("customer_email")), subject="An update on your request", body=body
