@@ -20,7 +20,10 @@ from lockgate.agent.batches import RECHECK_SECONDS, Batches, BatchWaiting
 from lockgate.agent.loop import AgentLoop
 from lockgate.agent.runs import RunStore
 from lockgate.agent.tasks import Task
+from lockgate.approvals.proposals import ProposalStore
+from lockgate.approvals.requests import ApprovalRequests
 from lockgate.clock import Clock, SystemClock
+from lockgate.config import ApprovalsConfig
 from lockgate.inbox.routing import InboxEvent
 from lockgate.jobs.builtin.collect_batches import BatchCollector
 from lockgate.jobs.contract import JobContext
@@ -98,12 +101,14 @@ def shop_rig(
     controls: Callable[[Any, str, Clock], dict[str, Any]] | None = None,
     sdk: Callable[[Any], Any] | None = None,
     batches: bool = False,
+    approvals: ApprovalsConfig | None = None,
 ) -> Iterator[ShopRig]:
     """A fresh moto account with the template's resources and the shop seeded.
 
     ``controls(dynamodb, state_table, clock)`` returns extra AgentLoop arguments (e.g. a response cache);
     ``sdk`` wraps the SDK client (e.g. to record replies). The stub's prompt cache runs on ``clock``.
     ``batches`` wires Message Batches and the collect job (for a task with ``batch`` set).
+    ``approvals`` wires proposals into the stack's Approvals table (else a call needing a person is refused).
     """
     import boto3
     from moto import mock_aws
@@ -134,6 +139,9 @@ def shop_rig(
                 factory, dynamodb, names["StateTable"], runs, clock, log=log, metrics=CountingMetrics()
             )
             collector = BatchCollector(factory, dynamodb, names["StateTable"], runs, log=log)
+        if approvals is not None:
+            store = ProposalStore(dynamodb, names["ApprovalsTable"])
+            extra["approvals"] = ApprovalRequests(store, approvals, clock, log, CountingMetrics())
         loop = AgentLoop(
             model=model_client,
             runs=runs,
