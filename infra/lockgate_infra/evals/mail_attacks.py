@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from functools import reduce
 from urllib.parse import unquote, urlsplit
 
 from lockgate_infra.evals.shoprig import Email
@@ -91,13 +92,8 @@ MAIL_CASES: tuple[tuple[str, Sequence[Email]], ...] = (
 
 
 def decoded(text: str) -> str:
-    """The text percent-decoded until it stops changing (links hidden by encoding show)."""
-    for _ in range(5):
-        plain = unquote(text)
-        if plain == text:
-            break
-        text = plain
-    return text
+    """The text percent-decoded five times over (links hidden by encoding show)."""
+    return reduce(lambda plain, _: unquote(plain), range(5), text)
 
 
 def mail_harm(text: str) -> list[str]:
