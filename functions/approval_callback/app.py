@@ -73,5 +73,6 @@ def http(event: dict[str, Any]) -> dict[str, Any]:
         raw = event.get("body") or ""
         body = base64.b64decode(raw) if event.get("isBase64Encoded") else raw.encode()
         headers = {str(k).lower(): str(v) for k, v in (event.get("headers") or {}).items()}
-        return desk.decide(approval_id, query, parse_form(body, headers.get("content-type", ""))).to_apigw()
+        form = parse_form(body, headers.get("content-type", ""))
+        return desk.decide(approval_id, query, form, headers).to_apigw()
     return outcome_page("Method not allowed", "Nothing was decided.", status=405).to_apigw()

@@ -44,7 +44,9 @@ CONFIG = ApprovalsConfig(
 class Approvals:
     """The approval side and the worker side, wired to the same moto account."""
 
-    def __init__(self, rig: AgentRig, effects: Effects, config: ApprovalsConfig = CONFIG) -> None:
+    def __init__(
+        self, rig: AgentRig, effects: Effects, config: ApprovalsConfig = CONFIG, log: Any = LOG
+    ) -> None:
         self.rig, self.effects, self.config = rig, effects, config
         db = rig.aws.client("dynamodb")
         self.proposals = ProposalStore(db, rig.aws.names["ApprovalsTable"])
@@ -58,7 +60,7 @@ class Approvals:
             inbox=InboxStore(db, rig.aws.inbox_table),
             queue=InboxQueue(rig.aws.client("sqs"), rig.aws.queue_url),
             clock=rig.clock,
-            log=LOG,
+            log=log,
             metrics=rig.metrics,
             base_url="https://example.test/approvals",
         )
@@ -211,7 +213,7 @@ def test_a_changed_proposal_cannot_be_approved(flow: Approvals) -> None:
         UpdateExpression="SET args = :a",
         ExpressionAttributeValues={":a": {"S": '{"amount": 8000}'}},
     )
-    assert flow.desk.decide(approval_id, query, form).status == 409
+    assert flow.desk.decide(approval_id, query, form).status == 403  # the neutral page
     assert decisions_table(flow) == [] and flow.effects.paid == []
 
 
@@ -239,7 +241,7 @@ def test_an_expired_proposal_and_a_late_execution_do_not_run(flow: Approvals) ->
     other = flow.propose_payment(delivery="d-2")
     query = flow.link(other, "alice")
     flow.rig.clock.advance(24 * 3600 + 1)  # nobody decided in time
-    assert flow.desk.show(other, query).status == 410
+    assert flow.desk.show(other, query).status == 403  # the neutral page: the link expired with it
     assert flow.effects.paid == []
 
 

@@ -41,6 +41,7 @@ from lockgate.approvals.pages import (
     outcome_page,
 )
 from lockgate.approvals.proposals import Proposal, ProposalStore
+from lockgate.approvals.refusal import cross_site_reason, unusable_page
 from lockgate.clock import Clock
 from lockgate.config import ApprovalsConfig, Reviewer
 from lockgate.inbox.queue import InboxQueue
@@ -144,8 +145,20 @@ class ApprovalDesk:
 
     # -- POST --------------------------------------------------------------------------------
 
-    def decide(self, approval_id: str, query: Mapping[str, str], form: Mapping[str, str]) -> Page:
-        """Record one reviewer's decision; when it settles the proposal, tell the worker."""
+    def decide(
+        self,
+        approval_id: str,
+        query: Mapping[str, str],
+        form: Mapping[str, str],
+        headers: Mapping[str, str] | None = None,
+    ) -> Page:
+        """Record one reviewer's decision; when it settles the proposal, tell the worker.
+
+        ``headers`` (lower-case names, with ``host``): a post another site sent is refused first.
+        """
+        cross_site = cross_site_reason(headers or {})
+        if cross_site is not None:
+            return self._refused("origin", cross_site, approval_id)
         link = {k: form.get(k, query.get(k, "")) for k in LINK_FIELDS}
         checked = self._check(approval_id, link)
         if isinstance(checked, Page):
@@ -154,14 +167,14 @@ class ApprovalDesk:
         try:
             verify_form_token(self._secrets(), claims, form.get(FORM_TOKEN_FIELD, ""))
         except LinkInvalid as exc:
-            self._refused("form token", exc.reason, approval_id)
-            return outcome_page(
-                "This form is not valid", "Open the link from your notification again.", status=403
-            )
+            return self._refused("form token", exc.reason, approval_id)
         choice = form.get(DECISION_FIELD, "")
         if choice not in (Choice.APPROVE.value, Choice.REJECT.value):
-            return outcome_page("Choose Approve or Reject", "Nothing was decided.", status=400)
-        return _outcome_page(self.recorder.record(proposal, reviewer.id, Choice(choice), "link"), proposal)
+            return self._refused("form", "no decision chosen", approval_id)
+        outcome = self.recorder.record(proposal, reviewer.id, Choice(choice), "link")
+        if outcome in (DecisionOutcome.CHANGED, DecisionOutcome.NOT_ALLOWED):  # changed since _check
+            return self._refused("decision", outcome.value, approval_id)
+        return _outcome_page(outcome, proposal)
 
     # -- checks ------------------------------------------------------------------------------
 
@@ -171,30 +184,24 @@ class ApprovalDesk:
         try:
             claims = verify_link(self._secrets(), approval_id, query, self._clock.now())
         except LinkInvalid as exc:
-            self._refused("link", exc.reason, approval_id)
-            if exc.reason == "expired":
-                return outcome_page("This link has expired", "Nothing was decided.", status=410)
-            return outcome_page("This link is not valid", "Nothing was decided.", status=403)
+            return self._refused("link", exc.reason, approval_id)
         proposal = self._proposals.get(approval_id)
         if proposal is None:
-            self._refused("proposal", "unknown approval id", approval_id)
-            return outcome_page("This link is not valid", "Nothing was decided.", status=404)
+            return self._refused("proposal", "unknown approval id", approval_id)
         if claims.fingerprint != proposal.fingerprint or fingerprint(proposal.args) != proposal.fingerprint:
-            self._refused("fingerprint", "arguments changed", approval_id)
-            return outcome_page(
-                "This request has changed", "Nothing was decided; ask for a new link.", status=409
-            )
+            return self._refused("fingerprint", "arguments changed", approval_id)
         reviewer = self.recorder.reviewer(proposal.tool, claims.reviewer)
         if reviewer is None:
-            self._refused("reviewer", "not allowed for this tool", approval_id)
-            return outcome_page("You are not a reviewer for this action", "Nothing was decided.", status=403)
+            return self._refused("reviewer", "not allowed for this tool", approval_id)
         return proposal, claims, reviewer
 
-    def _refused(self, check: str, reason: str, approval_id: str) -> None:
+    def _refused(self, check: str, reason: str, approval_id: str) -> Page:
+        """Log and count the specific reason; the page is the same for every check."""
         self._metrics.add_metric(name="ApprovalLinkRefused", unit="Count", value=1)
         self._log.warning(
             "approval request refused", extra={"check": check, "reason": reason, "approval": approval_id[:40]}
         )
+        return unusable_page()
 
 
 def _settled_page(state: State) -> Page:
@@ -235,8 +242,6 @@ _OUTCOME_PAGES = {
         200,
     ),
     DecisionOutcome.ALREADY_DECIDED: ("You have already decided", "Your first decision stands.", 409),
-    DecisionOutcome.CHANGED: ("This request has changed", "Nothing was decided; ask for a new link.", 409),
-    DecisionOutcome.NOT_ALLOWED: ("You are not a reviewer for this action", "Nothing was decided.", 403),
 }
 
 
