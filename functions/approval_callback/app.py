@@ -30,7 +30,7 @@ parts = build_approvals(
     load_config(Path(__file__).parent / settings.config_path, settings.stage),
     lambda_deps(os.environ, logger, metrics, timeout_seconds=settings.timeout_seconds),
 )
-desk, digest, notifier = parts.desk, parts.digest, parts.notifier
+desk, digest, notifier, reissuer = parts.desk, parts.digest, parts.notifier, parts.reissuer
 
 
 @metrics.log_metrics
@@ -60,19 +60,23 @@ def http(event: dict[str, Any]) -> dict[str, Any]:
     """GET shows the confirmation page; POST decides. Anything else: a clear page."""
     if desk is None:
         return outcome_page("Not found", "Nothing here.", status=404).to_apigw()
-    method = event.get("requestContext", {}).get("http", {}).get("method", "GET")
+    http_context = event.get("requestContext", {}).get("http", {})
+    method = http_context.get("method", "GET")
     approval_id = (event.get("pathParameters") or {}).get("id", "")
     query = {str(k): str(v) for k, v in (event.get("queryStringParameters") or {}).items()}
-    if not approval_id:  # GET /approvals?…: a reviewer's batch-review digest
-        if method != "GET" or digest is None:
-            return outcome_page("Not found", "Nothing was decided.", status=404).to_apigw()
-        return digest.page(query).to_apigw()
-    if method == "GET":
-        return desk.show(approval_id, query).to_apigw()
+    headers = {str(k).lower(): str(v) for k, v in (event.get("headers") or {}).items()}
     if method == "POST":
         raw = event.get("body") or ""
         body = base64.b64decode(raw) if event.get("isBase64Encoded") else raw.encode()
-        headers = {str(k).lower(): str(v) for k, v in (event.get("headers") or {}).items()}
         form = parse_form(body, headers.get("content-type", ""))
+    if not approval_id:  # /approvals?…: a reviewer's batch-review digest; POST re-sends one link
+        if method == "GET" and digest is not None:
+            return digest.page(query).to_apigw()
+        if method == "POST" and reissuer is not None:
+            return reissuer.reissue(form, headers, str(http_context.get("sourceIp", ""))).to_apigw()
+        return outcome_page("Not found", "Nothing was decided.", status=404).to_apigw()
+    if method == "GET":
+        return desk.show(approval_id, query).to_apigw()
+    if method == "POST":
         return desk.decide(approval_id, query, form, headers).to_apigw()
     return outcome_page("Method not allowed", "Nothing was decided.", status=405).to_apigw()

@@ -454,8 +454,14 @@ def test_batch_review_lists_what_waits_for_one_reviewer(flow: Approvals) -> None
         link_secrets=lambda: [SECRET],
         clock=flow.rig.clock,
         base_url="https://example.test/approvals",
+        log=LOG,
+        metrics=flow.rig.metrics,
     )
-    query = dict(parse_qsl(urlsplit(digest.link_for("alice")).query))
+
+    def digest_query(reviewer: Reviewer) -> dict[str, str]:
+        return dict(parse_qsl(urlsplit(digest.link_for(reviewer.id, digest.items_for(reviewer))).query))
+
+    query = digest_query(CONFIG.reviewers[0])
     page = digest.page(query)
     assert page.status == 200 and "2 waiting for Alice" in page.body
     assert "pay $80.00" in page.body and "pay $70.00" in page.body
@@ -464,7 +470,7 @@ def test_batch_review_lists_what_waits_for_one_reviewer(flow: Approvals) -> None
     flow.approve(first, "alice")
     assert "1 waiting for Alice" in digest.page(query).body
     # carol may not decide payments: her digest lists nothing
-    carol = dict(parse_qsl(urlsplit(digest.link_for("carol")).query))
+    carol = digest_query(CONFIG.reviewers[2])
     assert "Nothing is waiting for you" in digest.page(carol).body
     # a proposal link is not a digest link, and a forged one shows nothing
     assert digest.page(flow.link(second, "alice")).status == 403

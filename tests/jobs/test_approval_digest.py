@@ -21,7 +21,7 @@ from lockgate.config import ApprovalsConfig, Reviewer, ToolApproval
 from lockgate.jobs.builtin.approval_digest import ApprovalDigestJob, DigestMarks
 from lockgate.telemetry import CountingMetrics
 from tests.jobs.conftest import context
-from tests.support import Aws
+from tests.support import LOG, Aws
 
 SECRET = b"approval-link-secret-for-tests-0123456789"
 FROM = "approvals@shop.example.com"
@@ -61,6 +61,8 @@ class Digests:
             link_secrets=lambda: [SECRET],
             clock=clock,
             base_url=BASE,
+            log=LOG,
+            metrics=CountingMetrics(),
         )
         self.job = ApprovalDigestJob(
             digest=digest,
@@ -134,6 +136,9 @@ def test_each_reviewer_gets_one_email_listing_only_what_waits_for_them_with_sign
         )
         claims = verify_link([SECRET], DIGEST_ID, dict(parse_qsl(urlsplit(digest_link).query)), now)
         assert claims.reviewer == reviewer
+        # And the digest link expires with the digest: when the last proposal it lists does
+        item_claims = verify_link([SECRET], approval_id, dict(parse_qsl(urlsplit(item_link).query)), now)
+        assert claims.expires_at == item_claims.expires_at == int(now) + 23 * HOUR
 
 
 def test_a_repeated_run_the_same_day_sends_nothing_twice(digests: Digests) -> None:

@@ -206,7 +206,7 @@ def test_given_webhook_refs_in_the_environment_when_the_notifier_starts_then_a_n
         "LOCKGATE_CONFIG": str(ROOT / "lockgate.toml"),
     }.items():
         monkeypatch.setenv(name, value)
-    app = _load_approval_app()
+    app = load_approval_app()
     # When the stream delivers a new refund proposal
     record = {"eventName": "INSERT", "dynamodb": {"NewImage": PROPOSAL.to_item(), "SequenceNumber": "1"}}
     assert app.notify_batch({"Records": [record]}) == {"batchItemFailures": []}
@@ -227,10 +227,11 @@ def test_given_slack_without_a_webhook_ref_when_the_notifier_starts_then_it_refu
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("APPROVAL_SLACK_WEBHOOK_REF", raising=False)
     with pytest.raises(ConfigError, match="APPROVAL_SLACK_WEBHOOK_REF"):
-        _load_approval_app()
+        load_approval_app()
 
 
-def _load_approval_app() -> Any:
+def load_approval_app() -> Any:
+    """The approval handler module, imported fresh under the current environment."""
     path = ROOT / "functions" / "approval_callback" / "app.py"
     spec = importlib.util.spec_from_file_location("approval_callback_app_for_notify", path)
     assert spec and spec.loader

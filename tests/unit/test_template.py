@@ -112,6 +112,10 @@ CALLBACK_ACCESS = {
     ("dynamodb:PutItem", "InboxTable.Arn"),
     ("sqs:SendMessage", "InboxQueue.Arn"),
     ("secretsmanager:GetSecretValue", "Ref:ApprovalLinkSecret"),
+    # A digest page's link re-sends: the "approval-links" rows of State only (by condition), and SES.
+    ("dynamodb:PutItem", "StateTable.Arn"),
+    ("dynamodb:UpdateItem", "StateTable.Arn"),
+    ("ses:SendEmail", "arn:${AWS::Partition}:ses:${AWS::Region}:${AWS::AccountId}:identity/*"),
 }
 # The approval notifier (the Approvals stream).
 NOTIFIER_ACCESS = {
@@ -474,7 +478,13 @@ FORBIDDEN = [
     *[
         (function_id, "", forbidden, "the approval side never holds the model key or tool credentials")
         for function_id in APPROVAL_FUNCTIONS
-        for forbidden in ("anthropic-api-key", "/webhooks/", "Shop", "StateTable", "BodyBucket")
+        for forbidden in ("anthropic-api-key", "/webhooks/", "Shop", "BodyBucket")
+    ],
+    ("ApprovalNotifierFunction", "", "StateTable", "the notifier never touches the run state"),
+    # The callback may only add link re-send rows (by condition): it reads and deletes no state.
+    *[
+        ("ApprovalCallbackFunction", action, "StateTable", "the callback reads no run state")
+        for action in ("dynamodb:Get", "dynamodb:Query", "dynamodb:Scan", "dynamodb:Delete", "dynamodb:Batch")
     ],
 ]
 
@@ -692,6 +702,22 @@ def test_given_the_eval_function_then_it_reaches_only_the_job_rows_of_the_state_
     )
 
 
+def test_given_the_approval_callback_then_it_writes_only_the_link_resend_rows_of_the_state_table(cfn):
+    # Given the role that serves the approval pages
+    from lockgate.approvals.reissue import PARTITION
+
+    on_state = [
+        s
+        for s in statements(role_of(cfn, "ApprovalCallbackFunction"))
+        if "StateTable" in json.dumps(s["Resource"])
+    ]
+    # Then every grant on the State table is limited to the re-send allowance and audit rows
+    assert on_state and all(
+        s["Condition"] == {"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [PARTITION]}}
+        for s in on_state
+    )
+
+
 def test_given_the_worker_role_then_it_may_propose_but_never_change_a_proposal(cfn):
     on_approvals = {
         (action, resource) for action, resource in access(role_of(cfn, "AgentWorkerFunction"))
@@ -723,8 +749,9 @@ def test_given_the_approval_notifier_role_then_it_has_exactly_its_access_and_ema
 def test_given_an_approval_function_then_it_cannot_read_the_model_key_webhook_secrets_state_or_shop(
     cfn, function_id
 ):
+    # (the callback's "approval-links" rows of State: test_..._writes_only_the_link_resend_rows_...)
     resources = {resource for _, resource in access(role_of(cfn, function_id))}
-    assert not any("StateTable" in r or "Shop" in r or "BodyBucket" in r for r in resources)
+    assert not any("Shop" in r or "BodyBucket" in r for r in resources)
     secrets = _secret_resources(cfn, function_id) - {"Ref:ApprovalLinkSecret"}
     # besides the link key, at most the notifier's webhook URLs under <prefix>/notify/
     assert all(r.endswith(":secret:${SecretsPrefix}/notify/*") for r in secrets)
@@ -764,6 +791,7 @@ def test_given_the_approval_routes_then_get_and_post_reach_the_callback(cfn):
         ("GET", "/approvals/{id}"): "ApprovalCallbackFunction",
         ("POST", "/approvals/{id}"): "ApprovalCallbackFunction",
         ("GET", "/approvals"): "ApprovalCallbackFunction",
+        ("POST", "/approvals"): "ApprovalCallbackFunction",
     }
 
 
@@ -846,6 +874,8 @@ def test_given_the_approval_functions_then_they_share_one_code_folder_and_know_t
         "INBOX_QUEUE_URL": {"Ref": "InboxQueue"},
         "APPROVAL_LINK_SECRET_ARN": {"Ref": "ApprovalLinkSecret"},
         "APPROVAL_TIMEOUT_SECONDS": "30",
+        "LINK_RESEND_TABLE": {"Ref": "StateTable"},  # its "approval-links" rows only
+        "SHOP_FROM_ADDRESS": {"Ref": "ShopFromAddress"},
     }
     # Not the API's URL: the callback is a route of WebhookApi, so naming it here would be a
     # circular dependency; its pages link relatively.

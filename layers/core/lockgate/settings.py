@@ -132,6 +132,7 @@ class ApprovalSettings:
     channel_refs: Mapping[str, str] = field(default_factory=dict)  # slack/discord → webhook secret ref
     timeout_seconds: int = 30  # the function's Timeout: AWS client timeouts are sized to it
     stage: str | None = None  # LOCKGATE_STAGE: stages/<stage>.toml is merged over the config
+    state_table: str | None = None  # LINK_RESEND_TABLE: the State table, for its link re-send rows only
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> ApprovalSettings:
@@ -158,6 +159,7 @@ class ApprovalSettings:
                 if (ref := environ.get(f"APPROVAL_{name.upper()}_WEBHOOK_REF", "").strip())
             },
             timeout_seconds=_int(environ, "APPROVAL_TIMEOUT_SECONDS", 30),
+            state_table=environ.get("LINK_RESEND_TABLE") or None,
         )
 
 

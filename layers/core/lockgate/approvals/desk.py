@@ -66,13 +66,19 @@ class LinkSigner:
         self._clock = clock
         self._base_url = base_url.rstrip("/")
 
-    def links_for(self, proposal: Proposal) -> dict[str, str]:
-        """Reviewer id → link; each expires with the proposal (at most a day)."""
+    @property
+    def base_url(self) -> str:
+        """Where links point (relative when the function cannot know its own public URL)."""
+        return self._base_url
+
+    def links_for(self, proposal: Proposal, base_url: str | None = None) -> dict[str, str]:
+        """Reviewer id → link under ``base_url`` (default: the configured one), expiring with the proposal."""
         now = int(self._clock.now())
         ttl = max(60, min(LINK_TTL_SECONDS, proposal.expires_at - now))
         secret = self._secrets()[0]
+        base = self._base_url if base_url is None else base_url.rstrip("/")
         return {
-            reviewer.id: f"{self._base_url}/{proposal.approval_id}?"
+            reviewer.id: f"{base}/{proposal.approval_id}?"
             + sign_link(secret, new_claims(proposal.approval_id, reviewer.id, proposal.fingerprint, now, ttl))
             for reviewer in self._config.reviewers_for(proposal.tool)
         }

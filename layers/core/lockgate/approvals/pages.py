@@ -120,27 +120,33 @@ def outcome_page(title: str, message: str, *, status: int) -> Page:
 
 @dataclass(frozen=True)
 class DigestItem:
-    """One waiting proposal in a reviewer's digest, with that reviewer's own link to it."""
+    """One waiting proposal in a reviewer's digest; ``link`` (their own) only in the private message."""
 
     summary: str
     why: str
     expires_at: int
     link: str
+    approval_id: str = ""
 
 
-def digest_page(reviewer: str, items: list[DigestItem], now: int) -> Page:
-    """Batch review: what waits for this reviewer. Each item is still decided on its own page."""
+def digest_page(reviewer: str, items: list[DigestItem], now: int, resend: tuple[str, dict[str, str]]) -> Page:
+    """Batch review: what waits for this reviewer, no decision links; each item's link is re-sent by POST."""
     if not items:
         body = "<h1>Nothing is waiting for you</h1>\n<p>No proposals need your decision right now.</p>\n"
         return Page(200, _document("Nothing waiting", body))
+    action, fields = resend
+    hidden = "".join(_hidden(name, value) for name, value in fields.items())
     rows = "".join(
-        f'<li><a href="{_e(item.link)}">{_e(item.summary)}</a><br>'
-        f"<span class=meta>{_e(item.why)} · expires {_e(_relative(item.expires_at, now))}</span></li>\n"
+        f"<li>{_e(item.summary)}<br>"
+        f"<span class=meta>{_e(item.why)} · expires {_e(_relative(item.expires_at, now))}</span>\n"
+        f'<form method=post action="{_e(action)}">{hidden}<button type=submit name=approval '
+        f'value="{_e(item.approval_id)}">Email me its link</button></form></li>\n'
         for item in items
     )
     body = (
         f"<h1>{len(items)} waiting for {_e(reviewer)}</h1>\n"
-        "<p class=note>Opening a link changes nothing; each one asks you to confirm on its own page.</p>\n"
+        "<p class=note>Nothing is decided from this list: each request is decided from its own link, "
+        "sent to you privately. Lost one? Ask for it again below.</p>\n"
         f"<ul>\n{rows}</ul>\n"
     )
     return Page(200, _document("Waiting for your decision", body))

@@ -87,6 +87,8 @@ def approval_digest(resources: JobResources) -> Job:
         link_secrets=link_secrets,
         clock=resources.clock,
         base_url=base_url,
+        log=resources.log,
+        metrics=resources.metrics,
     )
     return ApprovalDigestJob(
         digest=digest,

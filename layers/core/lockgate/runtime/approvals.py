@@ -13,8 +13,17 @@ from dataclasses import dataclass
 from lockgate.approvals.decisions import DecisionStore
 from lockgate.approvals.desk import ApprovalDesk, LinkSigner
 from lockgate.approvals.digest import ReviewDigest
-from lockgate.approvals.notify import Channel, EmailChannel, Notifier, PrintChannel, WebhookChannel, post_json
+from lockgate.approvals.notify import (
+    Channel,
+    EmailChannel,
+    Notifier,
+    PersonalChannel,
+    PrintChannel,
+    WebhookChannel,
+    post_json,
+)
 from lockgate.approvals.proposals import ProposalStore
+from lockgate.approvals.reissue import LinkReissuer, ReissueAudit
 from lockgate.config import LockgateConfig
 from lockgate.errors import ConfigError
 from lockgate.inbox.queue import InboxQueue
@@ -30,6 +39,7 @@ class ApprovalParts:
     desk: ApprovalDesk | None
     digest: ReviewDigest | None
     notifier: Notifier
+    reissuer: LinkReissuer | None = None  # POST /approvals: a digest page's "email me its link"
 
 
 def build_approvals(settings: ApprovalSettings, config: LockgateConfig, deps: Deps) -> ApprovalParts:
@@ -42,7 +52,7 @@ def build_approvals(settings: ApprovalSettings, config: LockgateConfig, deps: De
         return [deps.secrets.resolve(settings.link_secret_ref).encode()]
 
     signer = LinkSigner(config.approvals, link_secrets, deps.clock, settings.base_url)
-    desk = digest = None
+    desk = digest = reissuer = None
     if settings.decisions_table:
         decisions = DecisionStore(dynamodb, settings.decisions_table)
         if settings.inbox_table and settings.inbox_queue_url:
@@ -66,10 +76,32 @@ def build_approvals(settings: ApprovalSettings, config: LockgateConfig, deps: De
             link_secrets=link_secrets,
             clock=deps.clock,
             base_url=settings.base_url,
+            log=deps.log,
+            metrics=deps.metrics,
         )
+        if settings.state_table:
+            reissuer = LinkReissuer(
+                digest=digest,
+                proposals=proposals,
+                decisions=decisions,
+                config=config.approvals,
+                signer=signer,
+                channel=personal_channel(settings, deps),
+                audit=ReissueAudit(dynamodb, settings.state_table),
+                clock=deps.clock,
+                log=deps.log,
+                metrics=deps.metrics,
+            )
     channels = [channel(name, settings, deps) for name in settings.channels]
     notifier = Notifier(signer.links_for, config.approvals.reviewers_for, channels, deps.log, deps.metrics)
-    return ApprovalParts(desk, digest, notifier)
+    return ApprovalParts(desk, digest, notifier, reissuer)
+
+
+def personal_channel(settings: ApprovalSettings, deps: Deps) -> PersonalChannel:
+    """Where a re-sent link goes: the reviewer's own email; printed on the local stack."""
+    if "print" in settings.channels:
+        return PrintChannel(lambda line: print(line, file=sys.stderr, flush=True))
+    return EmailChannel(deps.client("ses"), settings.from_address)
 
 
 def channel(name: str, settings: ApprovalSettings, deps: Deps) -> Channel:

@@ -90,7 +90,7 @@ class ApprovalDigestJob:
             return "nothing_waiting"
         if not self._marks.claim(reviewer.id, day, int(ctx.clock.now())):
             return "already_sent"
-        subject, text = digest_message(items, self._digest.link_for(reviewer.id))
+        subject, text = digest_message(items, self._digest.link_for(reviewer.id, items))
         try:
             reached = self._channel.send_text(reviewer, subject, text)
         except Exception:
