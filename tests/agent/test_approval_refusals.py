@@ -30,6 +30,9 @@ HEADER_CASES = [
     ("origin same-origin", {"origin": "https://example.test"}, True),
     ("origin absent (token alone)", {}, True),
     ('origin "null"', {"origin": "null"}, False),
+    # what a browser sends from our own page: its Referrer-Policy no-referrer makes the Origin "null"
+    ('origin "null", sec-fetch-site same-origin', {"origin": "null", "sec-fetch-site": "same-origin"}, True),
+    ('origin "null", sec-fetch-site cross-site', {"origin": "null", "sec-fetch-site": "cross-site"}, False),
     ("sec-fetch-site cross-site", {"sec-fetch-site": "cross-site"}, False),
     ("sec-fetch-site same-site", {"sec-fetch-site": "same-site"}, False),
     ("sec-fetch-site same-origin", {"sec-fetch-site": "same-origin"}, True),
@@ -94,6 +97,8 @@ def test_a_post_is_decided_only_when_its_headers_do_not_say_another_site_sent_it
         ({"origin": "https://example.test"}, None),
         ({"origin": "HTTPS://EXAMPLE.TEST"}, None),
         ({"origin": "null"}, "origin null"),
+        ({"origin": "null", "sec-fetch-site": "same-origin"}, None),
+        ({"origin": "null", "sec-fetch-site": "same-site"}, "sec-fetch-site same-site"),
         ({"origin": "ftp://example.test"}, "origin cross-site"),
         ({"origin": "https://example.test.evil.example"}, "origin cross-site"),
         ({"origin": "https://[::1"}, "origin malformed"),

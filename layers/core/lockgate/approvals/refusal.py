@@ -25,13 +25,17 @@ def cross_site_reason(headers: Mapping[str, str]) -> str | None:
     ``headers`` has lower-case names and includes ``host``. Absent headers are not a refusal.
     """
     fetch_site = headers.get("sec-fetch-site")
-    if fetch_site is not None and fetch_site.strip().lower() not in ACCEPTED_FETCH_SITES:
-        return f"sec-fetch-site {fetch_site.strip().lower()[:20]}"
+    site = None if fetch_site is None else fetch_site.strip().lower()
+    if site is not None and site not in ACCEPTED_FETCH_SITES:
+        return f"sec-fetch-site {site[:20]}"
     origin = headers.get("origin")
     if origin is None:
         return None
-    if origin.strip().lower() == "null":  # an opaque origin: a sandboxed frame, a cross-site redirect
-        return "origin null"
+    if origin.strip().lower() == "null":
+        # Our pages send "Referrer-Policy: no-referrer", under which browsers post even a same-origin
+        # form with "Origin: null"; only Sec-Fetch-Site can then vouch. Without it, an opaque origin
+        # (a sandboxed frame, a data: URL) is refused.
+        return None if site is not None else "origin null"
     host = headers.get("host", "").strip().lower()
     try:
         parts = urlsplit(origin.strip())
