@@ -214,3 +214,76 @@ def test_a_person_approves_a_refund_in_the_browser_and_it_runs_once(
     assert _heading_after_submit(browser, SUMMARY) == "Already approved"
     assert stack.drain(timeout=30)
     assert len(_refunds(stack)) == 1
+
+
+@pytest.mark.slow
+def test_a_valid_form_posted_from_another_site_decides_nothing(
+    browser: Any, demo_stack: tuple[LocalStack, str, LockgateConfig]
+) -> None:
+    import html
+    from urllib.parse import quote
+
+    from selenium.webdriver.common.by import By
+
+    stack, gateway_url, config = demo_stack
+    # Given alice's page, and its form with the real token (as if another site had learned it)
+    (proposal,) = pending_proposals(stack)
+    link = local_signer(stack, config.approvals, f"{gateway_url}/approvals").links_for(proposal)["alice"]
+    browser.get(link)
+    form = browser.find_element(By.TAG_NAME, "form")
+    fields = {
+        str(field.get_attribute("name")): str(field.get_attribute("value"))
+        for field in form.find_elements(By.CSS_SELECTOR, "input[type=hidden]")
+    }
+    hidden = "".join(
+        f'<input type=hidden name="{html.escape(k)}" value="{html.escape(v)}">' for k, v in fields.items()
+    )
+    attack = (
+        f'<form method=post action="{html.escape(str(form.get_attribute("action")))}">{hidden}'
+        "<button name=decision value=approve>Claim your prize</button></form>"
+    )
+    # When another site (here a data: URL, an opaque origin) makes her browser post it
+    browser.get("data:text/html;charset=utf-8," + quote(attack))
+    browser.find_element(By.TAG_NAME, "button").click()
+    # Then the neutral page, no decision and no refund
+    assert _heading_after_submit(browser, "") == "This link cannot be used"
+    decisions = stack.client("dynamodb").scan(TableName=stack.resources["DecisionsTable"])["Items"]
+    assert decisions == []
+    assert stack.drain(timeout=30)
+    assert _refunds(stack) == []
+    # And from her own page the same link still decides
+    browser.get(link)
+    browser.find_element(By.CSS_SELECTOR, "button[name=decision][value=approve]").click()
+    assert _heading_after_submit(browser, SUMMARY) == "Approved"
+
+
+@pytest.mark.slow
+def test_the_digest_page_lists_without_links_and_resends_a_link_privately(
+    browser: Any, demo_stack: tuple[LocalStack, str, LockgateConfig]
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    from lockgate.approvals.digest import DIGEST_ID, reviewer_fingerprint
+    from lockgate.approvals.links import new_claims, sign_link
+    from lockgate.approvals.reissue import ReissueAudit
+
+    stack, gateway_url, _ = demo_stack
+    # Given alice's digest link, signed with the stack's key
+    secret = stack.client("secretsmanager").get_secret_value(SecretId=stack.resources["ApprovalLinkSecret"])
+    claims = new_claims(DIGEST_ID, "alice", reviewer_fingerprint("alice"), time.time(), 3600)
+    browser.get(f"{gateway_url}/approvals?" + sign_link(secret["SecretString"].encode(), claims))
+    # Then it lists the refund, with no link to decide it
+    assert _heading(browser) == "1 waiting for Alice (support lead)"
+    assert SUMMARY in browser.find_element(By.TAG_NAME, "main").text
+    assert browser.find_elements(By.CSS_SELECTOR, "a[href]") == []
+    # When she asks for its link again
+    browser.find_element(By.CSS_SELECTOR, "button[name=approval]").click()
+    # Then the page says it was sent (privately; the embedded stack prints it) and the audit has it
+    assert (
+        _heading_after_submit(browser, "1 waiting for Alice (support lead)") == "A fresh link is on its way"
+    )
+    (proposal,) = pending_proposals(stack)
+    (entry,) = ReissueAudit(stack.client("dynamodb"), stack.resources["StateTable"]).entries()
+    assert (entry.reviewer, entry.approval_id, entry.outcome) == ("alice", proposal.approval_id, "sent")
+    assert stack.drain(timeout=30)
+    assert _refunds(stack) == []
