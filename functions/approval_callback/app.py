@@ -1,7 +1,8 @@
 """Approval side Lambdas (one package, two functions with different roles):
 
 - ApprovalCallbackFunction: GET /approvals/{id} (confirmation page, changes nothing) and
-  POST /approvals/{id} (a reviewer's decision). Only this role may write Decisions.
+  POST /approvals/{id} (a reviewer's decision); GET /approvals (a reviewer's digest, no links) and
+  POST /approvals (re-send one proposal's link privately). Only this role may write Decisions.
 - ApprovalNotifierFunction: the Approvals table's stream; each new proposal → signed links.
 Only the approval side can read the link-signing secret.
 """
@@ -65,6 +66,7 @@ def http(event: dict[str, Any]) -> dict[str, Any]:
     approval_id = (event.get("pathParameters") or {}).get("id", "")
     query = {str(k): str(v) for k, v in (event.get("queryStringParameters") or {}).items()}
     headers = {str(k).lower(): str(v) for k, v in (event.get("headers") or {}).items()}
+    form: dict[str, str] = {}
     if method == "POST":
         raw = event.get("body") or ""
         body = base64.b64decode(raw) if event.get("isBase64Encoded") else raw.encode()
