@@ -61,7 +61,8 @@ def http(event: dict[str, Any]) -> dict[str, Any]:
     """GET shows the confirmation page; POST decides. Anything else: a clear page."""
     if desk is None:
         return outcome_page("Not found", "Nothing here.", status=404).to_apigw()
-    http_context = event.get("requestContext", {}).get("http", {})
+    request_context = event.get("requestContext", {})
+    http_context = request_context.get("http", {})
     method = http_context.get("method", "GET")
     approval_id = (event.get("pathParameters") or {}).get("id", "")
     query = {str(k): str(v) for k, v in (event.get("queryStringParameters") or {}).items()}
@@ -75,7 +76,9 @@ def http(event: dict[str, Any]) -> dict[str, Any]:
         if method == "GET" and digest is not None:
             return digest.page(query).to_apigw()
         if method == "POST" and reissuer is not None:
-            return reissuer.reissue(form, headers, str(http_context.get("sourceIp", ""))).to_apigw()
+            source_ip = str(http_context.get("sourceIp", ""))
+            domain = str(request_context.get("domainName", ""))  # API Gateway's, not a client's Host
+            return reissuer.reissue(form, headers, source_ip, domain).to_apigw()
         return outcome_page("Not found", "Nothing was decided.", status=404).to_apigw()
     if method == "GET":
         return desk.show(approval_id, query).to_apigw()

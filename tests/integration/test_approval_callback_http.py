@@ -87,7 +87,9 @@ def test_from_the_digest_page_to_a_decision_through_the_deployed_handler(app: An
 
     # When she asks for its link from the page: SES sends it to her, under the host she used
     fields = {**_hidden(listed["body"]), "approval": "ap_http"}
-    resent = app.http(_event("POST", headers={**OWN, **FORM}, body=urlencode(fields)))
+    # (a Host header the client wrote does not choose the link's host: API Gateway's domainName does)
+    spoofed = {**OWN, **FORM, "host": "evil.example", "origin": "null"}
+    resent = app.http(_event("POST", headers=spoofed, body=urlencode(fields)))
     assert resent["statusCode"] == 200
     ((to, text),) = [
         (m.destinations["ToAddresses"][0], m.body)

@@ -148,8 +148,14 @@ class LinkReissuer:
         self._log = log
         self._metrics = metrics
 
-    def reissue(self, form: Mapping[str, str], headers: Mapping[str, str], source_ip: str = "") -> Page:
-        """Check the digest link, its form token and where the POST came from; then send, within limits."""
+    def reissue(
+        self, form: Mapping[str, str], headers: Mapping[str, str], source_ip: str = "", domain: str = ""
+    ) -> Page:
+        """Check the digest link, its form token and where the POST came from; then send, within limits.
+
+        ``domain``: the API's domain as API Gateway reports it (not a client's header), for the link
+        when the configured base URL is only a path.
+        """
         cross_site = cross_site_reason(headers)
         if cross_site is not None:
             return self._digest.refused("origin", cross_site)
@@ -165,7 +171,7 @@ class LinkReissuer:
         elif proposal is None:
             outcome, page = "not waiting", _NOT_WAITING
         else:
-            link = self._signer.links_for(proposal, _public_base(self._signer.base_url, headers))[reviewer.id]
+            link = self._signer.links_for(proposal, _public_base(self._signer.base_url, domain))[reviewer.id]
             text = f"Your own link for: {proposal.summary}\n\n{link}\n\n{_NOTHING_YET}\n"
             sent = self._channel.send_text(reviewer, f"Your link: {proposal.summary}", text)
             outcome, page = ("sent", _SENT) if sent else ("unreachable", _UNREACHABLE)
@@ -186,11 +192,11 @@ class LinkReissuer:
         return None if any(d.reviewer == reviewer.id for d in decisions) else proposal
 
 
-def _public_base(base_url: str, headers: Mapping[str, str]) -> str:
-    """Deployed, the callback knows its path only ("/approvals"): the host is the one the request reached."""
+def _public_base(base_url: str, domain: str) -> str:
+    """Deployed, the callback knows its path only ("/approvals"): the domain is API Gateway's."""
     if base_url.startswith(("https://", "http://")):
         return base_url
-    return f"https://{headers.get('host', '')}{base_url}"
+    return f"https://{domain}{base_url}"
 
 
 _SENT = outcome_page(
