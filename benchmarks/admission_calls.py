@@ -13,7 +13,7 @@ shape of the example's runs:
 - **one call per admission**: the same gate, one transaction before each call and one after
   (the design before the allowance; the loop's ``calls_ahead=0``).
 - **one by one**: the gate's own updates sent separately, per call (the design before the
-  gate): a conditional update per bucket, one per counter to hold, one per counter to settle.
+  gate): a conditional update per bucket, one to hold on the day's spend item, one to settle.
 
 Added calls per model call = (set-up - no controls) / model calls; target **<= 0.5** for the
 allowance (one write before a run of four calls and one after). The day's first runs (which

@@ -97,10 +97,12 @@ def test_admission_calls_adds_two_writes_per_run_not_per_model_call() -> None:
     assert {f.model_calls for f in results.values()} == {12}
     assert admission_calls.added(results, admission_calls.DEPLOYED) == 0.5
     gate_ops = results[admission_calls.DEPLOYED].operations - results["no controls"].operations
-    assert gate_ops == {"dynamodb.TransactWriteItems": 6}
-    # And the designs it replaces need two per call (one admission each) and six (one by one)
+    # (the day's spend item and both buckets in one transaction; the settle one plain update)
+    assert gate_ops == {"dynamodb.TransactWriteItems": 3, "dynamodb.UpdateItem": 3}
+    # And the designs it replaces need two per call (one admission each) and four (one by one:
+    # the day's spend item, each bucket, the settle)
     assert admission_calls.added(results, "one call per admission") == 2
-    assert admission_calls.added(results, "one by one (before the gate)") == 6
+    assert admission_calls.added(results, "one by one (before the gate)") == 4
     assert "target <= 0.5: MET" in admission_calls.render(results)
 
 
