@@ -98,51 +98,39 @@ class Gate:
         that much without waiting, this one call is admitted instead.
         """
         with self._turn:
-            return self._admit_ahead(task, scopes, estimate_usd, tokens, deadline, calls, tokens_ahead)
-
-    def _admit_ahead(
-        self,
-        task: str,
-        scopes: list[str],
-        estimate_usd: float,
-        tokens: int,
-        deadline: float,
-        calls: int,
-        tokens_ahead: int | None,
-    ) -> Ahead:
-        unguarded: set[str] = set()  # counters seen near their cap: held without the margin
-        local: set[str] = set()  # scopes on the per-process limit for this admission
-        interval = 1.0
-        for _ in range(MAX_TRIES):
-            now = self._clock.now()
-            want = (tokens_ahead or tokens * calls) if calls > 1 else tokens
-            takes = self._plan([s for s in scopes if s not in local], want, now, deadline, calls)
-            if takes is None:
-                calls = 1  # a bucket cannot give several calls now: plan one (it may wait)
-                continue
-            seen_near = frozenset(unguarded)
-            holds = self.spend.holds(task, estimate_usd, now, seen_near, calls) if self.spend else []
-            try:
-                self._write([h.update for h in holds] + [t.update for t in takes])
-            except _Failed as failed:
+            unguarded: set[str] = set()  # counters seen near their cap: held without the margin
+            local: set[str] = set()  # scopes on the per-process limit for this admission
+            interval = 1.0
+            for _ in range(MAX_TRIES):
+                now = self._clock.now()
+                want = (tokens_ahead or tokens * calls) if calls > 1 else tokens
+                takes = self._plan([s for s in scopes if s not in local], want, now, deadline, calls)
+                if takes is None:
+                    calls = 1  # a bucket cannot give several calls now: plan one (it may wait)
+                    continue
+                seen_near = frozenset(unguarded)
+                holds = self.spend.holds(task, estimate_usd, now, seen_near, calls) if self.spend else []
                 try:
-                    self._refused(holds, takes, failed.reasons, now, deadline, unguarded, local)
-                except AheadTooLarge:
-                    calls = 1
-                interval = max([interval, *(t.interval for t in takes)])
-                continue
-            except (ClientError, BotoCoreError) as exc:
-                why = error_code(exc) if isinstance(exc, ClientError) else type(exc).__name__
-                if self.spend is not None and holds:
-                    raise self.spend.unavailable(holds[0].day, why) from exc
+                    self._write([h.update for h in holds] + [t.update for t in takes])
+                except _Failed as failed:
+                    try:
+                        self._refused(holds, takes, failed.reasons, now, deadline, unguarded, local)
+                    except AheadTooLarge:
+                        calls = 1
+                    interval = max([interval, *(t.interval for t in takes)])
+                    continue
+                except (ClientError, BotoCoreError) as exc:
+                    why = error_code(exc) if isinstance(exc, ClientError) else type(exc).__name__
+                    if self.spend is not None and holds:
+                        raise self.spend.unavailable(holds[0].day, why) from exc
+                    for take in takes:
+                        self._local(take.scope, now, deadline, why)
+                    return Ahead(None, 1)
                 for take in takes:
-                    self._local(take.scope, now, deadline, why)
-                return Ahead(None, 1)
-            for take in takes:
-                assert self.limiter is not None  # takes come only from the limiter
-                self.limiter.taken(take)
-            return Ahead(self.spend.reservation(task, holds) if self.spend and holds else None, calls)
-        raise RateLimited("rate buckets are contended: retry shortly", max(1, math.ceil(interval)))
+                    assert self.limiter is not None  # takes come only from the limiter
+                    self.limiter.taken(take)
+                return Ahead(self.spend.reservation(task, holds) if self.spend and holds else None, calls)
+            raise RateLimited("rate buckets are contended: retry shortly", max(1, math.ceil(interval)))
 
     def settle(self, reservation: Reservation | None, actual_usd: float) -> None:
         """Replace the held estimate by the actual cost on every counter, in one write."""
