@@ -11,6 +11,7 @@ from lockgate.actions.ledger import LedgerConflict, OpState
 from lockgate.actions.once import Operations, run_once
 from lockgate.actions.proposing import Proposer
 from lockgate.actions.tools import Tool, ToolContext, ToolError
+from lockgate.agent.invisible import strip_invisible
 from lockgate.agent.runs import Run
 from lockgate.agent.screen import Ask, Screener
 from lockgate.agent.tasks import Task
@@ -67,6 +68,10 @@ class ToolCalls:
         if not error and tool.untrusted_result:
             source = _taint_source(tool, args, content)
             state.taint_sources.append(source)
+            content, hidden = strip_invisible(content)  # what no person sees, no model reads
+            if hidden:
+                state.suspicious.append(f"{source}: {hidden} invisible characters removed")
+                self._metrics.add_metric(name="InvisibleTextRemoved", unit="Count", value=1)
             if self._screener is not None and task.screen_model:
                 flag = self._screener.screen(task.screen_model, content, ask)
                 if flag:
