@@ -32,10 +32,8 @@ from typing import Any
 
 from lockgate.agent.intake import take_in
 from lockgate.agent.tasks import Task
-from lockgate.clock import Clock, FixedClock
+from lockgate.clock import FixedClock
 from lockgate.model.pricing import price_for
-from lockgate.model.response_cache import ResponseCache
-from lockgate.telemetry import CountingMetrics
 from lockgate_infra.evals.shoprig import Email, shop_rig
 
 EVENTS = [
@@ -99,17 +97,16 @@ def measure(setting: Setting, events: list[Email], cheap_model: str | None = Non
         assert task.intake is not None
         models = (cheap_model, task.model) if setting.cheapest and cheap_model else (task.model,)
         intake = dataclasses.replace(task.intake, models=tuple(dict.fromkeys(models)))
-        return dataclasses.replace(task, cache_ttl=setting.cache_ttl, intake=intake, batch=setting.batch)
-
-    def controls(dynamodb: Any, table: str, clock: Clock) -> dict[str, Any]:
-        if not setting.response_cache:
-            return {}
-        return {"responses": ResponseCache(dynamodb, table, clock, log=_quiet(), metrics=CountingMetrics())}
+        # The worker always has its response cache; a task marked fresh never uses it.
+        fresh = not setting.response_cache
+        return dataclasses.replace(
+            task, cache_ttl=setting.cache_ttl, intake=intake, batch=setting.batch, fresh=fresh
+        )
 
     # Batched steps are an hour or more apart: a clock the rig advances by the recheck delay.
     clock = FixedClock() if setting.batch else None
     batches = bool(setting.batch)
-    with shop_rig(shop_model, adapt=adapt, controls=controls, batches=batches, clock=clock) as rig:
+    with shop_rig(shop_model, adapt=adapt, batches=batches, clock=clock) as rig:
         usd, calls, hits, batched = 0.0, 0, 0, 0
         for n, email in enumerate(events):
             event = rig.answer(email, f"msg-cost-{n}")
@@ -161,14 +158,6 @@ def render(rows: list[dict[str, Any]]) -> str:
             f" {r['usd_per_100'] / now['usd_per_100']:.3f} x all controls"
         )
     return "\n".join(lines)
-
-
-def _quiet() -> Any:
-    import logging
-
-    log = logging.getLogger("benchmarks.model_costs")
-    log.setLevel(logging.ERROR)
-    return log
 
 
 def main(argv: list[str] | None = None, run: Callable[[list[Email]], list[dict[str, Any]]] = run_all) -> int:

@@ -8,7 +8,6 @@ import json
 import time
 from contextlib import redirect_stdout
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -18,7 +17,6 @@ from lockgate.approvals.decisions import Choice, DecisionRecord, DecisionStore
 from lockgate.approvals.events import approval_event
 from lockgate.approvals.executor import ApprovalExecutor
 from lockgate.approvals.proposals import Proposal, ProposalStore
-from lockgate.approvals.requests import ApprovalRequests
 from lockgate.clock import FixedClock, SystemClock
 from lockgate.config import load_config
 from lockgate.inbox.events import internal_event
@@ -28,7 +26,6 @@ from lockgate.telemetry import CountingMetrics
 from lockgate_infra.cli import main as cli
 from lockgate_infra.cli.targets import Target
 from lockgate_infra.evals.shoprig import ShopRig, shop_rig
-from lockgate_infra.local.template import LocalPlan
 from lockgate_infra.stub import shop_model
 from tests.support import LOG, Aws, Harness, make_config
 
@@ -68,16 +65,8 @@ def approve_and_execute(rig: ShopRig, run_id: str) -> str:
     return executor(InboxEvent(event, event.body or b""), context)
 
 
-def test_a_replayed_refund_request_makes_a_new_run_but_refunds_once(
-    template_plan: LocalPlan, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    approvals_table = template_plan.tables["ApprovalsTable"].name
-
-    def with_approvals(db: Any, state_table: str, clock: Any) -> dict[str, Any]:
-        proposals = ProposalStore(db, approvals_table)
-        return {"approvals": ApprovalRequests(proposals, APPROVALS, clock, LOG, CountingMetrics())}
-
-    with shop_rig(shop_model, controls=with_approvals) as rig:
+def test_a_replayed_refund_request_makes_a_new_run_but_refunds_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    with shop_rig(shop_model, approvals=APPROVALS) as rig:
         # Given the shop's worker, and a refund email that ran, was approved, and refunded once
         harness = Harness(Aws(rig.session, rig.names), make_config(), FixedClock(time.time() + 5))
         route_tasks(harness.router, [rig.task], rig.loop, rig.clock)

@@ -62,6 +62,7 @@ class World:
     names: dict[str, str]
     tasks: dict[str, Task]
     config: LockgateConfig
+    environ: dict[str, str]  # the worker's environment in this world
 
 
 def plan_and_config(config_path: Path = ROOT / "lockgate.toml") -> tuple[Any, LockgateConfig]:
@@ -89,12 +90,27 @@ def world(plan: Any, config: LockgateConfig, session: Any) -> Iterator[World]:
     BackendDict.reset()
     tables_only = dataclasses.replace(plan, queues={}, buckets={}, secrets={})
     names = create_resources(tables_only, session)
-    setup = Setup(Router(), dict(plan.functions[WORKER].environment), session.client)
+    environ = worker_environment(plan, names)
+    setup = Setup(Router(), environ, session.client)
     load_workflows(config.workflows_package, setup)
+    seed_workflows(config, session.client, names)
+    yield World(session, names, {t.name: t for t in setup.tasks}, config, environ)
+
+
+def worker_environment(plan: Any, names: Mapping[str, str]) -> dict[str, str]:
+    """The template's worker environment, on this account's queues, its model key from the environment."""
+    environ = dict(plan.functions[WORKER].environment)
+    for variable, logical_id in (("INBOX_QUEUE_URL", "InboxQueue"), ("INBOX_DLQ_URL", "InboxDLQ")):
+        environ[variable] = names.get(logical_id, environ.get(variable, ""))
+    environ.update(ANTHROPIC_API_KEY_REF="env:ANTHROPIC_API_KEY", ANTHROPIC_API_KEY="stub")
+    return environ
+
+
+def seed_workflows(config: LockgateConfig, client: Any, names: Mapping[str, str]) -> None:
+    """Seed the stack with the workflows package's ``seed_local`` (the shop's orders), if it has one."""
     seed = getattr(importlib.import_module(config.workflows_package or ""), "seed_local", None)
     if callable(seed):
-        seed(session.client, names)
-    yield World(session, names, {t.name: t for t in setup.tasks}, config)
+        seed(client, names)
 
 
 @contextmanager
@@ -162,31 +178,23 @@ class TaskTrials:
 
     def __call__(self, case: Case, attempt: int) -> Transcript:
         """Run the case's events in order (each its own run) and collect the evidence."""
-        from lockgate.actions.ledger import Ledger
-        from lockgate.agent.loop import AgentLoop
-        from lockgate.agent.runs import RunStore
-        from lockgate.approvals.proposals import ProposalStore
-        from lockgate.approvals.requests import ApprovalRequests
+        from lockgate.runtime.deps import Deps
+        from lockgate.runtime.worker import build_agent
+        from lockgate.secrets import SecretResolver
+        from lockgate.settings import WorkerSettings
         from lockgate.telemetry import CountingMetrics
+        from lockgate.workflows import Setup
 
         if self._session is None:
             raise RuntimeError("use TaskTrials as a context manager: moto must be active")
-        clock, metrics = SystemClock(), CountingMetrics()
+        clock = SystemClock()
         with world(self._plan, self._config, self._session) as here:
             task = self._task(here)
-            db = here.session.client("dynamodb")
-            state = here.names["StateTable"]
-            runs = RunStore(db, state, clock)
-            proposals = ProposalStore(db, here.names["ApprovalsTable"])
-            loop = AgentLoop(
-                model=self._model,
-                runs=runs,
-                ledger=Ledger(db, state, clock),
-                clock=clock,
-                log=LOG,
-                metrics=metrics,
-                approvals=ApprovalRequests(proposals, here.config.approvals, clock, LOG, metrics),
-            )
+            # The worker's own loop, every control as deployed; only the model is the eval's.
+            deps = Deps(here.session.client, SecretResolver(here.environ), clock, LOG, CountingMetrics())
+            setup = Setup(Router(), here.environ, here.session.client, tasks=[task], clock=clock)
+            agent = build_agent(setup, WorkerSettings.from_env(here.environ), here.config, deps, self._model)
+            loop, runs = agent.loop, agent.runs
             recorded = []
             for n, body in enumerate(case.events):
                 event = self._event(task, case, attempt, n, body, int(clock.now()))

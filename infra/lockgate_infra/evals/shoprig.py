@@ -1,7 +1,7 @@
-"""The example shop on moto with a scripted model: the support-inbox task and the real loop.
+"""The example shop on moto with a scripted model: the support-inbox task and the worker's loop.
 
-Shared by the attack suite and the prompt-caching benchmark: both run real customer emails
-through the real task, loop and tools, and judge the effects.
+Shared by the attack suite and the cost benchmarks: both run real customer emails through the
+real task, loop and tools, built as the worker deploys them, and judge the effects.
 """
 
 from __future__ import annotations
@@ -15,20 +15,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lockgate.actions.ledger import Ledger
-from lockgate.agent.batches import RECHECK_SECONDS, Batches, BatchWaiting
+from lockgate.agent.batches import RECHECK_SECONDS, BatchWaiting
 from lockgate.agent.loop import AgentLoop
 from lockgate.agent.runs import RunStore
 from lockgate.agent.tasks import Task
-from lockgate.approvals.proposals import ProposalStore
-from lockgate.approvals.requests import ApprovalRequests
 from lockgate.clock import Clock, SystemClock
 from lockgate.config import ApprovalsConfig
-from lockgate.inbox.routing import InboxEvent
+from lockgate.inbox.routing import InboxEvent, Router
 from lockgate.jobs.builtin.collect_batches import BatchCollector
 from lockgate.jobs.contract import JobContext
-from lockgate.model.client import ModelClient
+from lockgate.runtime.deps import Deps
+from lockgate.runtime.worker import build_agent, model_client
+from lockgate.secrets import SecretResolver
+from lockgate.settings import WorkerSettings
 from lockgate.telemetry import CountingMetrics
+from lockgate.workflows import Setup, load_workflows
+from lockgate_infra.evals.rig import plan_and_config, seed_workflows, worker_environment
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -98,89 +100,69 @@ def shop_rig(
     adapt: Callable[[Task], Task] | None = None,
     cache_ttl: str | None = None,
     clock: Clock | None = None,
-    controls: Callable[[Any, str, Clock], dict[str, Any]] | None = None,
     sdk: Callable[[Any], Any] | None = None,
     batches: bool = False,
     approvals: ApprovalsConfig | None = None,
 ) -> Iterator[ShopRig]:
-    """A fresh moto account with the template's resources and the shop seeded.
+    """A fresh moto account with the template's resources, the shop seeded, and the worker's loop.
 
-    ``controls(dynamodb, state_table, clock)`` returns extra AgentLoop arguments (e.g. a response cache);
+    The loop is built by the worker's composition root (``lockgate.runtime.worker.build_agent``)
+    from the template's environment and ``lockgate.toml``, with every control it deploys with;
+    only the model endpoint is the stub. ``adapt`` changes the task (e.g. its cache TTL);
     ``sdk`` wraps the SDK client (e.g. to record replies). The stub's prompt cache runs on ``clock``.
-    ``batches`` wires Message Batches and the collect job (for a task with ``batch`` set).
-    ``approvals`` wires proposals into the stack's Approvals table (else a call needing a person is refused).
+    ``batches`` also builds the collect-batches job (for a task with ``batch`` set).
+    ``approvals`` wires proposals into the stack's Approvals table with these rules; without it
+    a call needing a person is refused.
     """
     import boto3
     from moto import mock_aws
 
     from lockgate_infra.local.provision import create_resources
-    from lockgate_infra.local.template import LocalPlan, load_template
     from lockgate_infra.stub import StubAnthropic
 
     clock = clock or SystemClock()
     log = logging.getLogger("lockgate.shoprig")
     log.setLevel(logging.ERROR)
     with mock_aws(), StubAnthropic(model, clock=clock) as stub:
-        session = boto3.session.Session(region_name="us-east-1")
-        names = create_resources(LocalPlan.from_template(load_template(ROOT / "template.yaml")), session)
-        dynamodb = session.client("dynamodb")
-        task = _shop_task(session, names, clock)
-        if cache_ttl is not None:
-            task = dataclasses.replace(task, cache_ttl=cache_ttl)
-        if adapt is not None:
-            task = adapt(task)
-        model_client = _model_client(stub.base_url, clock, log, sdk)
-        runs = RunStore(dynamodb, names["StateTable"], clock)
-        extra = dict(controls(dynamodb, names["StateTable"], clock)) if controls else {}
+        session: Any = boto3.session.Session(region_name="us-east-1")
+        plan, config = plan_and_config()
+        names = create_resources(plan, session)
+        seed_workflows(config, session.client, names)
+        environ = worker_environment(plan, names)
+        if approvals is None:  # no Approvals tables: a call needing a person is refused
+            environ.pop("APPROVALS_TABLE")
+            environ.pop("DECISIONS_TABLE")
+        else:
+            config = dataclasses.replace(config, approvals=approvals)
+        deps = Deps(session.client, SecretResolver(environ), clock, log, CountingMetrics())
+        setup = Setup(Router(), environ, session.client, clock=clock)
+        load_workflows(config.workflows_package, setup)
+        task = _support_inbox(setup, cache_ttl, adapt)
+        settings = WorkerSettings.from_env(environ)
+        factory = _sdk_factory(stub.base_url, sdk)
+        agent = build_agent(setup, settings, config, deps, model_client(settings, config, deps, factory))
         collector = None
         if batches:
-            factory = _sdk_factory(stub.base_url, sdk)
-            extra["batches"] = Batches(
-                factory, dynamodb, names["StateTable"], runs, clock, log=log, metrics=CountingMetrics()
+            collector = BatchCollector(
+                factory, session.client("dynamodb"), names["StateTable"], agent.runs, log=log
             )
-            collector = BatchCollector(factory, dynamodb, names["StateTable"], runs, log=log)
-        if approvals is not None:
-            store = ProposalStore(dynamodb, names["ApprovalsTable"])
-            extra["approvals"] = ApprovalRequests(store, approvals, clock, log, CountingMetrics())
-        loop = AgentLoop(
-            model=model_client,
-            runs=runs,
-            ledger=Ledger(dynamodb, names["StateTable"], clock),
-            clock=clock,
-            log=log,
-            metrics=CountingMetrics(),
-            **extra,
-        )
-        yield ShopRig(session, names, task, loop, runs, stub, clock, collector)
+        yield ShopRig(session, names, task, agent.loop, agent.runs, stub, clock, collector)
 
 
-def _shop_task(session: Any, names: dict[str, str], clock: Clock) -> Task:
-    """The shop seeded on the stack's tables, and its support-inbox task."""
-    from shop.seed import seed
-    from shop.services import ShopServices, ShopSettings
-    from shop.task import support_inbox_task
-
-    seed(session.client("dynamodb"), names["ShopOrdersTable"], ses=session.client("ses"))
-    settings = ShopSettings.from_env(
-        {
-            "SHOP_ORDERS_TABLE": names["ShopOrdersTable"],
-            "SHOP_PAYMENTS_TABLE": names["ShopPaymentsTable"],
-            "SHOP_MAIL_TABLE": names["ShopMailTable"],
-        }
-    )
-    assert settings is not None
-    services = ShopServices.build(settings, session.client, clock)
-    return support_inbox_task(services)
-
-
-def _model_client(
-    base_url: str, clock: Clock, log: logging.Logger, sdk: Callable[[Any], Any] | None
-) -> ModelClient:
-    return ModelClient(_sdk_factory(base_url, sdk), clock, log)
+def _support_inbox(setup: Setup, cache_ttl: str | None, adapt: Callable[[Task], Task] | None) -> Task:
+    """The registered support-inbox task, changed as asked (and registered so, for the loop's wiring)."""
+    index = next(i for i, t in enumerate(setup.tasks) if t.name == "support-inbox")
+    task = setup.tasks[index]
+    if cache_ttl is not None:
+        task = dataclasses.replace(task, cache_ttl=cache_ttl)
+    if adapt is not None:
+        task = adapt(task)
+    setup.tasks[index] = task
+    return task
 
 
 def _sdk_factory(base_url: str, sdk: Callable[[Any], Any] | None) -> Callable[[], Any]:
     import anthropic
 
     wrap = sdk or (lambda client: client)
-    return lambda: wrap(anthropic.Anthropic(api_key="stub", base_url=base_url))
+    return lambda: wrap(anthropic.Anthropic(api_key="stub", base_url=base_url, max_retries=0))

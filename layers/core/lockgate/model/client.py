@@ -170,6 +170,11 @@ class ModelClient:
         self._budget = retry_budget
         self._metrics = metrics
 
+    @property
+    def sdk_factory(self) -> Callable[[], Any]:
+        """What makes this client's SDK client (Message Batches calls the same endpoint)."""
+        return self._factory
+
     def refresh(self) -> None:
         """Drop the SDK client (its connections) so the next call makes a new one."""
         self._client = None

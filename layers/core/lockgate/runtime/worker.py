@@ -8,9 +8,9 @@ the configured capacity controls, approvals wired in when the function has their
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lockgate.actions.ledger import Ledger
 from lockgate.agent.batches import Batches
@@ -105,26 +105,60 @@ def inbox_worker(
     )
 
 
+@dataclass(frozen=True)
+class AgentParts:
+    """The guarded agent loop as deployed, and the parts a harness reads back (runs, batches)."""
+
+    loop: AgentLoop
+    model: ModelClient
+    runs: RunStore
+    batches: Batches | None
+
+
 def agent_tasks(
     setup: Setup, settings: WorkerSettings, config: LockgateConfig, deps: Deps
 ) -> ModelClient | None:
     """Route every registered task through one agent loop; returns its model client (for refresh)."""
     if not setup.tasks:
         return None
-    capacity, budget = config.capacity, settings.budget(config.budget)
-    dynamodb, table, clock = deps.client("dynamodb"), settings.state_table, deps.clock
-    sdk = anthropic_factory(lambda: deps.secrets.resolve(settings.model_key_ref), settings.model_base_url)
-    model = ModelClient(
-        sdk,
+    agent = build_agent(setup, settings, config, deps)
+    route_tasks(setup.router, setup.tasks, agent.loop, deps.clock)
+    return agent.model
+
+
+def model_client(
+    settings: WorkerSettings, config: LockgateConfig, deps: Deps, sdk: Callable[[], Any] | None = None
+) -> ModelClient:
+    """The model client as deployed; ``sdk`` replaces the SDK factory (a harness's recording stub)."""
+    clock = deps.clock
+    return ModelClient(
+        sdk
+        or anthropic_factory(lambda: deps.secrets.resolve(settings.model_key_ref), settings.model_base_url),
         clock,
         deps.log,
         deps.tracing,
         sleep=deps.sleep,
         # One budget per process, shared by every task it runs (see lockgate.model.client); the
         # floor lets a quiet process still retry a few times a minute.
-        retry_budget=RetryBudget(capacity.retry_budget_ratio, min_retries_per_minute=10, clock=clock),
+        retry_budget=RetryBudget(config.capacity.retry_budget_ratio, min_retries_per_minute=10, clock=clock),
         metrics=deps.metrics,
     )
+
+
+def build_agent(
+    setup: Setup,
+    settings: WorkerSettings,
+    config: LockgateConfig,
+    deps: Deps,
+    model: ModelClient | None = None,
+) -> AgentParts:
+    """The agent loop for ``setup``'s tasks with every control the worker deploys with.
+
+    ``model`` replaces the deployed model client (the eval rig's, whose failures stop the eval).
+    """
+    capacity, budget = config.capacity, settings.budget(config.budget)
+    dynamodb, table, clock = deps.client("dynamodb"), settings.state_table, deps.clock
+    model = model or model_client(settings, config, deps)
     ledger = Ledger(dynamodb, table, clock)
     spend = daily_caps(budget, dynamodb, table, clock, metrics=deps.metrics, log=deps.log)
     # Budget holds and rate buckets: one DynamoDB write before each call, one after.
@@ -133,7 +167,9 @@ def agent_tasks(
     usage = deps.usage_metrics(frozenset(t.name for t in setup.tasks)) if deps.usage_metrics else None
     batches = None
     if any(t.batch for t in setup.tasks):
-        batches = Batches(sdk, dynamodb, table, runs, clock, log=deps.log, metrics=deps.metrics, gate=gate)
+        batches = Batches(
+            model.sdk_factory, dynamodb, table, runs, clock, log=deps.log, metrics=deps.metrics, gate=gate
+        )
     loop = AgentLoop(
         model=model,
         runs=runs,
@@ -163,8 +199,7 @@ def agent_tasks(
         count_tokens=capacity.count_tokens,
         calls_ahead=capacity.calls_per_admission,
     )
-    route_tasks(setup.router, setup.tasks, loop, clock)
-    return model
+    return AgentParts(loop, model, runs, batches)
 
 
 def approvals(
