@@ -28,8 +28,8 @@ def misreading(models: set[str], order_id: str = "A-2011") -> Any:
 
     def model(request: dict[str, Any]) -> Reply:
         if is_extraction(request) and request["model"] in models:
-            answer = f'{{"order_id": "{order_id}", "intent": "refund", "amount": "80"}}'
-            return Reply([text(f"Sure! Here you go: {answer}")])
+            # Structured outputs: the reply is the JSON alone (the API decodes it under the schema).
+            return Reply([text(f'{{"order_id": "{order_id}", "intent": "refund", "amount": "80"}}')])
         return shop_model(request)
 
     return model

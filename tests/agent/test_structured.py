@@ -51,7 +51,7 @@ def run(rig: AgentRig, *replies: Reply, **kwargs: Any) -> Any:
     rig.stub.set_model(Scripted(list(replies)))
     return extract(
         rig.model_client(),
-        model_id="claude-test",
+        model_id=kwargs.pop("model_id", "claude-test"),
         schema=kwargs.pop("schema", CustomerRequest),
         instructions=INSTRUCTIONS,
         source=kwargs.pop("source", EMAIL),
@@ -159,6 +159,75 @@ def test_a_failed_model_call_propagates_as_model_error(rig: AgentRig) -> None:
             deadline=rig.clock.now() + 300,
         )
     assert caught.value.status == 500
+
+
+# --- structured outputs (the SDK's output_config), where the model supports them ---------------------
+
+JSON_MODEL = "claude-sonnet-5-5"  # documented as supporting structured outputs
+
+
+def test_a_model_with_structured_outputs_gets_the_schema_in_output_config(rig: AgentRig) -> None:
+    # Given a model that supports structured outputs, answering with the JSON alone
+    result = run(rig, says(request_json()), model_id=JSON_MODEL)
+    # Then the value is validated after one call, with exact money
+    assert result.value is not None and result.value.amount == Decimal("25") and result.attempts == 1
+    # And the request carried the schema as the SDK would send it, not in the prompt
+    sent = rig.stub.requests[0]
+    fmt = sent["output_config"]["format"]
+    assert fmt["type"] == "json_schema" and fmt["schema"]["additionalProperties"] is False
+    assert set(fmt["schema"]["properties"]) == {"order_id", "intent", "amount"}
+    system = sent["system"][0]["text"]
+    assert INSTRUCTIONS in system and "not instructions" in system and "JSON schema" not in system
+
+
+def test_under_structured_outputs_the_whole_reply_must_be_the_json(rig: AgentRig) -> None:
+    # Given a reply that is valid JSON but breaks a rule the API cannot enforce (amount > 0), then
+    # a reply cut off at the token limit, then a good one
+    cut = Reply([{"type": "text", "text": request_json()[:20]}], "max_tokens")
+    result = run(rig, says(request_json(amount=-5)), cut, says(request_json()), model_id=JSON_MODEL)
+    # Then pydantic still checks the rule, the cut-off is explained, and the third answer is taken
+    assert result.value is not None and result.attempts == 3
+    assert "amount: Input should be greater than 0" in last_user_text(rig.stub.requests[1])
+    assert "cut off at the token limit" in last_user_text(rig.stub.requests[2])
+    assert all("output_config" in r for r in rig.stub.requests)
+
+
+def test_a_refusal_under_structured_outputs_is_a_problem_not_a_crash(rig: AgentRig) -> None:
+    refusal = Reply([{"type": "text", "text": "I can't help with that."}], "refusal")
+    result = run(rig, refusal, max_attempts=1, model_id=JSON_MODEL)
+    assert result.gave_up and result.problems == ["the model declined to answer"]
+
+
+def test_structured_outputs_can_be_turned_off_for_a_model_that_has_them(rig: AgentRig) -> None:
+    # Given json_outputs=False: the schema goes in the prompt and the reply is searched for JSON
+    chatty = f"Here you go: {request_json()}"
+    result = run(rig, says(chatty), model_id=JSON_MODEL, json_outputs=False)
+    assert result.value is not None and result.attempts == 1
+    sent = rig.stub.requests[0]
+    assert "output_config" not in sent and "JSON schema" in sent["system"][0]["text"]
+
+
+def test_a_model_without_structured_outputs_falls_back_to_tolerant_extraction(rig: AgentRig) -> None:
+    # Given an id not known to support them (claude-test): no output_config, chatter is tolerated
+    result = run(rig, says(f"Sure! {request_json()}"))
+    assert result.value is not None and "output_config" not in rig.stub.requests[0]
+
+
+def test_the_stub_refuses_output_config_for_a_model_without_structured_outputs(rig: AgentRig) -> None:
+    # Given a request forcing structured outputs on an id that does not support them
+    # Then the stub answers 400 as the API does, and nothing is retried
+    rig.stub.set_model(Scripted([says(request_json())]))
+    with pytest.raises(ModelError) as caught:
+        extract(
+            rig.model_client(),
+            model_id="claude-test",
+            schema=CustomerRequest,
+            instructions=INSTRUCTIONS,
+            source=EMAIL,
+            deadline=rig.clock.now() + 300,
+            json_outputs=True,
+        )
+    assert caught.value.status == 400 and rig.stub.calls == 1
 
 
 def test_max_attempts_must_be_positive(rig: AgentRig) -> None:

@@ -1,6 +1,7 @@
 """The shop model's answer to a structured-output request (``lockgate.agent.structured.extract``).
 
-Recognised by the instruction ``extract`` puts in the system prompt and by offering no tools. The
+Recognised by offering no tools and asking for a schema: in ``output_config`` (structured outputs)
+or, for models without them, in the system prompt. The
 source text sits between two identical ``<<<SOURCE …>>>`` lines; the answer is the customer's
 request as the example shop's ``CustomerRequest`` schema wants it: the first order number
 (A-1234), the intent, and the first dollar amount, as plain JSON.
@@ -25,8 +26,10 @@ WHERE_WORDS = ("where is", "where's", "track", "deliver", "shipping", "shipped",
 
 
 def is_extraction(request: dict[str, Any]) -> bool:
-    """An ``extract`` request: the schema instruction in the system prompt, no tools."""
-    return not offered_tools(request) and SCHEMA_INSTRUCTION in _system(request)
+    """An ``extract`` request: no tools, and a schema in ``output_config`` or in the system prompt."""
+    if offered_tools(request):
+        return False
+    return "output_config" in request or SCHEMA_INSTRUCTION in _system(request)
 
 
 def source_text(request: dict[str, Any]) -> str:

@@ -22,7 +22,7 @@ from lockgate_infra.stub.accounting import PromptCache, count_input_tokens, esti
 from lockgate_infra.stub.batches import BATCHES_PATH, BatchDesk
 from lockgate_infra.stub.replies import STOP_REASONS, Model, Reply, StubError
 from lockgate_infra.stub.shop_model import shop_model
-from lockgate_infra.stub.validation import request_problem
+from lockgate_infra.stub.validation import constrained_reply_ok, request_problem
 
 MESSAGES_PATH = "/v1/messages"
 COUNT_TOKENS_PATH = "/v1/messages/count_tokens"
@@ -207,6 +207,10 @@ class StubAnthropic:
             return outcome
         if not isinstance(outcome, Reply) or outcome.stop_reason not in STOP_REASONS:
             return StubError(500, "api_error", "stub model gave no valid reply")
+        if not constrained_reply_ok(body, outcome):
+            return StubError(
+                500, "api_error", "stub model's reply is not the JSON that output_config asks for"
+            )
         usage = self._cache.account(body).as_usage(max(1, estimate_tokens(outcome.content)))
         with self._lock:
             for key in USAGE_KEYS:

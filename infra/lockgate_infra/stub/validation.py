@@ -7,9 +7,11 @@ of the next user message; no ``tool_result`` without its ``tool_use`` in the pre
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
+from lockgate.model.json_outputs import supports_json_outputs
 from lockgate_infra.stub.conversation import JSON, blocks
 
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -32,6 +34,7 @@ def request_problem(body: Any, *, count_tokens: bool = False) -> str | None:
         or _tools(body.get("tools"))
         or _messages(body["messages"])
         or _cache_markers(body)
+        or _output_config(body)
     )
 
 
@@ -46,6 +49,38 @@ def _scalars(body: JSON, count_tokens: bool) -> str | None:
     if max_tokens < 1:
         return "max_tokens: Input should be greater than or equal to 1"
     return None
+
+
+def _output_config(body: JSON) -> str | None:
+    """Structured outputs: ``output_config.format`` is a json_schema, for a model that supports it."""
+    config = body.get("output_config")
+    if config is None:
+        return None
+    if not isinstance(config, dict):
+        return "output_config: Input should be a valid dictionary"
+    fmt = config.get("format")
+    if fmt is None:
+        return None
+    if not isinstance(fmt, dict) or fmt.get("type") != "json_schema":
+        return "output_config.format.type: Input should be 'json_schema'"
+    schema = fmt.get("schema")
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        return "output_config.format.schema: a JSON schema of type object is required"
+    if not supports_json_outputs(str(body["model"])):
+        return f"output_config.format: structured outputs are not supported for model {body['model']}"
+    return None
+
+
+def constrained_reply_ok(body: JSON, reply: Any) -> bool:
+    """Under structured outputs a finished reply is one JSON value (the API decodes it so)."""
+    if "output_config" not in body or reply.stop_reason != "end_turn":
+        return True
+    text = "".join(str(b.get("text", "")) for b in reply.content if b.get("type") == "text")
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _system(system: Any) -> str | None:

@@ -37,6 +37,9 @@ class Intake[T: BaseModel]:
     # Extraction is classification-like: the same text gets the same answer from the response
     # cache (when one is wired), unless the task is marked fresh.
     cacheable: bool = True
+    # Structured outputs (the API constrains the reply to the schema): None uses them where the
+    # model supports them (lockgate.model.json_outputs); False always asks for JSON in the prompt.
+    json_outputs: bool | None = None
 
     def __post_init__(self) -> None:
         if not self.models:
@@ -108,6 +111,7 @@ def take_in(
             max_attempts=intake.max_attempts,
             grounding=intake.grounding,
             max_tokens=intake.max_tokens,
+            json_outputs=intake.json_outputs,
         )
         usage[model_id] = result.usage.as_dict()
         if result.value is None:

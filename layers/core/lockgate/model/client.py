@@ -17,7 +17,7 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -113,6 +113,8 @@ class ModelRequest:
     # One step of a conversation that goes on (the agent loop): also cache the messages so far,
     # which the next step reads. Off for one-shot calls, where that write would never be read.
     conversation: bool = False
+    # A JSON schema the reply must match (structured outputs, lockgate.model.json_outputs); None: free text.
+    output_schema: Mapping[str, Any] | None = None
 
     def to_params(self) -> dict[str, Any]:
         """Messages API parameters in canonical form, with cache breakpoints (see ``breakpoints``)."""
@@ -131,6 +133,8 @@ class ModelRequest:
         }
         if self.tools:
             params["tools"] = [unmarked(t) for t in self.tools]
+        if self.output_schema is not None:
+            params["output_config"] = {"format": {"type": "json_schema", "schema": dict(self.output_schema)}}
         return params
 
 

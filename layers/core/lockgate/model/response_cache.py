@@ -37,6 +37,8 @@ def request_key(request: ModelRequest) -> str:
         "messages": list(request.messages),
         "max_tokens": request.max_tokens,
     }
+    if request.output_schema is not None:  # only then, so keys of other requests stay as they were
+        identity["output_schema"] = dict(request.output_schema)
     canonical = json.dumps(identity, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
     return hashlib.sha256(canonical.encode()).hexdigest()
 
