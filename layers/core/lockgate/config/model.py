@@ -20,31 +20,31 @@ class SourceConfig:
     """One webhook provider: how its deliveries are signed and identified."""
 
     name: str
-    scheme: str
-    secrets: tuple[str, ...]
-    tolerance_seconds: int = 300
-    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
-    # Options of the generic ``hmac`` scheme.
+    scheme: str  # github, stripe, standard (Standard Webhooks / Svix), slack, shopify or hmac
+    secrets: tuple[str, ...]  # "env:NAME" or "secretsmanager:ID" references; two while rotating
+    tolerance_seconds: int = 300  # how far a signed timestamp may be from now, either way
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES  # larger deliveries are refused (413)
+    # Options of the generic ``hmac`` scheme: the signature header, its prefix and encoding.
     header: str | None = None
-    encoding: str = "hex"
-    prefix: str = ""
-    algorithm: str = "sha256"
-    id_header: str | None = None
-    id_field: str | None = None
-    event_type_header: str | None = None
-    event_type_field: str | None = None
+    encoding: str = "hex"  # hex or base64
+    prefix: str = ""  # e.g. "sha256=" before the signature
+    algorithm: str = "sha256"  # sha1, sha256 or sha512
+    id_header: str | None = None  # the delivery id's header (else id_field, else the body's hash)
+    id_field: str | None = None  # the delivery id's JSON field (dotted path)
+    event_type_header: str | None = None  # the event type's header
+    event_type_field: str | None = None  # the event type's JSON field (dotted path)
 
 
 @dataclass(frozen=True)
 class InboxConfig:
     """How deliveries are retried and kept."""
 
-    max_attempts: int = 5
-    backoff_base_seconds: int = 2
-    backoff_cap_seconds: int = 900
-    requeue_after_seconds: int = 120
-    retention_days: int = 14
-    max_item_body_bytes: int = 200_000
+    max_attempts: int = 5  # attempts before a delivery is set aside in the dead-letter queue
+    backoff_base_seconds: int = 2  # first retry delay; doubles each attempt (full jitter)
+    backoff_cap_seconds: int = 900  # longest retry delay
+    requeue_after_seconds: int = 120  # the sweeper re-queues a delivery left this long unclaimed
+    retention_days: int = 14  # how long deliveries are kept (TTL), longer than any provider retries
+    max_item_body_bytes: int = 200_000  # larger bodies go to S3 with a pointer
     defer_limit_hours: int = 48  # how long a deferred delivery may keep waiting after it arrived
 
 
@@ -95,16 +95,16 @@ class ApprovalsConfig:
 class BudgetConfig:
     """Daily (UTC) dollar caps on model calls, shared by every Lambda; None: no cap."""
 
-    daily_usd: float | None = None
-    tasks: Mapping[str, float] = field(default_factory=dict)
+    daily_usd: float | None = None  # all tasks together, per UTC day; none: no cap
+    tasks: Mapping[str, float] = field(default_factory=dict)  # [budget.tasks]: task name → daily cap
 
 
 @dataclass(frozen=True)
 class RateLimitConfig:
     """A shared per-minute limit; ``tokens_per_minute`` None limits requests only."""
 
-    requests_per_minute: int
-    tokens_per_minute: int | None = None
+    requests_per_minute: int  # set a little under your organisation's API limit
+    tokens_per_minute: int | None = None  # prompt estimate + max_tokens per call; none: requests only
 
 
 @dataclass(frozen=True)
