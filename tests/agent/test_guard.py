@@ -120,3 +120,45 @@ def test_given_an_approved_call_when_rechecked_then_a_policy_that_asks_does_not_
     send = next(t for t in asking_send() if t.name == "send")
     args = send.validate({"to": "owner@example.com", "text": "CALL 555"})
     assert policy_refusal(send, args, FACTS) is None
+
+
+# ------------------------------------------------------------------ every reason reaches the person
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "run", "draft", "reasons"),
+    [
+        # over the threshold in a run that read untrusted content: both, taint first
+        ("pay", {"amount": 80}, state(tainted=True), False, ("this run read", "over $50")),
+        # a screen's flag, what the run read, and the threshold
+        (
+            "pay",
+            {"amount": 80},
+            state(tainted=True, suspicious=True),
+            False,
+            ("screen", "this run read", "over $50"),
+        ),
+        # a tool that always needs a person says so even after untrusted content
+        ("wipe", {}, state(tainted=True), False, ("this run read", "always needs a person")),
+        # a draft-only tool adds why it waits to whatever else asked
+        ("pay", {"amount": 80}, state(), True, ("over $50", "draft only")),
+        ("pay", {"amount": 10}, state(), True, ("draft only",)),
+    ],
+)
+def test_given_several_reasons_to_ask_then_the_ruling_carries_every_one(
+    tool: str, args: dict[str, Any], run: RunState, draft: bool, reasons: tuple[str, ...]
+) -> None:
+    # Given a call that needs a person for more than one reason
+    # When the guard rules on it
+    ruling = rule_on(make_task(Effects()).tools, tool, args, run, (lambda name: draft))
+    # Then each reason is there, in order, and none is dropped
+    assert isinstance(ruling, NeedsPerson)
+    assert len(ruling.reasons) == len(reasons), ruling.reasons
+    assert all(want in got for want, got in zip(reasons, ruling.reasons, strict=True)), ruling.reasons
+
+
+def test_given_two_untrusted_reads_then_the_reason_names_both_sources() -> None:
+    run = RunState(FACTS, ["an email from a@example.com", "a web page", "a web page"])
+    ruling = rule_on(make_task(Effects()).tools, "pay", {"amount": 10}, run)
+    assert isinstance(ruling, NeedsPerson)
+    assert ruling.reasons == ("this run read an email from a@example.com and a web page",)

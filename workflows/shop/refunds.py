@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from decimal import Decimal
 from typing import Any
 
-from lockgate import OutcomeUnknown, Risk, Tool, ToolContext, ToolError, fingerprint
+from lockgate import Fact, OutcomeUnknown, Risk, RunFacts, Tool, ToolContext, ToolError, fingerprint
 from shop.arguments import RefundOrderArgs
-from shop.data import ShopUnavailable
+from shop.data import Order, ShopUnavailable
 from shop.payments import Refund, RefundRefused, RefundUncertain
 from shop.policies import (
     customer_of,
@@ -65,6 +66,67 @@ def reconcile(idempotency_key: str, services: Mapping[str, Any]) -> dict[str, An
     return stored.result() if stored else None
 
 
+def refund_facts(args: RefundOrderArgs, facts: RunFacts) -> list[Fact]:
+    """What a reviewer needs: the customer's message as received (unverified) and the order now."""
+    shown: list[Fact] = []
+    email = _email(facts)
+    if email is not None:
+        shown.append(
+            Fact(
+                "The customer's message (their own words, unverified)",
+                f"From: {email.sender}\nSubject: {email.subject}\n\n{email.text}",
+                verified=False,
+            )
+        )
+    order = _order(facts, args.order_id)
+    if order is None:
+        shown.append(Fact(f"Order {args.order_id}", "could not be read when this was proposed", False))
+        return shown
+    return [
+        *shown,
+        Fact("Order", f"{order.order_id}, placed by {order.customer_email}"),
+        Fact("Order status", order.status),
+        Fact("Order total", in_currency(order.total, order.currency)),
+        Fact("Already refunded", in_currency(order.refunded, order.currency)),
+        Fact("Left to refund after this", in_currency(order.refundable - args.amount, order.currency)),
+    ]
+
+
+def refund_summary(args: RefundOrderArgs, facts: RunFacts) -> str:
+    """The summary with the order's currency, e.g. "refund $62.00 USD on order A-1002"."""
+    order = _order(facts, args.order_id)
+    if order is None:
+        return f"refund {money(args.amount)} on order {args.order_id}"
+    return f"refund {in_currency(args.amount, order.currency)} on order {args.order_id}"
+
+
+def in_currency(amount: Decimal, currency: str) -> str:
+    """An amount with its currency: "$62.00 USD", "62.00 EUR"."""
+    return f"{money(amount)} USD" if currency == "USD" else f"{amount:,.2f} {currency}"
+
+
+def _order(facts: RunFacts, order_id: str) -> Order | None:
+    """The order now, or None if it cannot be read (the page then says so)."""
+    if facts.lookup is None:
+        return None
+    try:
+        order: Order | None = facts.lookup.order(order_id)
+    except ShopUnavailable:
+        return None
+    return order
+
+
+def _email(facts: RunFacts) -> Any:
+    """The email that started the run, or None."""
+    message_id = facts.get("message_id")
+    if facts.lookup is None or not isinstance(message_id, str):
+        return None
+    try:
+        return facts.lookup.email(message_id)
+    except ShopUnavailable:
+        return None
+
+
 REFUND_ORDER: Tool[RefundOrderArgs] = Tool(
     name="refund_order",
     description=(
@@ -81,6 +143,10 @@ REFUND_ORDER: Tool[RefundOrderArgs] = Tool(
     approval_threshold=refund_needs_person,
     identity=refund_identity,
     reconcile=reconcile,
+    facts=refund_facts,
+    summary_with_facts=refund_summary,
+    after_approve="the customer is emailed that it was done (or that it could not be)",
+    after_reject="the customer is emailed that the team could not approve it",
     # Tool.high_stakes is one flag per tool; shop.policies.refund_is_high_stakes (> $200) is
     # the per-call rule, ready for when the approvals flow takes a predicate.
     high_stakes=False,

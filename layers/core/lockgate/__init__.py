@@ -35,6 +35,7 @@ __version__ = "0.1.0"
 _PUBLIC = {
     "BadDelivery": "lockgate.errors",
     "DecisionNotice": "lockgate.agent.tasks",
+    "Fact": "lockgate.actions.tools",
     "InboxEvent": "lockgate.inbox.routing",
     "Intake": "lockgate.agent.intake",
     "OutcomeUnknown": "lockgate.actions.tools",
@@ -56,6 +57,7 @@ _PUBLIC = {
 __all__ = [
     "BadDelivery",
     "DecisionNotice",
+    "Fact",
     "InboxEvent",
     "Intake",
     "OutcomeUnknown",
@@ -77,6 +79,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from lockgate.actions.tools import (
+        Fact,
         OutcomeUnknown,
         Policy,
         Risk,

@@ -105,12 +105,12 @@ def rule_on(
     if tool.risk is Risk.READ:
         return Allowed(tool, args)
     need = _needs_person(tool, args, state, asks)
-    if need is not None:
-        return need
     if draft_only is not None and draft_only(tool.name):  # reads returned above: this acts
-        reason = "draft only: the assistant prepares it, a person sends it"
-        return NeedsPerson(Check.APPROVAL, (reason,), tool, args)
-    return Allowed(tool, args)
+        draft = "draft only: the assistant prepares it, a person sends it"
+        if need is None:
+            return NeedsPerson(Check.APPROVAL, (draft,), tool, args)
+        return NeedsPerson(need.check, (*need.reasons, draft), tool, args)
+    return need if need is not None else Allowed(tool, args)
 
 
 def policy_ruling(tool: Tool[Any], args: Any, facts: RunFacts) -> tuple[str | None, tuple[Verdict, ...]]:
@@ -136,21 +136,24 @@ def policy_refusal(tool: Tool[Any], args: Any, facts: RunFacts) -> str | None:
 def _needs_person(
     tool: Tool[Any], args: Any, state: RunState, asks: tuple[Verdict, ...] = ()
 ) -> NeedsPerson | None:
-    """Taint, policies that ask for a person, then the tool's own approval rules, for a side effect."""
-    if state.suspicious:
-        why = f"a screen flagged content in this run as a possible prompt injection ({state.suspicious[0]})"
-        return NeedsPerson(Check.TAINT, (why,), tool, args)
-    if state.tainted and tool.needs_person_when_tainted:
-        return NeedsPerson(Check.TAINT, (f"this run read {state.taint_sources[0]}",), tool, args)
+    """Every reason a side effect needs a person: screens, policies that ask, taint, the tool's own rules."""
+    reasons: list[str] = [
+        f"a screen flagged content in this run as a possible prompt injection ({flag})"
+        for flag in dict.fromkeys(state.suspicious)
+    ]
     asked = [verdict for verdict in asks if state.tainted or not verdict.when_tainted]
-    if asked:
-        reasons = tuple(verdict.reason for verdict in asked)
-        if any(verdict.when_tainted for verdict in asked):  # say what the run read, as taint does
-            return NeedsPerson(Check.TAINT, (*reasons, f"this run read {state.taint_sources[0]}"), tool, args)
-        return NeedsPerson(Check.APPROVAL, reasons, tool, args)
+    reasons.extend(verdict.reason for verdict in asked)
+    tainted = state.tainted and (
+        tool.needs_person_when_tainted or bool(state.suspicious) or any(v.when_tainted for v in asked)
+    )
+    if tainted:  # say what the run read
+        reasons.append("this run read " + " and ".join(dict.fromkeys(state.taint_sources)))
     if tool.risk is Risk.APPROVAL:
-        return NeedsPerson(Check.APPROVAL, (f"{tool.name} always needs a person",), tool, args)
+        reasons.append(f"{tool.name} always needs a person")
     threshold = tool.approval_threshold(args, state.facts) if tool.approval_threshold else None
     if threshold:
-        return NeedsPerson(Check.APPROVAL, (threshold,), tool, args)
-    return None
+        reasons.append(threshold)
+    if not reasons:
+        return None
+    check = Check.TAINT if state.suspicious or tainted else Check.APPROVAL
+    return NeedsPerson(check, tuple(reasons), tool, args)

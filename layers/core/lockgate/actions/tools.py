@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -63,6 +63,18 @@ class RunFacts:
         return self.values.get(key, default)
 
 
+@dataclass(frozen=True)
+class Fact:
+    """One fact a reviewer's decision rests on, captured when the proposal is made.
+
+    ``verified``: read from our own systems; False for what someone wrote (a customer's message).
+    """
+
+    label: str
+    value: str
+    verified: bool = True
+
+
 # A hard policy rule: a pure predicate over the validated arguments and the run's facts.
 Policy = Callable[[Any, RunFacts], Verdict]
 
@@ -107,6 +119,14 @@ class Tool[Args: BaseModel]:
     # reconcile-operations job asks when the ledger says UNKNOWN). Returns the call's result if it
     # happened, None if no trace of it was found; raises OutcomeUnknown if it cannot tell.
     reconcile: Callable[[str, Mapping[str, Any]], Any] | None = None
+    # For a person deciding: the facts the decision rests on, read from our own systems when the
+    # proposal is made (e.g. the order's status and total) and stored on it.
+    facts: Callable[[Args, RunFacts], Sequence[Fact]] | None = None
+    # The one-line summary with what the arguments lack (e.g. the order's currency); else ``summary``.
+    summary_with_facts: Callable[[Args, RunFacts], str] | None = None
+    # What follows a person's decision besides running it or not (e.g. "the customer is emailed").
+    after_approve: str = ""
+    after_reject: str = ""
 
     def ledger_identity(self, args: Args, run_id: str) -> str | None:
         """The identity the ledger keys this call by, or None (run + tool + canonical arguments)."""

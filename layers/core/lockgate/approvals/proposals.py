@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from lockgate.actions.tools import Fact
 from lockgate.dynamo import conditional_failed, read_page
 from lockgate.errors import StoreUnavailable
 from lockgate.schema import check_readable, stamped
@@ -19,6 +20,9 @@ if TYPE_CHECKING:
 HOUR = 3_600
 RETENTION_SECONDS = 30 * 86_400
 POLICY_VERSION = "1"
+# A proposal item stays far below DynamoDB's 400 KB: a quoted email is clipped, not refused.
+MAX_FACTS = 20
+MAX_FACT_CHARS = 4_000
 # "Did this happen?" proposals (reconcile-operations): a person's answer is applied to the ledger
 # by that job and never executed. Reviewers come from [approvals.tools.resolve_operation].
 RESOLVE_TOOL = "resolve_operation"
@@ -52,11 +56,17 @@ class Proposal:
     call_id: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
     tool_schema: str = ""  # fingerprint of the tool's argument schema when proposed ("" before it was kept)
+    facts: tuple[Fact, ...] = ()  # what the decision rests on, read when proposed (older items: none)
 
     def to_item(self) -> dict[str, Any]:
-        """The DynamoDB item (low-level)."""
+        """The DynamoDB item (low-level); ``facts`` only when there are some (older readers ignore it)."""
+        facts = [
+            {"label": f.label[:200], "value": f.value[:MAX_FACT_CHARS], "verified": f.verified}
+            for f in self.facts[:MAX_FACTS]
+        ]
         return stamped(
             {
+                **({"facts": {"S": json.dumps(facts)}} if facts else {}),
                 "approval_id": {"S": self.approval_id},
                 "task": {"S": self.task},
                 "run_id": {"S": self.run_id},
@@ -104,6 +114,10 @@ class Proposal:
             call_id="" if s.get("call_id") == "-" else s.get("call_id", ""),
             extra=json.loads(s.get("extra", "{}")),
             tool_schema="" if s.get("tool_schema") == "-" else s.get("tool_schema", ""),
+            facts=tuple(
+                Fact(str(f["label"]), str(f["value"]), bool(f.get("verified", False)))
+                for f in json.loads(s.get("facts", "[]"))
+            ),
         )
 
 

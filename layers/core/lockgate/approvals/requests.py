@@ -115,7 +115,7 @@ def _proposal(
         tool=tool.name,
         args=canonical,
         fingerprint=fingerprint(canonical),
-        summary=tool.summary(args),
+        summary=tool.summary_with_facts(args, facts) if tool.summary_with_facts else tool.summary(args),
         unverified_reason=unverified_reason,
         why=need.reasons,
         created_at=now,
@@ -129,6 +129,9 @@ def _proposal(
             "facts": dict(facts.values),
             "pattern": rule.pattern,
             "op_key": operation_key_for(tool, args, run_id, canonical),
+            # What follows each button, for the page (the approval side has no tools to ask).
+            "after": {"approve": tool.after_approve, "reject": tool.after_reject},
         },
         tool_schema=tool.args_fingerprint(),
+        facts=tuple(tool.facts(args, facts)) if tool.facts else (),
     )
