@@ -14,6 +14,7 @@ from lockgate.actions.ledger import Ledger
 from lockgate.approvals.decisions import DecisionStore
 from lockgate.approvals.desk import ApprovalDesk
 from lockgate.approvals.executor import ApprovalExecutor
+from lockgate.approvals.outcome import ActionOutcomes
 from lockgate.approvals.pages import FORM_TOKEN_FIELD
 from lockgate.approvals.proposals import ProposalStore
 from lockgate.approvals.requests import ApprovalRequests
@@ -63,6 +64,7 @@ class Approvals:
             log=log,
             metrics=rig.metrics,
             base_url="https://example.test/approvals",
+            outcomes=ActionOutcomes(db, rig.aws.state_table),
         )
         self.executor = ApprovalExecutor(
             proposals=self.proposals,

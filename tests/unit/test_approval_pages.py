@@ -11,15 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lockgate.approvals.pages import (
-    MAX_FORM_BYTES,
-    UNVERIFIED_LABEL,
-    Page,
-    ProposalView,
-    confirmation_page,
-    outcome_page,
-    parse_form,
-)
+from lockgate.approvals.pages import MAX_FORM_BYTES, Page, outcome_page, parse_form
+from lockgate.approvals.review_page import UNVERIFIED_LABEL, Decided, ProposalView, confirmation_page
 
 FAST = settings(max_examples=300, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 NOW = 1_700_000_000
@@ -90,6 +83,7 @@ def assert_inert(html: str) -> None:
     assert {name for name, _ in tags.tags} <= {
         "html", "head", "meta", "title", "style", "body", "main", "p", "strong", "em", "h1", "h2",
         "dl", "dt", "dd", "pre", "span", "blockquote", "ul", "li", "form", "input", "div", "button",
+        "h3", "label", "textarea",
     }  # fmt: skip
     assert not any(key.startswith("on") for _, attrs in tags.tags for key in attrs)
     assert "<script" not in html.lower()
@@ -153,7 +147,7 @@ def test_given_hostile_text_in_every_field_when_rendered_then_it_is_inert_text(h
         details=[(hostile, hostile), ("Email body", f"Dear team,\n{hostile}\n")],
         unverified_reason=hostile,
         why_asked=[hostile],
-        decisions=[(hostile, hostile, NOW - 5)],
+        decisions=[Decided(hostile, hostile, NOW - 5, hostile)],
         reviewers_required=2,
     )
     page = confirmation_page(v, hostile, hostile, hostile, f"r={hostile}&s={hostile}", NOW)
@@ -165,7 +159,7 @@ def test_given_hostile_text_in_every_field_when_rendered_then_it_is_inert_text(h
 
 
 def test_given_two_reviewer_tool_with_one_approval_then_progress_and_who_decided() -> None:
-    v = view(reviewers_required=2, decisions=[("bob", "approve", NOW - 60)])
+    v = view(reviewers_required=2, decisions=[Decided("bob", "approve", NOW - 60)])
     body = render(v).body
     assert "1 of 2 approvals" in body
     assert "bob: <strong>approve</strong> at 2023-11-14 22:12 UTC" in body
@@ -173,7 +167,7 @@ def test_given_two_reviewer_tool_with_one_approval_then_progress_and_who_decided
 
 
 def test_given_reviewer_already_decided_then_no_form_only_their_decision() -> None:
-    v = view(decisions=[("alice@example.com", "reject", NOW - 60)])
+    v = view(decisions=[Decided("alice@example.com", "reject", NOW - 60)])
     body = render(v).body
     assert "You already decided: <strong>reject</strong>" in body
     assert "<form" not in body

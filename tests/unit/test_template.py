@@ -116,6 +116,8 @@ CALLBACK_ACCESS = {
     ("dynamodb:PutItem", "StateTable.Arn"),
     ("dynamodb:UpdateItem", "StateTable.Arn"),
     ("ses:SendEmail", "arn:${AWS::Partition}:ses:${AWS::Region}:${AWS::AccountId}:identity/*"),
+    # A decided link's outcome: the state and time of "op#" ledger entries only (by condition).
+    ("dynamodb:GetItem", "StateTable.Arn"),
 }
 # The approval notifier (the Approvals stream).
 NOTIFIER_ACCESS = {
@@ -481,10 +483,11 @@ FORBIDDEN = [
         for forbidden in ("anthropic-api-key", "/webhooks/", "Shop", "BodyBucket")
     ],
     ("ApprovalNotifierFunction", "", "StateTable", "the notifier never touches the run state"),
-    # The callback may only add link re-send rows (by condition): it reads and deletes no state.
+    # The callback adds link re-send rows and reads a ledger entry's state (by conditions): it lists,
+    # queries and deletes no state.
     *[
         ("ApprovalCallbackFunction", action, "StateTable", "the callback reads no run state")
-        for action in ("dynamodb:Get", "dynamodb:Query", "dynamodb:Scan", "dynamodb:Delete", "dynamodb:Batch")
+        for action in ("dynamodb:Query", "dynamodb:Scan", "dynamodb:Delete", "dynamodb:Batch")
     ],
 ]
 
@@ -709,13 +712,34 @@ def test_given_the_approval_callback_then_it_writes_only_the_link_resend_rows_of
     on_state = [
         s
         for s in statements(role_of(cfn, "ApprovalCallbackFunction"))
-        if "StateTable" in json.dumps(s["Resource"])
+        if "StateTable" in json.dumps(s["Resource"]) and as_list(s["Action"]) != ["dynamodb:GetItem"]
     ]
-    # Then every grant on the State table is limited to the re-send allowance and audit rows
+    # Then every write on the State table is limited to the re-send allowance and audit rows
     assert on_state and all(
         s["Condition"] == {"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [PARTITION]}}
         for s in on_state
     )
+
+
+def test_given_the_approval_callback_then_it_reads_only_the_state_and_time_of_ledger_entries(cfn):
+    # Given the role that serves the approval pages, and what the outcome reader asks for
+    from lockgate.actions.ledger import item_key
+    from lockgate.approvals.outcome import READABLE_ATTRIBUTES
+
+    reads = [
+        s
+        for s in statements(role_of(cfn, "ApprovalCallbackFunction"))
+        if "StateTable" in json.dumps(s["Resource"]) and as_list(s["Action"]) == ["dynamodb:GetItem"]
+    ]
+    # Then one GetItem, on ledger entries ("op#" keys) only, projecting only their state and time
+    (read,) = reads
+    assert item_key("refund_order#refund#A-1#1.00")["pk"]["S"].startswith("op#")
+    assert read["Condition"] == {
+        "ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["op#*"]},
+        "ForAllValues:StringEquals": {"dynamodb:Attributes": list(READABLE_ATTRIBUTES)},
+        "StringEqualsIfExists": {"dynamodb:Select": "SPECIFIC_ATTRIBUTES"},
+    }
+    assert environment(cfn, "ApprovalCallbackFunction")["LEDGER_TABLE"] == {"Ref": "StateTable"}
 
 
 def test_given_the_worker_role_then_it_may_propose_but_never_change_a_proposal(cfn):
@@ -875,6 +899,7 @@ def test_given_the_approval_functions_then_they_share_one_code_folder_and_know_t
         "APPROVAL_LINK_SECRET_ARN": {"Ref": "ApprovalLinkSecret"},
         "APPROVAL_TIMEOUT_SECONDS": "30",
         "LINK_RESEND_TABLE": {"Ref": "StateTable"},  # its "approval-links" rows only
+        "LEDGER_TABLE": {"Ref": "StateTable"},  # the state and time of "op#" entries, read only
         "SHOP_FROM_ADDRESS": {"Ref": "ShopFromAddress"},
     }
     # Not the API's URL: the callback is a route of WebhookApi, so naming it here would be a

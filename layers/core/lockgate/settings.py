@@ -133,6 +133,7 @@ class ApprovalSettings:
     timeout_seconds: int = 30  # the function's Timeout: AWS client timeouts are sized to it
     stage: str | None = None  # LOCKGATE_STAGE: stages/<stage>.toml is merged over the config
     state_table: str | None = None  # LINK_RESEND_TABLE: the State table, for its link re-send rows only
+    ledger_table: str | None = None  # LEDGER_TABLE: the State table, to read an approved action's state
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> ApprovalSettings:
@@ -160,6 +161,7 @@ class ApprovalSettings:
             },
             timeout_seconds=_int(environ, "APPROVAL_TIMEOUT_SECONDS", 30),
             state_table=environ.get("LINK_RESEND_TABLE") or None,
+            ledger_table=environ.get("LEDGER_TABLE") or None,
         )
 
 

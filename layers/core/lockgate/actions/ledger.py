@@ -138,7 +138,7 @@ class Ledger:
     def get(self, op_key: str) -> Operation | None:
         """The operation, if recorded."""
         try:
-            response = self._db.get_item(TableName=self._table, Key=_key(op_key), ConsistentRead=True)
+            response = self._db.get_item(TableName=self._table, Key=item_key(op_key), ConsistentRead=True)
         except (ClientError, BotoCoreError) as exc:
             raise StoreUnavailable(type(exc).__name__) from exc
         return Operation.from_item(response["Item"]) if response.get("Item") else None
@@ -149,7 +149,7 @@ class Ledger:
         return write_if(
             self._db.update_item,
             TableName=self._table,
-            Key=_key(op_key),
+            Key=item_key(op_key),
             UpdateExpression="SET #st = :unknown, open_state = :unknown, updated_at = :now, #err = :why",
             ConditionExpression="#st = :running AND lease_expires_at < :now",
             ExpressionAttributeNames={"#st": "state", "#err": "error"},
@@ -192,7 +192,7 @@ class Ledger:
         return write_if(
             self._db.update_item,
             TableName=self._table,
-            Key=_key(op_key),
+            Key=item_key(op_key),
             UpdateExpression=update,
             ConditionExpression="#st = :unknown",
             ExpressionAttributeNames={"#st": "state", "#res": "result", "#err": "error"},
@@ -204,7 +204,7 @@ class Ledger:
     ) -> Operation | None:
         item = stamped(
             {
-                **_key(op_key),
+                **item_key(op_key),
                 "op_key": {"S": op_key},
                 "fingerprint": {"S": fingerprint},
                 "tool": {"S": tool},
@@ -283,7 +283,7 @@ class Ledger:
         try:
             self._db.update_item(
                 TableName=self._table,
-                Key=_key(op_key),
+                Key=item_key(op_key),
                 UpdateExpression="SET " + ", ".join(sets) + " REMOVE " + ", ".join(removes),
                 ConditionExpression="#st = :running AND #owner = :owner",
                 ExpressionAttributeNames=names,
@@ -296,5 +296,5 @@ class Ledger:
             raise StoreUnavailable(error_code(exc)) from exc
 
 
-def _key(op_key: str) -> dict[str, Any]:
+def item_key(op_key: str) -> dict[str, Any]:  # the entry's DynamoDB key: pk "op#<op_key>"
     return {"pk": {"S": f"op#{op_key}"}, "sk": {"S": "op"}}

@@ -28,6 +28,8 @@ from lockgate.telemetry import Log, Metrics
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
+MAX_REASON_CHARS = 500  # a reviewer's optional reason for rejecting, shown to the others
+
 
 class Choice(StrEnum):
     """What a reviewer decided."""
@@ -55,6 +57,7 @@ class DecisionRecord:
     decided_at: int
     fingerprint: str  # of the arguments the reviewer saw (stored as "digest")
     via: str = "link"  # "link" or "cli"
+    reason: str = ""  # why it was rejected, in the reviewer's words (optional; older items: none)
 
     @classmethod
     def from_item(cls, item: dict[str, Any]) -> DecisionRecord:
@@ -66,6 +69,7 @@ class DecisionRecord:
             decided_at=int(item["decided_at"]["N"]),
             fingerprint=item["digest"]["S"],
             via=item.get("via", {}).get("S", "link"),
+            reason=item.get("reason", {}).get("S", ""),
         )
 
 
@@ -106,6 +110,7 @@ class DecisionStore:
                 "digest": {"S": decision.fingerprint},
                 "via": {"S": decision.via},
                 "ttl": {"N": str(decision.decided_at + RETENTION_SECONDS)},
+                **({"reason": {"S": decision.reason}} if decision.reason else {}),
             },
             ConditionExpression="attribute_not_exists(reviewer)",
         )
@@ -122,6 +127,12 @@ class DecisionStore:
         except (ClientError, BotoCoreError) as exc:
             raise StoreUnavailable(type(exc).__name__) from exc
         return [DecisionRecord.from_item(i) for i in response.get("Items", [])]
+
+
+def checked_reason(text: str) -> str | None:
+    """A reviewer's reason, trimmed, with control characters removed; None if it is too long."""
+    kept = "".join(c for c in text.replace("\r\n", "\n") if c == "\n" or c.isprintable()).strip()
+    return kept if len(kept) <= MAX_REASON_CHARS else None
 
 
 def current_state(
@@ -188,8 +199,16 @@ class DecisionRecorder:
         """The proposal's state now, counting only reviewers allowed for its tool."""
         return current_state(self._config, proposal, decisions, self._clock.now())
 
-    def record(self, proposal: Proposal, reviewer_id: str, verdict: Choice, via: str) -> DecisionOutcome:
-        """One decision on a pending, unexpired, unchanged proposal; a settling one enqueues the event."""
+    def record(
+        self, proposal: Proposal, reviewer_id: str, verdict: Choice, via: str, *, reason: str = ""
+    ) -> DecisionOutcome:
+        """One decision on a pending, unexpired, unchanged proposal; a settling one enqueues the event.
+
+        ``reason`` (rejections only; callers check it with ``checked_reason`` first): ValueError if too long.
+        """
+        kept = checked_reason(reason) if verdict is Choice.REJECT else ""
+        if kept is None:
+            raise ValueError(f"a reason is at most {MAX_REASON_CHARS} characters")
         if self.reviewer(proposal.tool, reviewer_id) is None:
             return DecisionOutcome.NOT_ALLOWED
         if fingerprint(proposal.args) != proposal.fingerprint:
@@ -198,7 +217,9 @@ class DecisionRecorder:
         if state is not State.PENDING:
             return SETTLED[state]
         now = int(self._clock.now())
-        record = DecisionRecord(proposal.approval_id, reviewer_id, verdict, now, proposal.fingerprint, via)
+        record = DecisionRecord(
+            proposal.approval_id, reviewer_id, verdict, now, proposal.fingerprint, via, kept
+        )
         if not self._decisions.record(record):
             return DecisionOutcome.ALREADY_DECIDED
         self._metrics.add_metric(name=f"Approval_{verdict.value}", unit="Count", value=1)
@@ -209,6 +230,7 @@ class DecisionRecorder:
                 "reviewer": reviewer_id,
                 "decision": verdict.value,
                 "via": via,
+                "reason_chars": len(kept),  # never the words: they can quote anything
             },
         )
         state = self.state(proposal, self._decisions.for_approval(proposal.approval_id))

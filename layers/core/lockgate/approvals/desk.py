@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from lockgate.actions.tools import fingerprint
@@ -21,6 +22,7 @@ from lockgate.approvals.decisions import (
     DecisionRecorder,
     DecisionStore,
     State,
+    checked_reason,
 )
 from lockgate.approvals.links import (
     LinkClaims,
@@ -31,17 +33,18 @@ from lockgate.approvals.links import (
     verify_form_token,
     verify_link,
 )
+from lockgate.approvals.outcome import ActionOutcomes
 from lockgate.approvals.pages import (
     DECISION_FIELD,
     FORM_TOKEN_FIELD,
     LINK_FIELDS,
+    REASON_FIELD,
     Page,
-    ProposalView,
-    confirmation_page,
     outcome_page,
 )
-from lockgate.approvals.proposals import Proposal, ProposalStore
+from lockgate.approvals.proposals import Proposal, ProposalStore, answers_only
 from lockgate.approvals.refusal import cross_site_reason, unusable_page
+from lockgate.approvals.review_page import Decided, ProposalView, confirmation_page, decided_page
 from lockgate.clock import Clock
 from lockgate.config import ApprovalsConfig, Reviewer
 from lockgate.inbox.queue import InboxQueue
@@ -100,9 +103,12 @@ class ApprovalDesk:
         log: Log,
         metrics: Metrics,
         base_url: str,
+        outcomes: ActionOutcomes | None = None,
     ) -> None:
         self._proposals = proposals
         self._decisions = decisions
+        self._config = config
+        self._outcomes = outcomes  # the ledger's state of an approved action (read-only); None: not shown
         self._secrets = link_secrets
         self._clock = clock
         self._log = log
@@ -133,21 +139,21 @@ class ApprovalDesk:
         proposal, claims, reviewer = checked
         decisions = self._decisions.for_approval(approval_id)
         state = self.recorder.state(proposal, decisions)
+        view = _view(proposal, decisions, self._config)
         if state is not State.PENDING:
-            return _settled_page(state)
-        if any(d.reviewer == reviewer.id for d in decisions):
-            return outcome_page(
-                "You have already decided", "Your decision is recorded; it cannot be changed.", status=409
-            )
+            outcome = self._outcomes.of(proposal) if self._outcomes and state is State.APPROVED else None
+            return decided_page(view, state, outcome, status=_SETTLED_STATUS[state])
         secret = self._secrets()[0]
-        return confirmation_page(
-            _view(proposal, decisions),
+        page = confirmation_page(
+            view,
             reviewer.id,
             f"{self._base_url}/{approval_id}",
             form_token(secret, claims),
             sign_link(secret, claims),
             int(self._clock.now()),
         )
+        # Decided already (another reviewer must still approve): the page shows their decision, no form.
+        return replace(page, status=409) if any(d.reviewer == reviewer.id for d in decisions) else page
 
     # -- POST --------------------------------------------------------------------------------
 
@@ -177,7 +183,10 @@ class ApprovalDesk:
         choice = form.get(DECISION_FIELD, "")
         if choice not in (Choice.APPROVE.value, Choice.REJECT.value):
             return self._refused("form", "no decision chosen", approval_id)
-        outcome = self.recorder.record(proposal, reviewer.id, Choice(choice), "link")
+        reason = checked_reason(form.get(REASON_FIELD, ""))
+        if reason is None:  # the textarea's maxlength stops a browser: a crafted post
+            return self._refused("form", "reason too long", approval_id)
+        outcome = self.recorder.record(proposal, reviewer.id, Choice(choice), "link", reason=reason)
         if outcome in (DecisionOutcome.CHANGED, DecisionOutcome.NOT_ALLOWED):  # changed since _check
             return self._refused("decision", outcome.value, approval_id)
         return _outcome_page(outcome, proposal)
@@ -210,6 +219,9 @@ class ApprovalDesk:
         return unusable_page()
 
 
+_SETTLED_STATUS = {State.APPROVED: 409, State.REJECTED: 409, State.EXPIRED: 410}
+
+
 def _settled_page(state: State) -> Page:
     titles = {
         State.APPROVED: ("Already approved", "This action was approved; nothing more is needed."),
@@ -217,11 +229,13 @@ def _settled_page(state: State) -> Page:
         State.EXPIRED: ("This request has expired", "Nobody decided in time; it will not happen."),
     }
     title, message = titles[state]
-    return outcome_page(title, message, status=409 if state is not State.EXPIRED else 410)
+    return outcome_page(title, message, status=_SETTLED_STATUS[state])
 
 
-def _view(proposal: Proposal, decisions: list[DecisionRecord]) -> ProposalView:
+def _view(proposal: Proposal, decisions: list[DecisionRecord], config: ApprovalsConfig) -> ProposalView:
     details = [(key.replace("_", " "), _value(value)) for key, value in proposal.args.items()]
+    after = proposal.extra.get("after")
+    after = after if isinstance(after, dict) else {}
     return ProposalView(
         approval_id=proposal.approval_id,
         task=proposal.task,
@@ -233,7 +247,16 @@ def _view(proposal: Proposal, decisions: list[DecisionRecord]) -> ProposalView:
         expires_at=proposal.expires_at,
         created_at=proposal.created_at,
         reviewers_required=proposal.reviewers_required,
-        decisions=[(d.reviewer, d.verdict.value, d.decided_at) for d in decisions],
+        decisions=[
+            Decided(d.reviewer, d.verdict.value, d.decided_at, d.reason)
+            for d in sorted(decisions, key=lambda d: d.decided_at)
+        ],
+        facts=list(proposal.facts),
+        reviewers=[(r.id, r.name or r.id) for r in config.reviewers_for(proposal.tool)],
+        run_within_seconds=proposal.run_within_seconds,
+        after_approve=str(after.get("approve", "")),
+        after_reject=str(after.get("reject", "")),
+        answers_only=answers_only(proposal),
     )
 
 

@@ -22,6 +22,7 @@ from lockgate.approvals.notify import (
     WebhookChannel,
     post_json,
 )
+from lockgate.approvals.outcome import ActionOutcomes
 from lockgate.approvals.proposals import ProposalStore
 from lockgate.approvals.reissue import LinkReissuer, ReissueAudit
 from lockgate.config import LockgateConfig
@@ -67,6 +68,7 @@ def build_approvals(settings: ApprovalSettings, config: LockgateConfig, deps: De
                 log=deps.log,
                 metrics=deps.metrics,
                 base_url=settings.base_url,
+                outcomes=ActionOutcomes(dynamodb, settings.ledger_table) if settings.ledger_table else None,
             )
         digest = ReviewDigest(
             proposals=proposals,

@@ -1,0 +1,252 @@
+"""The page a reviewer decides on, and the page a decided link shows. Plain HTML, every value escaped.
+
+Built only from the stored proposal (its facts were captured when it was made), its decisions and,
+once decided, the action's outcome from the ledger. Nothing here decides anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from urllib.parse import parse_qsl
+
+from lockgate.actions.tools import Fact
+from lockgate.approvals.decisions import MAX_REASON_CHARS, State
+from lockgate.approvals.outcome import ActionOutcome, ActionState
+from lockgate.approvals.pages import (
+    DECISION_FIELD,
+    FORM_TOKEN_FIELD,
+    LINK_FIELDS,
+    REASON_FIELD,
+    Page,
+    document,
+    esc,
+    hidden_field,
+    time_left,
+    utc_time,
+)
+
+UNVERIFIED_LABEL = "The assistant's reason (unverified — written by the AI, not checked):"
+UNVERIFIED_FACT = "UNVERIFIED — someone else's words, not checked. Do not follow instructions in it."
+# A value this long, or on several lines, is shown whole in a <pre> block (e.g. an email body).
+_INLINE_MAX_CHARS = 80
+
+
+@dataclass(frozen=True)
+class Decided:
+    """One reviewer's decision as a page shows it."""
+
+    who: str
+    verdict: str
+    at: int
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class ProposalView:
+    """What a reviewer sees of a stored proposal; every field is shown escaped."""
+
+    approval_id: str
+    task: str
+    tool: str
+    summary: str
+    details: list[tuple[str, str]]
+    unverified_reason: str
+    why_asked: list[str]
+    expires_at: int
+    created_at: int
+    reviewers_required: int
+    decisions: list[Decided]
+    facts: list[Fact] = field(default_factory=list)  # none on proposals made before facts were kept
+    reviewers: list[tuple[str, str]] = field(default_factory=list)  # (id, name) of who may decide
+    run_within_seconds: int = 3_600
+    after_approve: str = ""
+    after_reject: str = ""
+    answers_only: bool = False  # "did this happen?": the answer is recorded, nothing runs
+
+
+def confirmation_page(
+    view: ProposalView, reviewer: str, form_action: str, form_token: str, query: str, now: int
+) -> Page:
+    """The GET page: what would happen, why, the facts, who decides, and an Approve / Reject form."""
+    mine = [d for d in view.decisions if d.who == reviewer]
+    if mine:
+        action = (
+            f"<p class=note>You already decided: <strong>{esc(mine[-1].verdict)}</strong> at "
+            f"{utc_time(mine[-1].at)}. Each reviewer decides once.</p>"
+        )
+    elif now > view.expires_at:
+        action = "<p class=note>This request has expired. It can no longer be approved.</p>"
+    else:
+        action = _after_buttons(view) + _form(form_action, form_token, query)
+    body = f"""
+<p class=warn><strong>Nothing has happened yet.</strong> Opening this link changed nothing.
+It runs only if it is approved on this page.</p>
+<h1>{esc(view.summary)}</h1>
+<p class=meta>Task {esc(view.task)} · tool {esc(view.tool)} · request {esc(view.approval_id)}
+· asked {utc_time(view.created_at)}</p>
+<h2>Why you are asked</h2>
+{_list(view.why_asked)}
+{_facts(view.facts)}
+<h2>What exactly would happen</h2>
+<p class=meta>The assistant's arguments. Amounts, orders and recipients were checked against our own
+records; free text (such as a reason) was written by the AI and was not.</p>
+{_details(view.details)}
+<h2>{esc(UNVERIFIED_LABEL)}</h2>
+<blockquote class=unverified>{esc(view.unverified_reason) or "<em>(no reason given)</em>"}</blockquote>
+<h2>Decision</h2>
+<p>Expires {utc_time(view.expires_at)} ({esc(time_left(view.expires_at, now))}).</p>
+{_progress(view, reviewer)}
+<p>Deciding as <strong>{esc(reviewer)}</strong>.</p>
+{action}
+"""
+    return Page(200, document(view.summary, body))
+
+
+_DECIDED_TITLES = {
+    State.APPROVED: "Already approved",
+    State.REJECTED: "Already rejected",
+    State.EXPIRED: "This request has expired",
+}
+
+
+def decided_page(view: ProposalView, state: State, outcome: ActionOutcome | None, *, status: int) -> Page:
+    """A decided (or expired) link: who decided and when, with their reasons, and what became of it."""
+    title = _DECIDED_TITLES[state]
+    body = f"""
+<h1>{esc(title)}</h1>
+<p><strong>{esc(view.summary)}</strong></p>
+<p class=meta>Task {esc(view.task)} · tool {esc(view.tool)} · request {esc(view.approval_id)}
+· asked {utc_time(view.created_at)}</p>
+<h2>Who decided</h2>
+{_decisions(view.decisions) or "<p>Nobody decided in time.</p>"}
+<h2>What happened</h2>
+<p class=outcome>{esc(_outcome_text(view, state, outcome))}</p>
+"""
+    return Page(status, document(title, body))
+
+
+def _outcome_text(view: ProposalView, state: State, outcome: ActionOutcome | None) -> str:
+    if view.answers_only:
+        return "The answer is recorded; nothing runs."
+    if state is not State.APPROVED:
+        return "Nothing ran, and nothing will."
+    if outcome is None:
+        return "What became of it is not recorded on this request."
+    at = f" at {utc_time(outcome.at)}" if outcome.at else ""
+    since = utc_time(outcome.at) if outcome.at else "recently"
+    return {
+        ActionState.RAN: f"It ran{at}.",
+        ActionState.FAILED: f"It was tried{at} and failed; it will not be tried again.",
+        ActionState.WAITING: (
+            f"Waiting for reconciliation (since {since}): it may or may not have happened, "
+            "so it is not retried; a scheduled check or a person settles it."
+        ),
+        ActionState.RUNNING: f"It is running now (since {since}).",
+        ActionState.NOT_RUN: "Not run yet: it runs once, soon after the last approval, or not at all.",
+    }[outcome.state]
+
+
+def _form(form_action: str, form_token: str, query: str) -> str:
+    link = {key: value for key, value in parse_qsl(query, keep_blank_values=True) if key in LINK_FIELDS}
+    hidden = "".join(hidden_field(name, link.get(name, "")) for name in LINK_FIELDS)
+    # Reject first and the same size as Approve; no autofocus, so neither is the default.
+    return f"""<form method=post action="{esc(form_action)}">
+{hidden}{hidden_field(FORM_TOKEN_FIELD, form_token)}
+<label for=reason>Reason for rejecting (optional, at most {MAX_REASON_CHARS} characters; the other
+reviewers see it)</label>
+<textarea id=reason name={REASON_FIELD} maxlength={MAX_REASON_CHARS} rows=3></textarea>
+<div class=buttons>
+<button type=submit name={DECISION_FIELD} value=reject class=reject>Reject</button>
+<button type=submit name={DECISION_FIELD} value=approve class=approve>Approve</button>
+</div>
+</form>"""
+
+
+def _after_buttons(view: ProposalView) -> str:
+    """What each button does, true to the executor: runs once within the window, or nothing runs."""
+    if view.answers_only:
+        approve = "records that it happened"
+        reject = "records that it did not. Nothing runs either way"
+    else:
+        hours = max(1, view.run_within_seconds // 3_600)
+        needed = view.reviewers_required
+        approve = (
+            f"counts as one of the {needed} approvals needed; once {needed} reviewers approve, it"
+            if needed > 1
+            else "it"
+        )
+        approve += (
+            f" runs once, after the rules are checked again, within {hours} hour{'s' if hours > 1 else ''}"
+            " of the last approval or not at all" + (f"; {view.after_approve}" if view.after_approve else "")
+        )
+        reject = "nothing runs, and one rejection is final" + (
+            f"; {view.after_reject}" if view.after_reject else ""
+        )
+    return (
+        f"<ul class=after><li><strong>Approve</strong>: {esc(approve)}.</li>"
+        f"<li><strong>Reject</strong>: {esc(reject)}.</li></ul>\n"
+    )
+
+
+def _facts(facts: list[Fact]) -> str:
+    if not facts:
+        return "<h2>The facts</h2>\n<p><em>No facts were recorded with this request.</em></p>"
+    ours = [(f.label, f.value) for f in facts if f.verified]
+    theirs = "".join(
+        f"<h3>{esc(f.label)}</h3>\n<p class=flag>{esc(UNVERIFIED_FACT)}</p>\n"
+        f"<pre class=unverified>{esc(f.value)}</pre>\n"
+        for f in facts
+        if not f.verified
+    )
+    checked = (
+        "<p class=meta>From our own systems, read when this was proposed.</p>\n" + _details(ours)
+        if ours
+        else ""
+    )
+    return f"<h2>The facts</h2>\n{checked}\n{theirs}"
+
+
+def _details(details: list[tuple[str, str]]) -> str:
+    if not details:
+        return "<p><em>(no details)</em></p>"
+    rows = []
+    for label, value in details:
+        text = str(value)
+        shown = (
+            f"<pre>{esc(text)}</pre>"
+            if "\n" in text or len(text) > _INLINE_MAX_CHARS
+            else f"<span class=value>{esc(text)}</span>"
+        )
+        rows.append(f"<dt>{esc(label)}</dt><dd>{shown}</dd>")
+    return "<dl>" + "\n".join(rows) + "</dl>"
+
+
+def _list(items: list[str]) -> str:
+    if not items:
+        return "<p><em>(no reason recorded)</em></p>"
+    return "<ul>" + "".join(f"<li>{esc(item)}</li>" for item in items) + "</ul>"
+
+
+def _decisions(decisions: list[Decided]) -> str:
+    """Who decided what and when, with a rejection's reason in their words (escaped)."""
+    lines = [
+        f"<li>{esc(d.who)}: <strong>{esc(d.verdict)}</strong> at {utc_time(d.at)}"
+        + (f"<blockquote class=reason>{esc(d.reason)}</blockquote>" if d.reason else "")
+        + "</li>"
+        for d in decisions
+    ]
+    return f"<ul>{''.join(lines)}</ul>" if lines else ""
+
+
+def _progress(view: ProposalView, reviewer: str) -> str:
+    approvals = len({d.who for d in view.decisions if d.verdict == "approve"})
+    count = (
+        f"<p>{approvals} of {view.reviewers_required} approvals so far.</p>"
+        if view.reviewers_required > 1
+        else "<p>One approval is needed.</p>"
+    )
+    names = [f"{name} (you)" if rid == reviewer else name for rid, name in view.reviewers]
+    who = f"<p>Who may decide: {esc(', '.join(names))}.</p>" if names else ""
+    decided = _decisions(view.decisions)
+    already = f"<p>Already decided:</p>{decided}" if decided else "<p>No one has decided yet.</p>"
+    return f"{count}\n{who}\n{already}"
