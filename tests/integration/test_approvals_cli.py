@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from lockgate.actions.tools import fingerprint
+from lockgate.actions.tools import Fact, fingerprint
 from lockgate.approvals.proposals import HOUR, Proposal, ProposalStore
 from lockgate.inbox.store import InboxStore
 from lockgate_infra.cli import main as cli
@@ -233,6 +233,44 @@ def test_reject_records_the_rejection_and_tells_the_worker(
     assert stack.inbox_ids() == [f"approval#{proposal.approval_id}#rejected"]
     delivery = InboxStore(stack.aws.client("dynamodb"), stack.aws.inbox_table).get(stack.inbox_ids()[0])
     assert json.loads(delivery.body or b"") == {"approval_id": proposal.approval_id, "state": "rejected"}
+
+
+def test_reject_with_a_reason_stores_it_and_show_prints_it_with_the_facts(
+    stack: Stack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a proposal whose facts were captured when it was made (one of them the customer's words)
+    facts = (Fact("Order status", "delivered"), Fact("The customer's message", "Refund \x1b[2Jnow", False))
+    proposal = stack.propose(1, facts=facts)
+    # When bob rejects it from the terminal with a reason
+    code, out, _ = lockgate(
+        stack, capsys, "approvals", "reject", proposal.approval_id, "--as", "bob", "--yes",
+        "--reason", "Already replaced in ticket #88",
+    )  # fmt: skip
+    # Then the Decisions row holds the reason
+    assert code == 0
+    ((row,),) = [stack.decisions()]
+    assert (row["verdict"]["S"], row["reason"]["S"]) == ("reject", "Already replaced in ticket #88")
+    # And `show` prints it under bob's decision, and the facts (the unverified one marked, escaped)
+    code, out, _ = lockgate(stack, capsys, "approvals", "show", proposal.approval_id)
+    assert "bob  reject" in out and "\n    reason: Already replaced in ticket #88" in out
+    assert "facts when proposed:\n  Order status: delivered" in out
+    assert "The customer's message (UNVERIFIED): Refund \\u001b[2Jnow" in out and "\x1b" not in out
+    shown = json.loads(lockgate(stack, capsys, "approvals", "show", proposal.approval_id, "--json")[1])
+    assert shown["decisions"][0]["reason"] == "Already replaced in ticket #88"
+    assert shown["facts"][1] == {
+        "label": "The customer's message",
+        "value": "Refund \x1b[2Jnow",
+        "verified": False,
+    }
+
+
+def test_a_reason_too_long_decides_nothing(stack: Stack, capsys: pytest.CaptureFixture[str]) -> None:
+    proposal = stack.propose(1)
+    too_long = "x" * 501
+    command = ("approvals", "reject", proposal.approval_id, "--as", "bob", "--yes", "--reason", too_long)
+    code, _, err = lockgate(stack, capsys, *command)
+    assert code == 2 and "at most 500 characters; nothing was decided" in err
+    assert "Traceback" not in err and stack.decisions() == []
 
 
 def test_approve_after_expiry_is_refused_and_records_nothing(

@@ -11,13 +11,20 @@ import json
 import logging
 import os
 import sys
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from lockgate.approvals.decisions import Choice, DecisionOutcome, DecisionRecorder, DecisionStore, State
+from lockgate.approvals.decisions import (
+    MAX_REASON_CHARS,
+    Choice,
+    DecisionOutcome,
+    DecisionRecorder,
+    DecisionStore,
+    State,
+    checked_reason,
+)
 from lockgate.approvals.proposals import ProposalStore
 from lockgate.approvals.review_queue import ProposalStatus, ReviewQueue
 from lockgate.clock import Clock, SystemClock
@@ -26,15 +33,11 @@ from lockgate.errors import LockgateError
 from lockgate.inbox.queue import InboxQueue
 from lockgate.inbox.store import InboxStore
 from lockgate.telemetry import CountingMetrics
+from lockgate_infra.cli.approval_text import as_dict, clean, details, table
 from lockgate_infra.cli.targets import Target
 
 REVIEWER_ENV = "LOCKGATE_REVIEWER"
 CONFIRM_CHARS = 6
-# Summaries and the assistant's words can carry text from an email: never let it drive the terminal.
-_CONTROL = {
-    c: f"\\u{c:04x}"
-    for c in (*range(0x20), *range(0x7F, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A))
-}
 
 
 class Refused(LockgateError):
@@ -66,6 +69,12 @@ def add_approvals_parser(
             help=f"your reviewer id (default: ${REVIEWER_ENV})",
         )
         decide.add_argument("--yes", action="store_true", help="skip the typed confirmation")
+        if verb is Choice.REJECT:
+            decide.add_argument(
+                "--reason",
+                default="",
+                help=f"why (optional, at most {MAX_REASON_CHARS} characters; the other reviewers see it)",
+            )
         parsers.append(decide)
     for parser in parsers:
         parser.add_argument("--config", type=Path, default=default_config, help="lockgate.toml (reviewers)")
@@ -116,9 +125,9 @@ def run_approvals(
     if args.approvals_command == "list":
         statuses = command.queue.listing(include_settled=args.all)
         out.write(
-            json.dumps([_as_dict(s) for s in statuses], indent=2) + "\n"
+            json.dumps([as_dict(s) for s in statuses], indent=2) + "\n"
             if args.json
-            else _table(statuses, with_state=args.all)
+            else table(statuses, with_state=args.all)
         )
         return 0
     status = command.queue.status(args.id)
@@ -126,10 +135,13 @@ def run_approvals(
         raise Refused(f"no proposal {args.id!r}")
     if args.approvals_command == "show":
         out.write(
-            json.dumps(_as_dict(status), indent=2) + "\n" if args.json else _details(status, command.config)
+            json.dumps(as_dict(status), indent=2) + "\n" if args.json else details(status, command.config)
         )
         return 0
     env = os.environ if environ is None else environ
+    reason = checked_reason(getattr(args, "reason", ""))  # only `reject` has --reason
+    if reason is None:
+        raise Refused(f"a reason is at most {MAX_REASON_CHARS} characters; nothing was decided")
     return _decide(
         command,
         status,
@@ -138,6 +150,7 @@ def run_approvals(
         args.yes,
         stdin,
         out,
+        reason,
     )
 
 
@@ -149,6 +162,7 @@ def _decide(
     yes: bool,
     stdin: TextIO | None,
     out: TextIO,
+    reason: str = "",
 ) -> int:
     proposal = status.proposal
     if not reviewer_id:
@@ -164,9 +178,9 @@ def _decide(
         raise Refused(f"{proposal.approval_id} is {status.state.value}; nothing was decided")
     if not yes:
         _confirm(status, verdict, reviewer_id, sys.stdin if stdin is None else stdin, out)
-    outcome = command.recorder.record(proposal, reviewer_id, verdict, via="cli")
+    outcome = command.recorder.record(proposal, reviewer_id, verdict, via="cli", reason=reason)
     message = _OUTCOMES[outcome].format(
-        id=proposal.approval_id, who=reviewer_id, summary=_clean(proposal.summary)
+        id=proposal.approval_id, who=reviewer_id, summary=clean(proposal.summary)
     )
     if not outcome.recorded:
         raise Refused(message)
@@ -194,107 +208,8 @@ def _confirm(
     if stdin is None or not stdin.isatty():
         raise Refused("no terminal to confirm on: run it in one, or pass --yes; nothing was decided")
     tail = status.proposal.approval_id[-CONFIRM_CHARS:]
-    out.write(_details(status, None))
+    out.write(details(status, None))
     out.write(f"\nTo {verdict.value} this as {reviewer_id}, type {tail}: ")
     out.flush()
     if stdin.readline().strip() != tail:
         raise Refused("confirmation did not match; nothing was decided")
-
-
-def _table(statuses: list[ProposalStatus], *, with_state: bool) -> str:
-    if not statuses:
-        return "no proposals waiting for a person\n"
-    rows = [
-        (
-            "ID",
-            *(("STATE",) if with_state else ()),
-            "TASK",
-            "SUMMARY",
-            "WHY",
-            "CREATED",
-            "EXPIRES",
-            "DECISIONS",
-        )
-    ]
-    for s in statuses:
-        p = s.proposal
-        rows.append(
-            (
-                p.approval_id,
-                *((s.state.value,) if with_state else ()),
-                _clip(p.task, 16),
-                _clip(p.summary, 48),
-                _clip("; ".join(p.why), 60),
-                _when(p.created_at),
-                _when(p.expires_at),
-                _decisions_so_far(s),
-            )
-        )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
-    return "".join(
-        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)) + "  " + row[-1] + "\n"
-        for row in rows
-    )
-
-
-def _details(status: ProposalStatus, config: ApprovalsConfig | None) -> str:
-    p = status.proposal
-    lines = [
-        f"{p.approval_id}  {p.tool}  {status.state.value.upper()}",
-        f"summary:    {_clean(p.summary)}",
-        f"task:       {_clean(p.task)}   run: {_clean(p.run_id)}   requested by: {_clean(p.requester)}",
-        "arguments (exactly what will run):",
-        *(f"  {_clean(line)}" for line in json.dumps(p.args, indent=2, ensure_ascii=False).splitlines()),
-        "unverified — the assistant's own words, not checked:",
-        f"  {_clean(p.unverified_reason) or '(none)'}",
-        "why a person is asked:",
-        *(f"  - {_clean(why)}" for why in p.why),
-        f"created:    {_when(p.created_at)}   expires: {_when(p.expires_at)}",
-        f"needs:      {p.reviewers_required} reviewer(s)"
-        + (f" from: {', '.join(r.id for r in config.reviewers_for(p.tool))}" if config else ""),
-        "decisions:" + ("" if status.decisions else " none yet"),
-        *(f"  {d.reviewer}  {d.verdict.value}  {_when(d.decided_at)}  via {d.via}" for d in status.decisions),
-    ]
-    return "\n".join(lines) + "\n"
-
-
-def _as_dict(status: ProposalStatus) -> dict[str, Any]:
-    p = status.proposal
-    return {
-        "approval_id": p.approval_id,
-        "state": status.state.value,
-        "task": p.task,
-        "run_id": p.run_id,
-        "tool": p.tool,
-        "summary": p.summary,
-        "args": p.args,
-        "fingerprint": p.fingerprint,
-        "unverified_reason": p.unverified_reason,
-        "why": list(p.why),
-        "requester": p.requester,
-        "created_at": p.created_at,
-        "expires_at": p.expires_at,
-        "reviewers_required": p.reviewers_required,
-        "decisions": [
-            {"reviewer": d.reviewer, "verdict": d.verdict.value, "decided_at": d.decided_at, "via": d.via}
-            for d in status.decisions
-        ],
-    }
-
-
-def _decisions_so_far(status: ProposalStatus) -> str:
-    decided = ", ".join(f"{d.reviewer}:{d.verdict.value}" for d in status.decisions) or "none"
-    return f"{decided} ({status.proposal.reviewers_required} needed)"
-
-
-def _when(epoch: int) -> str:
-    return time.strftime("%Y-%m-%d %H:%MZ", time.gmtime(epoch))
-
-
-def _clean(text: str) -> str:
-    return text.translate(_CONTROL)
-
-
-def _clip(text: str, width: int) -> str:
-    text = _clean(text)
-    return text if len(text) <= width else text[: width - 1] + "…"

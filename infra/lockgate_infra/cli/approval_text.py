@@ -1,0 +1,136 @@
+"""How `lockgate approvals` prints proposals: a table, one proposal's details, or JSON.
+
+Everything a proposal holds can quote an email: control characters are shown escaped, never sent
+to the terminal.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from lockgate.approvals.review_queue import ProposalStatus
+from lockgate.config import ApprovalsConfig
+
+# Summaries and the assistant's words can carry text from an email: never let it drive the terminal.
+_CONTROL = {
+    c: f"\\u{c:04x}"
+    for c in (*range(0x20), *range(0x7F, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A))
+}
+
+
+def table(statuses: list[ProposalStatus], *, with_state: bool) -> str:
+    """One line per proposal (`lockgate approvals list`)."""
+    if not statuses:
+        return "no proposals waiting for a person\n"
+    rows = [
+        (
+            "ID",
+            *(("STATE",) if with_state else ()),
+            "TASK",
+            "SUMMARY",
+            "WHY",
+            "CREATED",
+            "EXPIRES",
+            "DECISIONS",
+        )
+    ]
+    for s in statuses:
+        p = s.proposal
+        rows.append(
+            (
+                p.approval_id,
+                *((s.state.value,) if with_state else ()),
+                _clip(p.task, 16),
+                _clip(p.summary, 48),
+                _clip("; ".join(p.why), 60),
+                _when(p.created_at),
+                _when(p.expires_at),
+                _decisions_so_far(s),
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    return "".join(
+        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)) + "  " + row[-1] + "\n"
+        for row in rows
+    )
+
+
+def details(status: ProposalStatus, config: ApprovalsConfig | None) -> str:
+    """One proposal in full (`lockgate approvals show`): the page's content, and every decision's reason."""
+    p = status.proposal
+    lines = [
+        f"{p.approval_id}  {p.tool}  {status.state.value.upper()}",
+        f"summary:    {clean(p.summary)}",
+        f"task:       {clean(p.task)}   run: {clean(p.run_id)}   requested by: {clean(p.requester)}",
+        "arguments (exactly what will run):",
+        *(f"  {clean(line)}" for line in json.dumps(p.args, indent=2, ensure_ascii=False).splitlines()),
+        "unverified — the assistant's own words, not checked:",
+        f"  {clean(p.unverified_reason) or '(none)'}",
+        "why a person is asked:",
+        *(f"  - {clean(why)}" for why in p.why),
+        "facts when proposed:" + ("" if p.facts else " none recorded"),
+        *(f"  {clean(f.label)}{'' if f.verified else ' (UNVERIFIED)'}: {clean(f.value)}" for f in p.facts),
+        f"created:    {_when(p.created_at)}   expires: {_when(p.expires_at)}",
+        f"needs:      {p.reviewers_required} reviewer(s)"
+        + (f" from: {', '.join(r.id for r in config.reviewers_for(p.tool))}" if config else ""),
+        "decisions:" + ("" if status.decisions else " none yet"),
+        *(
+            f"  {d.reviewer}  {d.verdict.value}  {_when(d.decided_at)}  via {d.via}"
+            + (f"\n    reason: {clean(d.reason)}" if d.reason else "")
+            for d in status.decisions
+        ),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def as_dict(status: ProposalStatus) -> dict[str, Any]:
+    """One proposal as JSON (`--json`)."""
+    p = status.proposal
+    return {
+        "approval_id": p.approval_id,
+        "state": status.state.value,
+        "task": p.task,
+        "run_id": p.run_id,
+        "tool": p.tool,
+        "summary": p.summary,
+        "args": p.args,
+        "fingerprint": p.fingerprint,
+        "unverified_reason": p.unverified_reason,
+        "why": list(p.why),
+        "requester": p.requester,
+        "created_at": p.created_at,
+        "expires_at": p.expires_at,
+        "reviewers_required": p.reviewers_required,
+        "facts": [{"label": f.label, "value": f.value, "verified": f.verified} for f in p.facts],
+        "decisions": [
+            {
+                "reviewer": d.reviewer,
+                "verdict": d.verdict.value,
+                "decided_at": d.decided_at,
+                "via": d.via,
+                "reason": d.reason,
+            }
+            for d in status.decisions
+        ],
+    }
+
+
+def _decisions_so_far(status: ProposalStatus) -> str:
+    decided = ", ".join(f"{d.reviewer}:{d.verdict.value}" for d in status.decisions) or "none"
+    return f"{decided} ({status.proposal.reviewers_required} needed)"
+
+
+def _when(epoch: int) -> str:
+    return time.strftime("%Y-%m-%d %H:%MZ", time.gmtime(epoch))
+
+
+def clean(text: str) -> str:
+    """Control characters (and bidirectional overrides) shown escaped."""
+    return text.translate(_CONTROL)
+
+
+def _clip(text: str, width: int) -> str:
+    text = clean(text)
+    return text if len(text) <= width else text[: width - 1] + "…"
