@@ -10,7 +10,7 @@ PYTHON313 := $(shell command -v python3.13)
 endif
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: setup demo test slow coverage check lint typecheck cfn build deploy-test chaos bench clean deploy destroy lock
+.PHONY: setup demo test slow coverage check lint typecheck cfn build deploy-test chaos bench clean deploy destroy lock screenshots
 
 setup: $(STAMP)
 
@@ -64,6 +64,11 @@ deploy-test: $(STAMP)
 SEEDS ?= 10
 chaos: $(STAMP)
 	$(BIN)/python -m lockgate_infra.chaos --seeds $(SEEDS)
+
+# Re-take the README's approval-page screenshots (docs/img/, 390 px and desktop) in headless
+# Chromium (.ci/install-browser); the test also checks nothing scrolls sideways at 390 px.
+screenshots: $(STAMP)
+	LOCKGATE_UPDATE_SCREENSHOTS=1 $(BIN)/pytest tests/e2e/test_approval_browser.py -m browser -n 0 -p no:randomly -k screenshots
 
 # Every benchmark, ratios against baselines measured in the same run → benchmarks/RESULTS.md.
 bench: $(STAMP)

@@ -29,11 +29,16 @@ from lockgate_infra.local.workflows import seed_workflows
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
-SCREENSHOT = ROOT / "docs" / "approval-page.png"
+# The README's screenshots: `make screenshots` re-takes them (LOCKGATE_UPDATE_SCREENSHOTS=1).
+SCREENSHOTS = {
+    "desktop": ROOT / "docs" / "img" / "approval-desktop.png",
+    "phone": ROOT / "docs" / "img" / "approval-phone.png",
+}
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
-PHONE = (430, 932)  # CSS pixels
-SUMMARY = "refund $80.00 on order A-2001"
+PHONE = (390, 844)  # CSS pixels: a common phone width
+DESKTOP = (1280, 900)
+SUMMARY = "refund $80.00 USD on order A-2001"
 REFUND_EMAIL = "msg-demo-2"  # grace: "My order A-2001 arrived broken. Please refund it."
 CHROMIUM_FLAGS = (
     "--headless=new",
@@ -79,14 +84,19 @@ def browser() -> Iterator[Any]:
     try:
         driver.set_page_load_timeout(15)
         # A phone's viewport: headless windows are never narrower than 500 px, so emulate it.
-        driver.execute_cdp_cmd(
-            "Emulation.setDeviceMetricsOverride",
-            {"width": PHONE[0], "height": PHONE[1], "deviceScaleFactor": 1, "mobile": True},
-        )
+        _viewport(driver, PHONE, mobile=True)
         yield driver
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)
+
+
+def _viewport(driver: Any, size: tuple[int, int], *, mobile: bool) -> None:
+    """Emulate a viewport: headless windows are never narrower than 500 px."""
+    driver.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": size[0], "height": size[1], "deviceScaleFactor": 1, "mobile": mobile},
+    )
 
 
 @pytest.fixture
@@ -166,7 +176,7 @@ def _save_screenshot(driver: Any, path: Path) -> bytes:
 
 @pytest.mark.slow
 def test_a_person_approves_a_refund_in_the_browser_and_it_runs_once(
-    browser: Any, demo_stack: tuple[LocalStack, str, LockgateConfig], tmp_path: Path
+    browser: Any, demo_stack: tuple[LocalStack, str, LockgateConfig]
 ) -> None:
     from selenium.webdriver.common.by import By
 
@@ -188,10 +198,6 @@ def test_a_person_approves_a_refund_in_the_browser_and_it_runs_once(
     reject = browser.find_element(By.CSS_SELECTOR, "button[name=decision][value=reject]")
     assert (approve.text, reject.text) == ("Approve", "Reject")
     assert approve.is_displayed() and reject.is_displayed()
-    # (docs/approval-page.png is refreshed only on request: every run would otherwise rewrite it)
-    refresh = os.environ.get("LOCKGATE_UPDATE_SCREENSHOTS") == "1" or not SCREENSHOT.exists()
-    png = _save_screenshot(browser, SCREENSHOT if refresh else tmp_path / SCREENSHOT.name)
-    assert png.startswith(b"\x89PNG\r\n\x1a\n")
     # ...and opening it changed nothing
     assert stack.drain(timeout=30)
     assert _refunds(stack) == []
@@ -214,6 +220,11 @@ def test_a_person_approves_a_refund_in_the_browser_and_it_runs_once(
     assert _heading_after_submit(browser, SUMMARY) == "Already approved"
     assert stack.drain(timeout=30)
     assert len(_refunds(stack)) == 1
+    # And her link, opened again, says who approved it, when, and that it ran
+    browser.get(link)
+    assert _heading(browser) == "Already approved"
+    decided = browser.find_element(By.TAG_NAME, "main").text
+    assert "alice: approve at" in decided and "It ran at" in decided
 
 
 @pytest.mark.slow
@@ -287,3 +298,37 @@ def test_the_digest_page_lists_without_links_and_resends_a_link_privately(
     assert (entry.reviewer, entry.approval_id, entry.outcome) == ("alice", proposal.approval_id, "sent")
     assert stack.drain(timeout=30)
     assert _refunds(stack) == []
+
+
+@pytest.mark.slow
+def test_the_page_fits_a_phone_and_a_desktop_and_its_screenshots_are_taken(
+    browser: Any, demo_stack: tuple[LocalStack, str, LockgateConfig], tmp_path: Path
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    stack, gateway_url, config = demo_stack
+    # Given grace's refund waiting for a person, and alice's link
+    (proposal,) = pending_proposals(stack)
+    link = local_signer(stack, config.approvals, f"{gateway_url}/approvals").links_for(proposal)["alice"]
+    # (docs/img is refreshed only on request: every run would otherwise rewrite it)
+    refresh = os.environ.get("LOCKGATE_UPDATE_SCREENSHOTS") == "1" or not all(
+        p.exists() for p in SCREENSHOTS.values()
+    )
+    for name, size, mobile in (("phone", PHONE, True), ("desktop", DESKTOP, False)):
+        # When she opens it at this width
+        _viewport(browser, size, mobile=mobile)
+        browser.get(link)
+        # Then nothing scrolls sideways, and the whole page is there: the facts, who decides, the form
+        widths = browser.execute_script(
+            "return [document.documentElement.scrollWidth, document.documentElement.clientWidth]"
+        )
+        assert widths[0] <= widths[1] == size[0], (name, widths)
+        page = browser.find_element(By.TAG_NAME, "main").text
+        assert _heading(browser) == SUMMARY
+        for shown in ("UNVERIFIED", "My order A-2001 arrived broken", "Order status", "Who may decide"):
+            assert shown in page, (name, shown)
+        assert browser.find_element(By.CSS_SELECTOR, "textarea[name=reason]").is_displayed()
+        png = _save_screenshot(browser, SCREENSHOTS[name] if refresh else tmp_path / f"{name}.png")
+        assert png.startswith(b"\x89PNG\r\n\x1a\n")
+    # And looking changed nothing
+    assert stack.client("dynamodb").scan(TableName=stack.resources["DecisionsTable"])["Items"] == []
