@@ -397,6 +397,11 @@ def test_a_veto_window_action_runs_after_its_window_only_if_nobody_vetoed(rig: A
     told = rig.stub.requests[-1]["messages"][-1]["content"][0]["content"]
     assert "will run in 30 minutes unless a person rejects it" in told
     assert veto_event.delivery.available_at == int(rig.clock.now()) + 1800
+    # the reviewer's page says it runs when the window closes unless someone rejects it
+    assert (
+        "If nobody rejects it, it runs anyway after"
+        in flow.desk.show(approval_id, flow.link(approval_id, "bob")).body
+    )
     context = TaskContext("x", lambda: 60.0, None, LOG, rig.metrics)  # type: ignore[arg-type]
     with pytest.raises(Deferred):  # too early: nothing runs inside the window
         flow.executor(veto_event, context)

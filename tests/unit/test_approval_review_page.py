@@ -116,6 +116,12 @@ def text(html: str) -> str:
             ["1 of 2 approvals so far.", "counts as one of the 2 approvals needed", "bob: approve at"],
             ["One approval is needed."],
         ),
+        # a veto-window proposal runs when its window closes unless someone rejects it
+        (
+            {"veto_until": NOW + 900},
+            ["If nobody rejects it, it runs anyway after 2023-11-14 22:28 UTC."],
+            [],
+        ),
         # "did this happen?": nothing runs either way
         (
             {"answers_only": True},

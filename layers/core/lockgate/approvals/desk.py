@@ -257,6 +257,7 @@ def _view(proposal: Proposal, decisions: list[DecisionRecord], config: Approvals
         after_approve=str(after.get("approve", "")),
         after_reject=str(after.get("reject", "")),
         answers_only=answers_only(proposal),
+        veto_until=veto if isinstance(veto := proposal.extra.get("veto_until"), int) else None,
     )
 
 

@@ -62,6 +62,7 @@ class ProposalView:
     after_approve: str = ""
     after_reject: str = ""
     answers_only: bool = False  # "did this happen?": the answer is recorded, nothing runs
+    veto_until: int | None = None  # a "veto" proposal runs then unless someone rejects it
 
 
 def confirmation_page(
@@ -179,6 +180,8 @@ def _after_buttons(view: ProposalView) -> str:
             f" runs once, after the rules are checked again, within {hours} hour{'s' if hours > 1 else ''}"
             " of the last approval or not at all" + (f"; {view.after_approve}" if view.after_approve else "")
         )
+        if view.veto_until:  # the executor runs it when the window closes with nobody rejecting it
+            approve += f". If nobody rejects it, it runs anyway after {utc_time(view.veto_until)}"
         reject = "nothing runs, and one rejection is final" + (
             f"; {view.after_reject}" if view.after_reject else ""
         )
