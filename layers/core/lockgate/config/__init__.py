@@ -15,6 +15,7 @@ from lockgate.config.model import (
     RateLimitConfig,
     Reviewer,
     ScheduleConfig,
+    SlackApprovals,
     SourceConfig,
     ToolApproval,
 )
@@ -35,6 +36,7 @@ __all__ = [
     "SECRET_PREFIXES",
     "SOURCE_NAME",
     "ScheduleConfig",
+    "SlackApprovals",
     "SourceConfig",
     "ToolApproval",
     "load_config",

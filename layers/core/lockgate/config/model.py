@@ -56,6 +56,7 @@ class Reviewer:
     name: str
     roles: tuple[str, ...]
     email: str | None = None
+    slack_user: str | None = None  # their Slack user id (U0123...): a click in Slack decides as them
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,16 @@ class ToolApproval:
 
 
 @dataclass(frozen=True)
+class SlackApprovals:
+    """``[approvals.slack]``: a Slack app posts each proposal with Approve / Reject buttons."""
+
+    channel: str  # the channel id (C0123...) the messages go to
+    bot_token: str  # secret reference: the app's bot token (chat:write), read by the notifier only
+    signing_secret: str  # secret reference: the app's signing secret, read by the approval callback only
+    tolerance_seconds: int = 300  # how old a signed click may be (Slack's own advice: five minutes)
+
+
+@dataclass(frozen=True)
 class ApprovalsConfig:
     """Reviewers and per-tool approval rules."""
 
@@ -80,6 +91,11 @@ class ApprovalsConfig:
     tools: Mapping[str, ToolApproval] = field(default_factory=dict)
     max_pending_per_task: int = 20
     default: ToolApproval = field(default_factory=ToolApproval)
+    slack: SlackApprovals | None = None
+
+    def slack_reviewer(self, slack_user: str) -> Reviewer | None:
+        """The reviewer this Slack user id is mapped to, or None."""
+        return next((r for r in self.reviewers if r.slack_user and r.slack_user == slack_user), None)
 
     def for_tool(self, tool: str) -> ToolApproval:
         """The rule for a tool, or the default."""

@@ -29,6 +29,7 @@ from lockgate.config.model import (
     SourceConfig,
     ToolApproval,
 )
+from lockgate.config.slack import parse_slack, parse_slack_user, unique_slack_users
 from lockgate.errors import ConfigError
 
 # The template's Stage pattern: a stage names a file, so nothing else may reach the path.
@@ -187,20 +188,24 @@ def _dollars(value: Any, where: str) -> float:
 
 def _approvals(body: Mapping[str, Any], origin: str) -> ApprovalsConfig:
     where = f"{origin}: [approvals]"
-    _no_unknown(body, {"reviewers", "tools", "max_pending_per_task"}, where)
+    _no_unknown(body, {"reviewers", "tools", "max_pending_per_task", "slack"}, where)
     reviewers = []
     for n, item in enumerate(body.get("reviewers", [])):
         entry = _table(item, f"{where} reviewers[{n}]")
-        _no_unknown(entry, {"id", "name", "roles", "email"}, f"{where} reviewers[{n}]")
+        _no_unknown(entry, {"id", "name", "roles", "email", "slack_user"}, f"{where} reviewers[{n}]")
         rid = entry.get("id")
         if not isinstance(rid, str) or not REVIEWER_ID.match(rid):
             raise ConfigError(f"{where} reviewers[{n}]: id is letters, digits, '.', '_', '-', '@'")
         roles = entry.get("roles", [])
         if not isinstance(roles, list) or not all(isinstance(r, str) for r in roles):
             raise ConfigError(f"{where} reviewers[{n}]: roles is a list of names")
-        reviewers.append(Reviewer(rid, str(entry.get("name", rid)), tuple(roles), entry.get("email")))
+        slack_user = parse_slack_user(entry.get("slack_user"), f"{where} reviewers[{n}]")
+        reviewers.append(
+            Reviewer(rid, str(entry.get("name", rid)), tuple(roles), entry.get("email"), slack_user)
+        )
     if len({r.id for r in reviewers}) != len(reviewers):
         raise ConfigError(f"{where}: reviewer ids must be unique")
+    unique_slack_users(reviewers, where)
     tools = {}
     for name, item in _table(body.get("tools", {}), f"{where} tools").items():
         entry = _table(item, f"{where} tools.{name}")
@@ -217,7 +222,8 @@ def _approvals(body: Mapping[str, Any], origin: str) -> ApprovalsConfig:
             raise ConfigError(f"{where} tools.{name}: reviewers_required is 1 or 2")
         tools[name] = ToolApproval(roles=tuple(entry.get("roles", ())), pattern=pattern, **numbers)
     cap = _positive_int(body.get("max_pending_per_task", 20), f"{where} max_pending_per_task")
-    return ApprovalsConfig(reviewers=tuple(reviewers), tools=tools, max_pending_per_task=cap)
+    slack = parse_slack(body.get("slack"), f"{where} slack")
+    return ApprovalsConfig(reviewers=tuple(reviewers), tools=tools, max_pending_per_task=cap, slack=slack)
 
 
 def _source(name: str, body: Mapping[str, Any], origin: str) -> SourceConfig:
