@@ -2,7 +2,8 @@
 
 - ApprovalCallbackFunction: GET /approvals/{id} (confirmation page, changes nothing) and
   POST /approvals/{id} (a reviewer's decision); GET /approvals (a reviewer's digest, no links) and
-  POST /approvals (re-send one proposal's link privately). Only this role may write Decisions.
+  POST /approvals (re-send one proposal's link privately); POST /approvals/slack (a click on a Slack
+  message's Approve / Reject button). Only this role may write Decisions.
 - ApprovalNotifierFunction: the Approvals table's stream; each new proposal → signed links.
 Only the approval side can read the link-signing secret.
 """
@@ -32,6 +33,7 @@ parts = build_approvals(
     lambda_deps(os.environ, logger, metrics, timeout_seconds=settings.timeout_seconds),
 )
 desk, digest, notifier, reissuer = parts.desk, parts.digest, parts.notifier, parts.reissuer
+slack = parts.slack
 
 
 @metrics.log_metrics
@@ -71,6 +73,10 @@ def http(event: dict[str, Any]) -> dict[str, Any]:
     if method == "POST":
         raw = event.get("body") or ""
         body = base64.b64decode(raw) if event.get("isBase64Encoded") else raw.encode()
+        if event.get("routeKey") == "POST /approvals/slack":  # Slack's signed button clicks
+            if slack is None:
+                return outcome_page("Not found", "Slack approvals are not configured.", status=404).to_apigw()
+            return slack.handle(body, headers).to_apigw()
         form = parse_form(body, headers.get("content-type", ""))
     if not approval_id:  # /approvals?…: a reviewer's batch-review digest; POST re-sends one link
         if method == "GET" and digest is not None:

@@ -136,6 +136,9 @@ def test_post_json_posts_json_with_a_timeout_and_follows_no_redirects(
         def __exit__(self, *exc: object) -> None:
             return None
 
+        def read(self, limit: int = -1) -> bytes:
+            return b""
+
     class Opener:
         def open(self, request: Any, timeout: float) -> Response:
             seen.update(request=request, timeout=timeout)

@@ -112,6 +112,12 @@ CALLBACK_ACCESS = {
     ("dynamodb:PutItem", "InboxTable.Arn"),
     ("sqs:SendMessage", "InboxQueue.Arn"),
     ("secretsmanager:GetSecretValue", "Ref:ApprovalLinkSecret"),
+    # [approvals.slack]'s signing secret: a click on a Slack button is Slack's, signed.
+    (
+        "secretsmanager:GetSecretValue",
+        "arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:"
+        "${SecretsPrefix}/slack/signing-??????",
+    ),
     # A digest page's link re-sends: the "approval-links" rows of State only (by condition), and SES.
     ("dynamodb:PutItem", "StateTable.Arn"),
     ("dynamodb:UpdateItem", "StateTable.Arn"),
@@ -131,6 +137,12 @@ NOTIFIER_ACCESS = {
     (
         "secretsmanager:GetSecretValue",
         "arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:${SecretsPrefix}/notify/*",
+    ),
+    # [approvals.slack]'s bot token: posts each proposal's message with buttons.
+    (
+        "secretsmanager:GetSecretValue",
+        "arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:"
+        "${SecretsPrefix}/slack/bot-??????",
     ),
     ("ses:SendEmail", "arn:${AWS::Partition}:ses:${AWS::Region}:${AWS::AccountId}:identity/*"),
 }
@@ -443,7 +455,7 @@ def test_given_the_worker_then_its_environment_names_every_resource_it_uses(cfn)
 
 def test_given_the_http_api_then_post_webhooks_source_invokes_the_receiver_with_payload_v2(cfn):
     body = properties(cfn, "WebhookApi")["Body"]
-    assert set(body["paths"]) == {"/webhooks/{source}", "/approvals/{id}", "/approvals"}
+    assert set(body["paths"]) == {"/webhooks/{source}", "/approvals/{id}", "/approvals", "/approvals/slack"}
     assert list(body["paths"]["/webhooks/{source}"]) == ["post"]
     integration = body["paths"]["/webhooks/{source}"]["post"]["x-amazon-apigateway-integration"]
     assert integration["payloadFormatVersion"] == "2.0"
@@ -777,9 +789,9 @@ def test_given_an_approval_function_then_it_cannot_read_the_model_key_webhook_se
     resources = {resource for _, resource in access(role_of(cfn, function_id))}
     assert not any("Shop" in r or "BodyBucket" in r for r in resources)
     secrets = _secret_resources(cfn, function_id) - {"Ref:ApprovalLinkSecret"}
-    # besides the link key, at most the notifier's webhook URLs under <prefix>/notify/
-    assert all(r.endswith(":secret:${SecretsPrefix}/notify/*") for r in secrets)
-    assert function_id == "ApprovalNotifierFunction" or not secrets
+    # besides the link key: the notifier's webhook URLs and Slack bot token,
+    # the callback's Slack signing secret
+    assert {r.rsplit(":secret:", 1)[1] for r in secrets} == SLACK_AND_NOTIFY_SECRETS[function_id]
     assert not {"ANTHROPIC_API_KEY_REF", "SECRETS_PREFIX", "STATE_TABLE"} & set(environment(cfn, function_id))
 
 
@@ -816,7 +828,33 @@ def test_given_the_approval_routes_then_get_and_post_reach_the_callback(cfn):
         ("POST", "/approvals/{id}"): "ApprovalCallbackFunction",
         ("GET", "/approvals"): "ApprovalCallbackFunction",
         ("POST", "/approvals"): "ApprovalCallbackFunction",
+        ("POST", "/approvals/slack"): "ApprovalCallbackFunction",
     }
+
+
+SLACK_AND_NOTIFY_SECRETS = {
+    "ApprovalNotifierFunction": {"${SecretsPrefix}/notify/*", "${SecretsPrefix}/slack/bot-??????"},
+    "ApprovalCallbackFunction": {"${SecretsPrefix}/slack/signing-??????"},
+}
+
+
+@pytest.mark.parametrize(
+    ("secret", "reader"),
+    [("slack/bot", "ApprovalNotifierRole"), ("slack/signing", "ApprovalCallbackRole")],
+)
+def test_given_the_slack_app_secrets_then_each_is_readable_by_one_role_only(cfn, secret, reader):
+    # The bot token posts as the app (the notifier); the signing secret vouches for a click (the callback).
+    name = f"lockgate/{secret}-AbCdEf"
+    readers = {
+        role_id
+        for role_id in resources_of_type(cfn, "AWS::IAM::Role")
+        for action, resource in access(properties(cfn, role_id))
+        if (action.startswith("secretsmanager:") or action == "*")
+        and fnmatch.fnmatchcase(
+            name, resource.rsplit(":secret:", 1)[-1].replace("${SecretsPrefix}", "lockgate")
+        )
+    }
+    assert readers == {reader}
 
 
 def test_given_the_approvals_stream_then_the_notifier_reports_partial_failures_and_keeps_what_fails(cfn):

@@ -174,18 +174,22 @@ def run_local(
         print(f"lockgate: a local stack already runs on port {port}; pick another --port", file=out)
         return 2
     from lockgate_infra.local.model import local_model
+    from lockgate_infra.local.slack_stub import local_slack
     from lockgate_infra.local.workflows import seed_workflows
 
     with (
         _stop_on_signals(stop),
         _request_log(out),
         local_model(model, os.environ) as chosen,
+        local_slack(
+            config_path or template.parent / "lockgate.toml", lambda line: print(line, file=out)
+        ) as slack,
         LocalStack(
             template,
             config_path=config_path,
             parameters=parameters,
             port=moto_port,
-            environment={**chosen.environment, "APPROVAL_CHANNELS": "print"},
+            environment={**chosen.environment, **slack, "APPROVAL_CHANNELS": "print"},
         ) as stack,
     ):
         dev_secrets = seed_secrets(stack)

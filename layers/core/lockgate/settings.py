@@ -134,6 +134,8 @@ class ApprovalSettings:
     stage: str | None = None  # LOCKGATE_STAGE: stages/<stage>.toml is merged over the config
     state_table: str | None = None  # LINK_RESEND_TABLE: the State table, for its link re-send rows only
     ledger_table: str | None = None  # LEDGER_TABLE: the State table, to read an approved action's state
+    slack_api_url: str = "https://slack.com/api"  # SLACK_API_URL: the local stub's, on the embedded stack
+    slack_response_prefix: str = "https://hooks.slack.com/"  # SLACK_RESPONSE_URL_PREFIX: likewise
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> ApprovalSettings:
@@ -162,6 +164,9 @@ class ApprovalSettings:
             timeout_seconds=_int(environ, "APPROVAL_TIMEOUT_SECONDS", 30),
             state_table=environ.get("LINK_RESEND_TABLE") or None,
             ledger_table=environ.get("LEDGER_TABLE") or None,
+            slack_api_url=environ.get("SLACK_API_URL", "").strip() or "https://slack.com/api",
+            slack_response_prefix=environ.get("SLACK_RESPONSE_URL_PREFIX", "").strip()
+            or "https://hooks.slack.com/",
         )
 
 

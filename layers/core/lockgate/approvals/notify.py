@@ -116,12 +116,16 @@ class _NoRedirects(urllib.request.HTTPRedirectHandler):
 def post_json(url: str, body: bytes) -> None:
     """POST a JSON body to an https webhook, with a short timeout; raise on any non-2xx answer."""
     require_https(url)
-    request = urllib.request.Request(  # noqa: S310 - https only, checked above
-        url, data=body, headers={"Content-Type": "application/json"}, method="POST"
-    )
+    send_post(url, body, {"Content-Type": "application/json"})
+
+
+def send_post(url: str, body: bytes, headers: Mapping[str, str]) -> bytes:
+    """POST with a short timeout, never following a redirect; the answer's body. The caller checks the URL."""
+    request = urllib.request.Request(url, data=body, headers=dict(headers), method="POST")  # noqa: S310
     with urllib.request.build_opener(_NoRedirects).open(request, timeout=WEBHOOK_TIMEOUT_SECONDS) as response:
         if not 200 <= response.status < 300:
             raise OSError(f"webhook answered {response.status}")
+        return bytes(response.read(1_048_576))
 
 
 class PersonalChannel(Protocol):

@@ -21,10 +21,13 @@ from lockgate.approvals.notify import (
     PrintChannel,
     WebhookChannel,
     post_json,
+    send_post,
 )
 from lockgate.approvals.outcome import ActionOutcomes
 from lockgate.approvals.proposals import ProposalStore
 from lockgate.approvals.reissue import LinkReissuer, ReissueAudit
+from lockgate.approvals.slack import SlackChannel, SlackDesk
+from lockgate.approvals.slack_api import ResponseUrl, SlackWebApi
 from lockgate.config import LockgateConfig
 from lockgate.errors import ConfigError
 from lockgate.inbox.queue import InboxQueue
@@ -41,6 +44,7 @@ class ApprovalParts:
     digest: ReviewDigest | None
     notifier: Notifier
     reissuer: LinkReissuer | None = None  # POST /approvals: a digest page's "email me its link"
+    slack: SlackDesk | None = None  # POST /approvals/slack: clicks on Slack's buttons ([approvals.slack])
 
 
 def build_approvals(settings: ApprovalSettings, config: LockgateConfig, deps: Deps) -> ApprovalParts:
@@ -95,8 +99,44 @@ def build_approvals(settings: ApprovalSettings, config: LockgateConfig, deps: De
                 metrics=deps.metrics,
             )
     channels = [channel(name, settings, deps) for name in settings.channels]
+    channels += slack_channels(settings, config, deps)
     notifier = Notifier(signer.links_for, config.approvals.reviewers_for, channels, deps.log, deps.metrics)
-    return ApprovalParts(desk, digest, notifier, reissuer)
+    slack = slack_desk(settings, config, deps, desk, proposals) if desk is not None else None
+    return ApprovalParts(desk, digest, notifier, reissuer, slack)
+
+
+def slack_channels(settings: ApprovalSettings, config: LockgateConfig, deps: Deps) -> list[Channel]:
+    """The Slack app's interactive messages when ``[approvals.slack]`` is set; the bot token read per send."""
+    slack = config.approvals.slack
+    if slack is None:
+        return []
+    token = functools.partial(deps.secrets.resolve, slack.bot_token)
+    return [SlackChannel(slack, SlackWebApi(token, send_post, settings.slack_api_url), config.approvals)]
+
+
+def slack_desk(
+    settings: ApprovalSettings,
+    config: LockgateConfig,
+    deps: Deps,
+    desk: ApprovalDesk,
+    proposals: ProposalStore,
+) -> SlackDesk | None:
+    """The callback's handler of Slack clicks (deciding through the desk's recorder), when configured."""
+    slack = config.approvals.slack
+    if slack is None or settings.decisions_table is None:
+        return None
+    return SlackDesk(
+        settings=slack,
+        config=config.approvals,
+        proposals=proposals,
+        decisions=DecisionStore(deps.client("dynamodb"), settings.decisions_table),
+        recorder=desk.recorder,
+        signing_secrets=lambda: deps.secrets.resolve_all([slack.signing_secret]),
+        responses=ResponseUrl(send_post, settings.slack_response_prefix),
+        clock=deps.clock,
+        log=deps.log,
+        metrics=deps.metrics,
+    )
 
 
 def personal_channel(settings: ApprovalSettings, deps: Deps) -> PersonalChannel:

@@ -1,0 +1,92 @@
+"""Talking to Slack: the Web API (``chat.postMessage``) with the bot token, and a click's response_url.
+
+Both are plain HTTPS POSTs that never follow a redirect. A response_url comes inside a payload
+Slack signed, and is still only used under Slack's own host (or the local stub's, when configured),
+so a payload cannot make the callback post anywhere else. The bot token goes in a header, never in
+a log line or an error.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+from lockgate.errors import ConfigError
+
+# url, body, headers → the answer's body; raises OSError on a non-2xx answer (notify.send_post).
+Post = Callable[[str, bytes, Mapping[str, str]], bytes]
+SLACK_API_URL = "https://slack.com/api"
+SLACK_RESPONSE_PREFIX = "https://hooks.slack.com/"
+_LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+_MAX_URL_CHARS = 1_000
+
+
+class SlackApiError(Exception):
+    """Slack refused a call (its ``error`` code, e.g. ``channel_not_found``); the notifier retries."""
+
+
+def check_base(url: str) -> str:
+    """An https URL, or plain http on loopback only (the local stub); the URL without a trailing /."""
+    parts = urlsplit(url)
+    if parts.scheme == "https" and parts.hostname:
+        return url.rstrip("/")
+    if parts.scheme == "http" and parts.hostname in _LOOPBACK:
+        return url.rstrip("/")
+    raise ConfigError(f"Slack URLs must be https:// (plain http only on loopback), got {url[:60]!r}")
+
+
+class SlackWebApi:
+    """The few Web API methods the notifier calls, with the bot token resolved per call (rotation)."""
+
+    def __init__(self, token: Callable[[], str], post: Post, base_url: str = SLACK_API_URL) -> None:
+        self._token = token
+        self._post = post
+        self._base = check_base(base_url)
+
+    def call(self, method: str, payload: Mapping[str, Any]) -> dict[str, Any]:
+        """One Web API method with a JSON body; SlackApiError when Slack answers ``ok: false``."""
+        headers = {
+            "Content-Type": "application/json; charset=utf-8",
+            "Authorization": f"Bearer {self._token()}",
+        }
+        raw = self._post(f"{self._base}/{method}", json.dumps(payload).encode(), headers)
+        try:
+            answer = json.loads(raw)
+        except ValueError as exc:
+            raise SlackApiError(f"{method}: the answer is not JSON") from exc
+        if not isinstance(answer, dict) or answer.get("ok") is not True:
+            error = answer.get("error") if isinstance(answer, dict) else None
+            raise SlackApiError(f"{method}: {str(error or 'not ok')[:80]}")
+        return answer
+
+    def post_message(self, channel: str, text: str, blocks: list[dict[str, Any]]) -> str:
+        """Post a message with blocks (``text`` is the notification's fallback); its ``ts``."""
+        answer = self.call(
+            "chat.postMessage", {"channel": channel, "text": text, "blocks": blocks, "unfurl_links": False}
+        )
+        return str(answer.get("ts", ""))
+
+
+class ResponseUrl:
+    """Answers a click through its payload's response_url: replace the message, or tell only the clicker."""
+
+    def __init__(self, post: Post, prefix: str = SLACK_RESPONSE_PREFIX) -> None:
+        self._post = post
+        self._prefix = check_base(prefix.rstrip("/")) + "/"
+
+    def allows(self, url: str) -> bool:
+        """Whether ``url`` is under Slack's response host (the configured prefix)."""
+        return len(url) <= _MAX_URL_CHARS and url.startswith(self._prefix) and ".." not in url
+
+    def send(self, url: str, message: Mapping[str, Any]) -> None:
+        """POST ``message``; ValueError for a URL outside the prefix, OSError if Slack refuses it."""
+        if not self.allows(url):
+            raise ValueError("response_url is not under Slack's response host")
+        self._post(url, json.dumps(message).encode(), {"Content-Type": "application/json; charset=utf-8"})
+
+
+def ephemeral(text: str) -> dict[str, Any]:
+    """A reply only the clicking user sees; the message itself stays as it is."""
+    return {"response_type": "ephemeral", "replace_original": False, "text": text}

@@ -1,0 +1,153 @@
+"""The Slack message for one proposal (Block Kit): what would run, why a person is asked, who may decide,
+and Approve / Reject buttons; then the same message with its outcome in place of the buttons.
+
+Every word of it is built by code from the stored proposal. Text Slack would parse (``<!channel>``,
+``<url|label>``) is escaped; the assistant's own reason goes in plain text, marked unverified. A
+button's value carries the approval id and the argument fingerprint, nothing secret: the click is
+trusted because Slack signed it, and the decision is re-checked against the stored proposal.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from lockgate.approvals.decisions import Choice, DecisionRecord
+from lockgate.approvals.notify import message_text
+from lockgate.approvals.proposals import Proposal
+from lockgate.config import Reviewer
+
+APPROVE_ACTION = "lockgate_approve"
+REJECT_ACTION = "lockgate_reject"
+ACTIONS = {APPROVE_ACTION: Choice.APPROVE, REJECT_ACTION: Choice.REJECT}
+_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
+_SEPARATOR = "|"
+_MAX_TEXT = 2_900  # a section's text may be 3,000 characters
+
+
+def escape(text: str) -> str:
+    """Text Slack shows as written: no mentions, links or channel pings can be smuggled in."""
+    return text.translate(_ESCAPES)[:_MAX_TEXT]
+
+
+def button_value(proposal: Proposal) -> str:
+    """What a button carries: the approval id and the fingerprint of the arguments shown."""
+    return f"{proposal.approval_id}{_SEPARATOR}{proposal.fingerprint}"
+
+
+def parse_button_value(value: str) -> tuple[str, str] | None:
+    """(approval id, fingerprint) from a button's value, or None if it is not one of ours."""
+    approval_id, separator, digest = value.rpartition(_SEPARATOR)
+    if not separator or not approval_id or len(digest) != 64 or not digest.isalnum():
+        return None
+    return approval_id, digest
+
+
+def utc_time(epoch: int) -> str:
+    """``14:02 UTC``: when a decision was made, as reviewers read it."""
+    return time.strftime("%H:%M UTC", time.gmtime(epoch))
+
+
+def proposal_blocks(
+    proposal: Proposal, reviewers: Sequence[Reviewer], decisions: Sequence[DecisionRecord] = ()
+) -> list[dict[str, Any]]:
+    """The message for a pending proposal, with the buttons (and the approvals so far, if any)."""
+    blocks = _facts(proposal, reviewers)
+    approvers = _approvers(decisions)
+    if approvers:
+        blocks.append(_context(progress_line(proposal, approvers)))
+    blocks.append(
+        {
+            "type": "actions",
+            "block_id": "lockgate_decide",
+            "elements": [
+                _button("Approve", APPROVE_ACTION, proposal, "primary"),
+                _button("Reject", REJECT_ACTION, proposal, "danger"),
+            ],
+        }
+    )
+    return blocks
+
+
+def outcome_blocks(proposal: Proposal, reviewers: Sequence[Reviewer], line: str) -> list[dict[str, Any]]:
+    """The message once decided: the same facts, the outcome where the buttons were."""
+    return [*_facts(proposal, reviewers), {"type": "section", "text": _mrkdwn(f"*{escape(line)}*")}]
+
+
+def approved_line(decisions: Sequence[DecisionRecord]) -> str:
+    """``Approved by alice at 14:02 UTC — runs once`` (both names when two approved)."""
+    approvers = _approvers(decisions)
+    names = " and ".join(d.reviewer for d in approvers)
+    at = max((d.decided_at for d in approvers), default=0)
+    return f"Approved by {names} at {utc_time(at)} — runs once"
+
+
+def rejected_line(decisions: Sequence[DecisionRecord]) -> str:
+    """``Rejected by bob at 14:03 UTC — it will not happen``."""
+    rejection = next((d for d in decisions if d.verdict is Choice.REJECT), None)
+    if rejection is None:
+        return "Rejected — it will not happen"
+    return f"Rejected by {rejection.reviewer} at {utc_time(rejection.decided_at)} — it will not happen"
+
+
+def progress_line(proposal: Proposal, approvers: Sequence[DecisionRecord]) -> str:
+    """``1 of 2 approvals (alice at 14:02 UTC) — another reviewer must approve``."""
+    who = ", ".join(f"{d.reviewer} at {utc_time(d.decided_at)}" for d in approvers)
+    return (
+        f"{len(approvers)} of {proposal.reviewers_required} approvals ({who})"
+        " — another reviewer must approve before it runs"
+    )
+
+
+def fallback_text(proposal: Proposal) -> str:
+    """The notification's plain text (what a phone's lock screen shows)."""
+    return escape(message_text(proposal))
+
+
+def _approvers(decisions: Sequence[DecisionRecord]) -> list[DecisionRecord]:
+    return sorted((d for d in decisions if d.verdict is Choice.APPROVE), key=lambda d: d.decided_at)
+
+
+def _facts(proposal: Proposal, reviewers: Sequence[Reviewer]) -> list[dict[str, Any]]:
+    why = "\n".join(f"• {escape(reason)}" for reason in proposal.why) or "• a person must approve this tool"
+    blocks: list[dict[str, Any]] = [
+        {"type": "section", "text": _mrkdwn(f"*Approval needed* ({escape(proposal.task)})")},
+        {"type": "section", "text": _mrkdwn(f"*{escape(proposal.summary)}*\nNothing has happened yet.")},
+        {"type": "section", "text": _mrkdwn(f"Why a person is asked:\n{why}")},
+    ]
+    reason = proposal.unverified_reason.strip()
+    if reason and reason != "-":
+        text = f"The assistant's reason (unverified): {reason}"[:_MAX_TEXT]
+        blocks.append({"type": "context", "elements": [{"type": "plain_text", "text": text, "emoji": False}]})
+    who = ", ".join(f"<@{r.slack_user}>" if r.slack_user else escape(r.id) for r in reviewers) or "nobody"
+    needs = "two different reviewers" if proposal.reviewers_required > 1 else "one reviewer"
+    deadline = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(proposal.expires_at))
+    blocks.append(_context(f"Needs {needs} · may decide: {who} · expires {deadline}", escaped=True))
+    return blocks
+
+
+def _button(label: str, action_id: str, proposal: Proposal, style: str) -> dict[str, Any]:
+    button: dict[str, Any] = {
+        "type": "button",
+        "action_id": action_id,
+        "text": {"type": "plain_text", "text": label},
+        "style": style,
+        "value": button_value(proposal),
+    }
+    if action_id == APPROVE_ACTION:  # a slip of the thumb should not approve a refund
+        button["confirm"] = {
+            "title": {"type": "plain_text", "text": "Approve?"},
+            "text": {"type": "plain_text", "text": "It will run once, as shown above."},
+            "confirm": {"type": "plain_text", "text": "Approve"},
+            "deny": {"type": "plain_text", "text": "Cancel"},
+        }
+    return button
+
+
+def _mrkdwn(text: str) -> dict[str, str]:
+    return {"type": "mrkdwn", "text": text}
+
+
+def _context(text: str, *, escaped: bool = False) -> dict[str, Any]:
+    return {"type": "context", "elements": [_mrkdwn(text if escaped else escape(text))]}

@@ -1,0 +1,288 @@
+"""Approving in Slack, end to end on the embedded stack, with a stand-in Slack on loopback.
+
+grace's signed helpdesk email asks for a refund of A-2001; the agent proposes it; the notifier
+posts one message with Approve / Reject buttons to the configured channel (the stub records it).
+Each click is the interaction request Slack would send: form-encoded, signed with the app's signing
+secret, carrying the button's value and a response_url. The Decisions row, the approval.decided
+inbox event, the refund and the messages the stub recorded are what the tests assert.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lockgate.approvals.notify import send_post
+from lockgate.approvals.slack_api import SlackApiError, SlackWebApi
+from lockgate_infra.local.approval_walk import pending_proposals
+from lockgate_infra.local.demo import _send, samples
+from lockgate_infra.local.devsecrets import SLACK_DEV_SECRETS
+from lockgate_infra.local.loopback import request
+from lockgate_infra.local.model import local_model
+from lockgate_infra.local.run import seed_secrets
+from lockgate_infra.local.slack_stub import SlackCall, SlackStub, click_payload, local_slack, signed_click
+from lockgate_infra.local.stack import LocalStack
+from lockgate_infra.local.workflows import seed_workflows
+
+ROOT = Path(__file__).resolve().parents[2]
+SUMMARY = "refund $80.00 on order A-2001"
+CHANNEL = "C0APPROVALS"
+ALICE, BOB, CAROL, STRANGER = "U0ALICE01", "U0BOB0001", "U0CAROL01", "U0STRANGER"
+# What the README's "Approving in Slack" adds to lockgate.toml (carol: support only, no refunds role).
+SLACK_CONFIG = f"""
+[approvals.slack]
+channel = "{CHANNEL}"
+bot_token = "secretsmanager:lockgate/slack/bot"
+signing_secret = "secretsmanager:lockgate/slack/signing"
+
+[[approvals.reviewers]]
+id = "carol"
+name = "Carol (support)"
+roles = ["support"]
+slack_user = "{CAROL}"
+"""
+
+
+def _config(tmp_path: Path, reviewers_required: int) -> Path:
+    """The shipped lockgate.toml with Slack user ids for alice and bob, the Slack app, and carol."""
+    text = (ROOT / "lockgate.toml").read_text(encoding="utf-8")
+    text = text.replace(
+        'email = "alice@shop.example.com"\n', f'email = "alice@shop.example.com"\nslack_user = "{ALICE}"\n'
+    )
+    text = text.replace(
+        'email = "bob@shop.example.com"\n', f'email = "bob@shop.example.com"\nslack_user = "{BOB}"\n'
+    )
+    text = text.replace(
+        "run_within_hours = 1 ", f"reviewers_required = {reviewers_required}\nrun_within_hours = 1 "
+    )
+    path = tmp_path / "lockgate.toml"
+    path.write_text(text + SLACK_CONFIG, encoding="utf-8")
+    return path
+
+
+Stack = tuple[LocalStack, SlackStub, str]
+
+
+@pytest.fixture
+def slack_stack(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Stack]:
+    """The embedded stack with [approvals.slack] on, grace's refund proposed and posted to Slack."""
+    required = getattr(request, "param", 1)
+    with SlackStub(SLACK_DEV_SECRETS["bot_token"]) as slack, local_model("demo", os.environ) as model:
+        environment = {
+            "POWERTOOLS_LOG_LEVEL": "ERROR",
+            "POWERTOOLS_METRICS_DISABLED": "true",
+            "APPROVAL_CHANNELS": "print",
+            "SLACK_API_URL": slack.api_url,
+            "SLACK_RESPONSE_URL_PREFIX": slack.response_prefix,
+            **model.environment,
+        }
+        with LocalStack(config_path=_config(tmp_path, required), environment=environment) as stack:
+            secrets = seed_secrets(stack)
+            seed_workflows(stack)
+            gateway = stack.start_gateway(0)
+            stack.start_pollers(wait_seconds=0)
+            (email,) = [s for r in samples(int(time.time())) for s in r if s.delivery_id == "msg-demo-2"]
+            from lockgate.config import load_config
+
+            status, reply = _send(
+                email, gateway.url, load_config(stack.config_path), secrets, int(time.time())
+            )
+            assert status == 200, reply
+            assert stack.drain(timeout=30)
+            yield stack, slack, gateway.url
+
+
+def _posted(slack: SlackStub) -> SlackCall:
+    (message,) = slack.of_kind("chat.postMessage")
+    return message
+
+
+def _button(message: SlackCall, action_id: str) -> str:
+    (actions,) = [b for b in message.body["blocks"] if b["type"] == "actions"]
+    return str(next(e["value"] for e in actions["elements"] if e["action_id"] == action_id))
+
+
+def _click(
+    stack: Stack, user: str, action_id: str = "lockgate_approve", **signing: Any
+) -> tuple[int, Callable[[], list[SlackCall]]]:
+    """Click a button of the posted message as ``user``; the status and that click's recorded answers."""
+    _, slack, gateway = stack
+    name = f"click-{user}-{time.monotonic_ns()}"
+    payload = click_payload(user, action_id, _button(_posted(slack), action_id), slack.response_url(name))
+    secret = signing.pop("secret", SLACK_DEV_SECRETS["signing_secret"])
+    body, headers = signed_click(payload, secret, **signing)
+    status, _ = request(f"{gateway}/approvals/slack", body, headers)
+    return status, lambda: [c for c in slack.of_kind("response") if c.path.endswith(name)]
+
+
+def _decisions(stack: LocalStack) -> list[tuple[str, str, str]]:
+    items = stack.client("dynamodb").scan(TableName=stack.resources["DecisionsTable"])["Items"]
+    return sorted((i["reviewer"]["S"], i["verdict"]["S"], i["via"]["S"]) for i in items)
+
+
+def _refunds(stack: LocalStack) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = stack.client("dynamodb").scan(
+        TableName=stack.resources["ShopPaymentsTable"]
+    )["Items"]
+    return items
+
+
+def _decided_events(stack: LocalStack) -> list[str]:
+    items = stack.client("dynamodb").scan(TableName=stack.resources["InboxTable"])["Items"]
+    return sorted(i["pk"]["S"] for i in items if i["pk"]["S"].startswith("approval#"))
+
+
+def _text(call: SlackCall) -> str:
+    return json.dumps(call.body["blocks"]) + call.body["text"]
+
+
+def test_the_notifier_posts_one_message_with_buttons_carrying_no_secret(slack_stack: Stack) -> None:
+    stack, slack, _ = slack_stack
+    (proposal,) = pending_proposals(stack)
+    message = _posted(slack)
+    # Then it went to the configured channel with the bot token, and reads as the proposal
+    assert message.authorized and message.body["channel"] == CHANNEL
+    assert SUMMARY in _text(message) and "unverified" in _text(message)
+    assert f"<@{ALICE}>" in _text(message) and f"<@{BOB}>" in _text(message)
+    # And each button's value is the approval id and the argument fingerprint, nothing more
+    value = f"{proposal.approval_id}|{proposal.fingerprint}"
+    assert _button(message, "lockgate_approve") == _button(message, "lockgate_reject") == value
+
+
+def test_a_mapped_reviewer_approves_in_slack_and_the_refund_runs_once(slack_stack: Stack) -> None:
+    stack, _, _ = slack_stack
+    (proposal,) = pending_proposals(stack)
+    assert _refunds(stack) == []
+    # When alice clicks Approve
+    status, answers = _click(slack_stack, ALICE)
+    # Then her decision is recorded, as from Slack, and the worker is told
+    assert status == 200
+    assert _decisions(stack) == [("alice", "approve", "slack")]
+    assert _decided_events(stack) == [f"approval#{proposal.approval_id}#approved"]
+    # And the refund runs exactly once
+    assert stack.drain(timeout=30)
+    (refund,) = _refunds(stack)
+    assert refund["order_id"]["S"] == "A-2001"
+    # And the message in the channel now shows the outcome in place of the buttons
+    (answer,) = answers()
+    assert answer.body["replace_original"] is True
+    assert (
+        answer.body["text"] == f"Approved by alice at {time.strftime('%H:%M', time.gmtime())} UTC — runs once"
+    )
+    assert '"type": "actions"' not in json.dumps(answer.body["blocks"])
+
+    # When the same click arrives again (Slack retried, or someone replayed it within five minutes)
+    status, answers = _click(slack_stack, ALICE)
+    # Then still one decision and one refund; only alice is told her first decision stands
+    assert status == 200
+    assert _decisions(stack) == [("alice", "approve", "slack")]
+    assert stack.drain(timeout=30)
+    assert len(_refunds(stack)) == 1
+    (again,) = answers()
+    assert again.body == {
+        "response_type": "ephemeral",
+        "replace_original": False,
+        "text": "This was already approved; nothing more is needed.",
+    }
+
+
+@pytest.mark.parametrize(
+    ("user", "told"),
+    [
+        (STRANGER, "You are not set up as a Lockgate reviewer, so nothing was recorded."),
+        (CAROL, "You may not decide this request: it needs the refunds role. Nothing was recorded."),
+    ],
+)
+def test_an_unknown_slack_user_or_one_without_the_role_is_refused_privately(
+    slack_stack: Stack, user: str, told: str
+) -> None:
+    stack, _, _ = slack_stack
+    # When someone who is not a refunds reviewer clicks Approve
+    status, answers = _click(slack_stack, user)
+    # Then only they are told why, the message is unchanged, and nothing is written or run
+    assert status == 200
+    (answer,) = answers()
+    assert answer.body["response_type"] == "ephemeral" and answer.body["replace_original"] is False
+    assert answer.body["text"].startswith(told)
+    assert _decisions(stack) == []
+    assert _decided_events(stack) == []
+    assert stack.drain(timeout=30)
+    assert _refunds(stack) == []
+
+
+@pytest.mark.parametrize(
+    "forgery",
+    [
+        {"secret": "not-the-signing-secret"},
+        {"now": int(time.time()) - 600},  # signed ten minutes ago: outside the five-minute window
+    ],
+    ids=["bad signature", "stale timestamp"],
+)
+def test_a_click_slack_did_not_sign_just_now_is_refused_and_changes_nothing(
+    slack_stack: Stack, forgery: dict[str, Any]
+) -> None:
+    stack, slack, _ = slack_stack
+    status, answers = _click(slack_stack, ALICE, **forgery)
+    assert status == 401
+    assert answers() == []  # not even the clicker is answered: the payload was never read
+    assert _decisions(stack) == []
+    assert stack.drain(timeout=30)
+    assert _refunds(stack) == []
+
+
+@pytest.mark.parametrize("slack_stack", [2], indirect=True)
+def test_a_second_reviewer_completes_a_two_person_approval(slack_stack: Stack) -> None:
+    stack, _, _ = slack_stack
+    # When alice approves a refund that needs two people
+    status, answers = _click(slack_stack, ALICE)
+    # Then the message shows one of two approvals and keeps its buttons, and nothing runs yet
+    assert status == 200
+    (first,) = answers()
+    assert first.body["replace_original"] is True
+    assert "1 of 2 approvals (alice at " in _text(first)
+    assert '"type": "actions"' in json.dumps(first.body["blocks"])
+    assert _decided_events(stack) == []
+    assert stack.drain(timeout=30)
+    assert _refunds(stack) == []
+    # When bob approves too
+    status, answers = _click(slack_stack, BOB)
+    # Then it is approved by both, the worker is told once, and the refund runs once
+    assert status == 200
+    (second,) = answers()
+    assert second.body["text"].startswith("Approved by alice and bob at ")
+    assert _decisions(stack) == [("alice", "approve", "slack"), ("bob", "approve", "slack")]
+    assert len(_decided_events(stack)) == 1
+    assert stack.drain(timeout=30)
+    assert len(_refunds(stack)) == 1
+
+
+def test_a_reject_click_settles_it_and_nothing_runs(slack_stack: Stack) -> None:
+    stack, _, _ = slack_stack
+    status, answers = _click(slack_stack, BOB, "lockgate_reject")
+    assert status == 200
+    (answer,) = answers()
+    assert answer.body["text"].startswith("Rejected by bob at ")
+    assert _decisions(stack) == [("bob", "reject", "slack")]
+    assert stack.drain(timeout=30)
+    assert _refunds(stack) == []
+
+
+def test_lockgate_local_runs_a_slack_stub_only_when_slack_approvals_are_configured(tmp_path: Path) -> None:
+    with local_slack(ROOT / "lockgate.toml") as environment:
+        assert environment == {}
+    lines: list[str] = []
+    with local_slack(_config(tmp_path, 1), lines.append) as environment:
+        # The notifier's own client, over loopback HTTP, with the development bot token
+        api = SlackWebApi(lambda: SLACK_DEV_SECRETS["bot_token"], send_post, environment["SLACK_API_URL"])
+        assert api.post_message(CHANNEL, "hello", [])
+        with pytest.raises(SlackApiError, match="invalid_auth"):
+            SlackWebApi(lambda: "xoxb-wrong", send_post, environment["SLACK_API_URL"]).post_message(
+                CHANNEL, "x", []
+            )
+    assert lines == ["[slack] chat.postMessage: hello", "[slack] chat.postMessage: x"]
