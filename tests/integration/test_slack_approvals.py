@@ -31,7 +31,7 @@ from lockgate_infra.local.stack import LocalStack
 from lockgate_infra.local.workflows import seed_workflows
 
 ROOT = Path(__file__).resolve().parents[2]
-SUMMARY = "refund $80.00 on order A-2001"
+SUMMARY = "refund $80.00 USD on order A-2001"  # code-built, with the currency
 CHANNEL = "C0APPROVALS"
 ALICE, BOB, CAROL, STRANGER = "U0ALICE01", "U0BOB0001", "U0CAROL01", "U0STRANGER"
 # What the README's "Approving in Slack" adds to lockgate.toml (carol: support only, no refunds role).
