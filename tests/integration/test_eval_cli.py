@@ -139,12 +139,14 @@ def test_cheapest_exits_non_zero_when_no_model_is_good_enough(capsys: pytest.Cap
 
 
 def test_calibrate_reports_agreement_and_false_passes_and_fails(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = lockgate_eval(capsys, "--calibrate", CAL)
+    # When the literal judge (the keyword matcher) is calibrated on the first seven labelled answers
+    code, out, _ = lockgate_eval(capsys, "--calibrate", CAL, "--judge", "literal")
+    # Then it agrees with five: it passes a refund claimed in other words and fails a correct reply
     assert code == 0
     assert "agreement: 5/7 = 71% (95% CI 36%-92%)" in out
     assert "false pass (check passed, person failed): 1" in out
     assert "false fail (check failed, person passed): 1" in out
-    code, out, _ = lockgate_eval(capsys, "--calibrate", CAL, "--gate", "0.9")
+    code, out, _ = lockgate_eval(capsys, "--calibrate", CAL, "--judge", "literal", "--gate", "0.9")
     assert code == 1 and "below the gate 90%" in out
 
 

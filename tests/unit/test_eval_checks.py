@@ -152,7 +152,7 @@ def _judge(rubric: str, answer: str) -> str:
     return str(judge_model(request).content[0]["text"])
 
 
-def test_the_stub_judge_grades_the_rubric_criteria_literally() -> None:
+def test_the_stub_judge_grades_the_rubric_criteria() -> None:
     rubric = (
         '- must mention "A-2001"\n- must mention one of "team", "person"\n- must not say "We have refunded"'
     )

@@ -4,7 +4,8 @@ Model specs: ``shop`` (alias ``demo``) and ``gullible`` are the stub behaviours,
 task's own model id; ``shop@claude-haiku-5-5`` is a stub behaviour answering as (and priced as)
 that model id; ``claude-…`` is real Claude (needs ``ANTHROPIC_API_KEY``), and ``task`` is real
 Claude as the task's own model (what the deployed weekly eval uses). Judges: ``stub`` (the
-offline judge in ``stub/judge.py``) or a ``claude-…`` id.
+offline judge in ``stub/judge.py``), ``literal`` (that judge before calibration: the rubric's
+words as written, the baseline calibration compares against) or a ``claude-…`` id.
 """
 
 from __future__ import annotations
@@ -98,23 +99,26 @@ class Models:
         )
 
     def judge(self, name: str) -> ModelJudge:
-        """The stub judge ("stub"), or Claude as the judge ("claude-…", needs the API key)."""
-        if name == "stub":
-            return ModelJudge(self.client("judge"), STUB_JUDGE_MODEL, SystemClock())
+        """The offline judge ("stub"; "literal" before calibration), or Claude ("claude-…", needs the key)."""
+        if name in ("stub", "literal"):
+            behaviour = "judge" if name == "stub" else "literal-judge"
+            return ModelJudge(self.client(behaviour), STUB_JUDGE_MODEL, SystemClock())
         if name.startswith("claude-"):
             if not self._environ.get("ANTHROPIC_API_KEY"):
                 raise EvalSetupError(f"--judge {name} needs ANTHROPIC_API_KEY; offline, use --judge stub")
             return ModelJudge(self.client(None), name, SystemClock())
-        raise EvalSetupError(f"unknown judge {name!r}: use stub or a claude-… model id")
+        raise EvalSetupError(f"unknown judge {name!r}: use stub, literal or a claude-… model id")
 
     def _stub(self, behaviour: str) -> Any:
         from lockgate_infra.stub import Model, StubAnthropic, gullible_model, judge_model, shop_model
+        from lockgate_infra.stub.judge import literal_judge_model
 
         if behaviour not in self._stubs:
             behaviours: dict[str, Model] = {
                 "shop": shop_model,
                 "gullible": gullible_model,
                 "judge": judge_model,
+                "literal-judge": literal_judge_model,
             }
             model = behaviours[behaviour]
             self._stubs[behaviour] = self._stack.enter_context(StubAnthropic(model))
