@@ -37,9 +37,12 @@ def test_the_shipped_suite_passes_its_gate_with_the_shop_model(
     assert code == 0, out
     assert "gate 80% PASSED" in out
     assert "[########################] 24/24 shop" in err
+    # And the report says what its offline judge is worth (its held-out agreement), in print and saved
+    (note,) = [line for line in out.splitlines() if line.startswith("judge: ")]
+    assert note.startswith("judge: the offline judge agrees with ") and "clears its 75% minimum" in note
     (result,) = saved(tmp_path)
     assert result["model"] == "shop" and len(result["prompt_version"]) == 12 and result["date"].endswith("Z")
-    assert result["gate_passed"] is True and result["runs"] == 2
+    assert result["gate_passed"] is True and result["runs"] == 2 and result["notes"] == [note]
     assert {(c["passes"], c["trials"]) for c in result["cases"]} == {(2, 2)}
     assert len(result["cases"]) == len(load_suite(evals_dir() / "support_inbox.toml").cases)
     assert result["model_calls"] > 0 and result["cost_usd"] > 0 and result["judge_cost_usd"] > 0

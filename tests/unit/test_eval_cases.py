@@ -28,8 +28,31 @@ def test_the_shipped_shop_files_load() -> None:
     assert len(shop.cases) >= 10
     assert {"benign", "attack"} <= {t for c in shop.cases for t in c.tags}
     assert len(load_questions(EVALS / "retrieval.toml")) >= 30
-    check, answers = load_calibration(EVALS / "calibrate_refund_reply.toml")
-    assert check.kind == "judge" and len(answers) >= 5
+    single = load_calibration(EVALS / "calibrate_refund_reply.toml")
+    assert single.checks[""].kind == "judge" and len(single.answers) >= 5
+
+
+def _lines(rubric: str) -> tuple[str, ...]:
+    return tuple(line.strip() for line in rubric.strip().splitlines())
+
+
+def test_the_judge_is_calibrated_on_the_suites_own_rubrics_with_a_held_out_set_of_40_or_more() -> None:
+    # Given the shop's judge checks, and its development and held-out labelled answers
+    shop = load_suite(EVALS / "support_inbox.toml")
+    rubrics = {_lines(c.get("rubric")) for case in shop.cases for c in case.checks if c.kind == "judge"}
+    development = load_calibration(EVALS / "judge_development.toml")
+    held_out = load_calibration(EVALS / "judge_heldout.toml")
+    # Then each set grades exactly the suite's rubrics, every one of them, and says which split it is
+    for labelled, split in ((development, "development"), (held_out, "held-out")):
+        assert {_lines(c.get("rubric")) for c in labelled.checks.values()} == rubrics
+        assert labelled.split == split and labelled.task == "support-inbox"
+        assert {a.check for a in labelled.answers} == set(labelled.checks)
+        assert {a.label for a in labelled.answers} == {True, False}
+    # And the held-out set is big enough to mean something, and states the judge's minimum
+    assert len(held_out.answers) >= 40 and held_out.min_agreement == 0.75
+    # And no answer is in both sets (the held-out set is never tuned on)
+    texts = {a.transcript.final_text for a in development.answers}
+    assert not texts & {a.transcript.final_text for a in held_out.answers}
 
 
 def test_a_good_suite_parses_with_defaults() -> None:
@@ -103,6 +126,10 @@ def test_choosing_cases_by_name_or_tag() -> None:
         shop.only(["nope"])
 
 
+NAMED = '[checks.a]\nkind = "contains"\ntext = "x"\n'
+ANSWER = '[[answers]]\ntext = "a"\nlabel = "pass"\n'
+
+
 @pytest.mark.parametrize(
     ("body", "message"),
     [
@@ -112,11 +139,22 @@ def test_choosing_cases_by_name_or_tag() -> None:
             "'label' must be",
         ),
         ('[check]\nkind = "nope"\n[[answers]]\ntext = "a"\nlabel = "pass"\n', "unknown kind 'nope'"),
+        ('[[answers]]\ntext = "a"\nlabel = "pass"\n', r"either one \[check\] or named"),
+        (f'{NAMED}[check]\nkind = "contains"\ntext = "x"\n{ANSWER}check = "a"\n', "either one"),
+        (f"{NAMED}{ANSWER}", "'check' must name one of the file's checks \\('a'\\), got ''"),
+        (f'{NAMED}{ANSWER}check = "b"\n', "got 'b'"),
+        (f'{ANSWER}[check]\nkind = "contains"\ntext = "x"\n', "yes"),
+        (f'split = "test"\n{NAMED}{ANSWER}check = "a"\n', "'split' must be one of development, held-out"),
+        (f'min_agreement = 2\n{NAMED}{ANSWER}check = "a"\n', "'min_agreement' must be a number from 0 to 1"),
+        (f'task = 3\n{NAMED}{ANSWER}check = "a"\n', "'task' must be"),
     ],
 )
 def test_calibration_files_are_validated(tmp_path: Path, body: str, message: str) -> None:
     path = tmp_path / "cal.toml"
     path.write_text(body, encoding="utf-8")
+    if message == "yes":  # the single-check form: answers name no check
+        assert load_calibration(path).answers[0].check == ""
+        return
     with pytest.raises(CaseFileError, match=message):
         load_calibration(path)
 

@@ -35,7 +35,9 @@ def add_eval_parser(commands: Any, run: Callable[[argparse.Namespace], int]) -> 
     sub.add_argument(
         "--model", default="shop", help="shop | gullible | shop@claude-… | task | claude-… (default shop)"
     )
-    sub.add_argument("--judge", default="stub", help="the judge for judge checks: stub (default) or claude-…")
+    sub.add_argument(
+        "--judge", default="stub", help="the judge for judge checks: stub (default), literal or claude-…"
+    )
     sub.add_argument(
         "--gate", type=float, help="minimum for the overall 95%% lower bound (default: the case file's)"
     )
@@ -167,13 +169,21 @@ def _cheapest(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def _calibrate(args: argparse.Namespace, out: TextIO) -> int:
     from contextlib import ExitStack
 
-    check, answers = load_calibration(args.calibrate)
+    labelled = load_calibration(args.calibrate)
+    if args.task and labelled.task and args.task != labelled.task:
+        raise EvalSetupError(f"{args.calibrate} calibrates task {labelled.task!r}, not {args.task!r}")
+    judged = any(check.kind == "judge" for check in labelled.checks.values())
     with ExitStack() as stack:
-        judge = Models(stack, os.environ).judge(args.judge) if check.kind == "judge" else None
-        result = calibrate(check, answers, judge)
+        models = Models(stack, os.environ)
+        result = calibrate(labelled, models.judge(args.judge) if judged else None)
+        # The offline judge's figure next to the literal judge's it replaced: what calibration bought.
+        before = calibrate(labelled, models.judge("literal")) if judged and args.judge == "stub" else None
     print(result.render(), file=out)
-    if args.gate is not None and result.agreement.low < args.gate:
-        print(f"agreement lower bound {result.agreement.low:.1%} is below the gate {args.gate:.0%}", file=out)
+    if before is not None:
+        print(f"before calibration (--judge literal): {before.agreement.describe()}", file=out)
+    minimum = args.gate if args.gate is not None else labelled.min_agreement
+    if minimum is not None and result.agreement.low < minimum:
+        print(f"agreement lower bound {result.agreement.low:.1%} is below the gate {minimum:.0%}", file=out)
         return 1
     return 0
 

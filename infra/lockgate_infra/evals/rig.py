@@ -38,6 +38,7 @@ from lockgate.evals import (
 )
 from lockgate.evals.runner import Progress
 from lockgate.inbox.routing import InboxEvent, Router
+from lockgate_infra.evals.judge_trust import judge_note
 from lockgate_infra.evals.models import LOG, EvalSetupError, Models, ModelSpec, parse_model
 
 
@@ -280,17 +281,20 @@ def run_task_evals(
         models = Models(stack, environ)
         trials = stack.enter_context(TaskTrials(suite, models.client(spec.behaviour), spec, system=system))
         needs_judge = any(c.kind == "judge" for case in suite.cases for c in case.checks)
+        grader = models.judge(judge) if needs_judge else None
         report = run_suite(
             suite,
             trials,
             runs=runs,
             gate=gate,
-            judge=models.judge(judge) if needs_judge else None,
+            judge=grader,
             model=f"task ({trials.model})" if spec.label == "task" else spec.label,
             prompt_version=trials.prompt_version,
             judge_name=judge if needs_judge else "",
             progress=progress,
         )
+        if grader is not None and judge == "stub":  # the offline judge says what it is worth
+            report.notes.append(judge_note(task, grader, evals_dir()))
     if results_dir is not None:
         ResultsStore(results_dir).save(report)
     return report

@@ -68,6 +68,7 @@ class EvalReport:
     cases: list[CaseResult]
     judge: str = ""
     judge_cost_usd: float = 0.0
+    notes: list[str] = field(default_factory=list)  # e.g. how far the judge can be trusted
 
     @property
     def overall(self) -> Interval:
@@ -130,6 +131,7 @@ class EvalReport:
             f"cost: ${self.cost_usd:.4f} over {self.model_calls} model calls "
             f"(${self.cost_per_call:.5f} per call); judge ${self.judge_cost_usd:.4f}"
         )
+        lines += self.notes
         lines.append(self.summary())
         return "\n".join(lines)
 
@@ -150,6 +152,7 @@ class EvalReport:
             "cost_per_call_usd": round(self.cost_per_call, 8),
             "judge": self.judge,
             "judge_cost_usd": round(self.judge_cost_usd, 6),
+            "notes": list(self.notes),
             "cases": [c.as_dict() for c in self.cases],
         }
 
