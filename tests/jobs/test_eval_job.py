@@ -85,3 +85,23 @@ def test_a_suite_that_outlasts_the_function_fails_the_job_saying_so(clock: Fixed
     # When it runs, Then it fails loudly with the remedy, instead of Lambda killing it mid-report
     with pytest.raises(EvalGateFailed, match="did not finish within 1 s .*LOCKGATE_EVAL_RUNS"):
         job(ctx)
+
+
+@pytest.mark.slow
+def test_the_weekly_eval_offline_logs_what_its_judge_is_worth(
+    clock: FixedClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Given the weekly job with the offline model and judge, one run per case (too few for the gate)
+    job = EvalJob({"LOCKGATE_EVAL_TASKS": "support-inbox", "LOCKGATE_EVAL_RUNS": "1"})
+    # When it runs, Then it fails the gate loudly
+    with (
+        caplog.at_level("INFO", logger="lockgate.tests"),
+        pytest.raises(EvalGateFailed, match="gate 80% FAILED"),
+    ):
+        job(context(clock))
+    # And the report it logged says how far its judge's verdicts can be trusted (measured on held-out labels)
+    (report,) = [r.report for r in caplog.records if r.getMessage() == "eval"]  # type: ignore[attr-defined]
+    assert (
+        "\njudge: the offline judge agrees with " in report
+        and "held-out labels (judge_heldout.toml)" in report
+    )
