@@ -290,3 +290,28 @@ class Sleeper:
     def __call__(self, seconds: float) -> None:
         self.waits.append(seconds)
         self.clock.advance(seconds)
+
+
+@contextmanager
+def local_stack_in_thread() -> Iterator[Any]:
+    """`lockgate local` in a thread, as a person runs it in another terminal; yields the stack."""
+    import io
+
+    from lockgate_infra.local.run import run_local
+
+    stop, ready = threading.Event(), threading.Event()
+    holder: dict[str, Any] = {}
+
+    def on_ready(stack: Any) -> None:
+        holder["stack"] = stack
+        ready.set()
+
+    kwargs = {"port": 0, "out": io.StringIO(), "stop": stop, "ready": on_ready}
+    thread = threading.Thread(target=run_local, kwargs=kwargs, daemon=True)
+    thread.start()
+    assert ready.wait(60), "local stack did not start"
+    try:
+        yield holder["stack"]
+    finally:
+        stop.set()
+        thread.join(20)

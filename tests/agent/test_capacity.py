@@ -185,7 +185,7 @@ def test_eight_threads_against_three_a_minute_admit_exactly_three(
         except RateLimited:
             results.append("limited")
 
-    # When 8 Lambdas ask at once (moto serialised: see DESIGN.md)
+    # When 8 Lambdas ask at once (moto serialised: see docs/design.md)
     with serialized_moto():
         threads = [threading.Thread(target=call) for _ in range(8)]
         for t in threads:

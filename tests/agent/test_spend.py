@@ -258,7 +258,7 @@ def test_ten_threads_against_a_cap_that_fits_four(
         except SpendCapReached:
             results.append("capped")
 
-    # When 10 Lambdas reserve $0.25 at once (moto serialised: see DESIGN.md)
+    # When 10 Lambdas reserve $0.25 at once (moto serialised: see docs/design.md)
     with serialized_moto():
         threads = [threading.Thread(target=call) for _ in range(10)]
         for t in threads:

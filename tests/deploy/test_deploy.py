@@ -472,9 +472,8 @@ def test_given_the_locks_then_the_worker_and_the_layer_ship_the_same_pydantic(de
 
 
 def deploy_guide_commands() -> list[str]:
-    """The README deploy guide's `lockgate` command lines, in order, comments stripped."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    guide = text[text.index("## Deploying") : text.index("### Operating it")]
+    """The deploy guide's (docs/deploy.md) `lockgate` command lines, in order, comments stripped."""
+    guide = (ROOT / "docs" / "deploy.md").read_text(encoding="utf-8")
     lines = [line.split("  #")[0].strip() for line in guide.splitlines()]
     return [line for line in lines if line.startswith(".venv/bin/lockgate ")]
 

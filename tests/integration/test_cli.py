@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import threading
 import time
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
@@ -16,7 +15,7 @@ from lockgate.inbox.models import Status
 from lockgate.inbox.store import InboxStore
 from lockgate_infra.cli import main as cli
 from lockgate_infra.local.demo import run_demo
-from lockgate_infra.local.run import run_local
+from tests.support import local_stack_in_thread
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -41,13 +40,14 @@ def test_demo_runs_every_case_as_expected() -> None:
     assert "refunds recorded after approval: [('A-2001', '80.00')]" in text
     assert "then emailed grace@example.com: Good news: our team approved your request" in text
     assert "Demo finished: every reply and outcome was as expected." in text
-    # And the README shows this very output (ports and the approval link differ per run)
-    assert _shown(text) == _shown(_readme_demo())
+    # And the README and Getting started show this very output (ports and the approval link differ)
+    for page in ("README.md", "docs/getting-started.md"):
+        assert _shown(text) == _shown(_shown_demo(page)), page
 
 
-def _readme_demo() -> str:
-    """The README's quick-start demo output: its three code blocks, in order."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+def _shown_demo(page: str) -> str:
+    """A page's quick-start demo output: its three code blocks, in order."""
+    readme = (ROOT / page).read_text(encoding="utf-8")
     section = readme[readme.index("`make demo` starts") : readme.index("The demo exits non-zero")]
     return "\n".join(section.split("```")[1::2])
 
@@ -62,30 +62,11 @@ def _shown(text: str) -> list[str]:
 
 
 @pytest.fixture
-def running_stack(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
-    """`lockgate local` in a thread, as a person would run it in another terminal.
-
-    Other test processes may run theirs in this checkout too: this process's CLI calls name its port.
-    """
-    stop = threading.Event()
-    ready = threading.Event()
-    holder: dict[str, object] = {}
-
-    def on_ready(stack: object) -> None:
-        holder["stack"] = stack
-        ready.set()
-
-    thread = threading.Thread(
-        target=run_local,
-        kwargs={"port": 0, "out": io.StringIO(), "stop": stop, "ready": on_ready},
-        daemon=True,
-    )
-    thread.start()
-    assert ready.wait(30), "local stack did not start"
-    monkeypatch.setenv("LOCKGATE_LOCAL_PORT", str(holder["stack"].gateway.port))  # type: ignore[attr-defined]
-    yield holder["stack"]
-    stop.set()
-    thread.join(10)
+def running_stack(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    """`lockgate local` in a thread; this process's CLI calls name its port (others may run theirs)."""
+    with local_stack_in_thread() as stack:
+        monkeypatch.setenv("LOCKGATE_LOCAL_PORT", str(stack.gateway.port))
+        yield stack
 
 
 def run_cli(*args: str) -> tuple[int, str]:

@@ -17,8 +17,8 @@ from lockgate_infra.evals.models import Models
 from lockgate_infra.evals.rig import ROOT, evals_dir
 
 HELD_OUT = "workflows/shop/evals/judge_heldout.toml"
-README = (ROOT / "README.md").read_text(encoding="utf-8")
-_COMMAND = re.compile(r"^\.venv/bin/lockgate (eval [^\n#]*--calibrate [^\n#]*?)\s*$", re.MULTILINE)
+README = (ROOT / "docs" / "evals.md").read_text(encoding="utf-8")  # the Evals page quotes the figures
+_COMMAND = re.compile(r"^(?:\$ )?\.venv/bin/lockgate (eval [^\n#]*--calibrate [^\n#]*?)\s*$", re.MULTILINE)
 _ROW = re.compile(r"^\| `(stub|literal)` [^|]*\| (\d+)/(\d+) = [^|]*\| (\d+)/(\d+) = [^|]*\|$", re.MULTILINE)
 
 

@@ -235,9 +235,8 @@ def test_bad_input_is_one_line_and_stores_nothing(
 
 
 def readme_secrets_commands() -> list[list[str]]:
-    """The `lockgate secrets` lines of the README's deploy guide, in order, as argv."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    guide = text[text.index("## Deploying") : text.index("### Operating it")]
+    """The `lockgate secrets` lines of the deploy guide (docs/deploy.md), in order, as argv."""
+    guide = (ROOT / "docs" / "deploy.md").read_text(encoding="utf-8")
     lines = [line.split("#")[0].strip() for line in guide.splitlines()]
     return [shlex.split(line)[1:] for line in lines if line.startswith(".venv/bin/lockgate secrets ")]
 

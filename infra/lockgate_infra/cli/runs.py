@@ -41,6 +41,13 @@ def add_runs_parser(commands: Any, run_list: Callable[..., int], run_show: Calla
     )
     show.add_argument("id", help="the run id: the delivery id it ran for, e.g. helpdesk#msg_123")
     show.add_argument("--json", action="store_true", help="the raw run record and its actions' outcomes")
+    show.add_argument(
+        "--wait",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="wait up to this long for the run to exist and finish (a delivery just sent)",
+    )
     show.set_defaults(run=run_show)
     return [listing, show]
 
@@ -98,7 +105,12 @@ def runs_show(args: argparse.Namespace, target: Target) -> int:
     from lockgate_infra.cli.transcript import render
 
     db, clock = target.client("dynamodb"), SystemClock()
-    run = RunStore(db, target.name("StateTable"), clock).get(args.id)
+    runs = RunStore(db, target.name("StateTable"), clock)
+    run = runs.get(args.id)
+    deadline = time.monotonic() + args.wait
+    while (run is None or run.status == "running") and time.monotonic() < deadline:
+        time.sleep(0.5)
+        run = runs.get(args.id)
     if run is None:
         raise LockgateError(f"no run {args.id!r} (`lockgate runs list` shows recent ones)")
     actions = RunActions(

@@ -3,7 +3,8 @@
 - ``config.md`` from the config dataclasses (``lockgate.config.model``): every key, its type, its
   default and the comment written next to it in the code;
 - ``cli.md`` from the ``lockgate`` argument parser: every command, its usage and its options;
-- ``iam.md`` from the translated template (``lockgate iam-report``).
+- ``iam.md`` from the translated template (``lockgate iam-report``);
+- ``benchmark-results.md``: the latest ``make bench`` results.
 
 ``python -m lockgate_infra.docsite`` writes them; a test regenerates them and compares.
 """
@@ -171,7 +172,17 @@ def iam_reference() -> str:
     )
 
 
-PAGES = {"config.md": config_reference, "cli.md": cli_reference, "iam.md": iam_reference}
+def benchmark_results() -> str:
+    """The latest ``make bench`` results (benchmarks/RESULTS.md), as a page of the site."""
+    return f"{GENERATED}\n" + (ROOT / "benchmarks" / "RESULTS.md").read_text(encoding="utf-8")
+
+
+PAGES = {
+    "config.md": config_reference,
+    "cli.md": cli_reference,
+    "iam.md": iam_reference,
+    "benchmark-results.md": benchmark_results,
+}
 
 
 def write_all(directory: Path = REFERENCE) -> list[Path]:

@@ -38,6 +38,7 @@ from lockgate.evals import (
 )
 from lockgate.evals.runner import Progress
 from lockgate.inbox.routing import InboxEvent, Router
+from lockgate_infra.evals.isolation import isolated_aws
 from lockgate_infra.evals.judge_trust import judge_note
 from lockgate_infra.evals.models import LOG, EvalSetupError, Models, ModelSpec, parse_model
 
@@ -112,18 +113,6 @@ def seed_workflows(config: LockgateConfig, client: Any, names: Mapping[str, str]
     seed = getattr(importlib.import_module(config.workflows_package or ""), "seed_local", None)
     if callable(seed):
         seed(client, names)
-
-
-@contextmanager
-def isolated_aws(region: str) -> Iterator[Any]:
-    """moto for everything inside, and a boto3 session made under it (so no client can reach AWS)."""
-    from moto import mock_aws
-
-    with mock_aws():
-        import boto3
-
-        # One session for every world: botocore then loads each service model once.
-        yield boto3.session.Session(region_name=region)
 
 
 class TaskTrials:
