@@ -14,6 +14,7 @@ from lockgate.actions.ledger import Ledger
 from lockgate.approvals.decisions import DecisionStore
 from lockgate.approvals.desk import ApprovalDesk
 from lockgate.approvals.executor import ApprovalExecutor
+from lockgate.approvals.limits import PendingLimits
 from lockgate.approvals.outcome import ActionOutcomes
 from lockgate.approvals.pages import FORM_TOKEN_FIELD
 from lockgate.approvals.proposals import ProposalStore
@@ -52,6 +53,7 @@ class Approvals:
         db = rig.aws.client("dynamodb")
         self.proposals = ProposalStore(db, rig.aws.names["ApprovalsTable"])
         self.decisions = DecisionStore(db, rig.aws.names["DecisionsTable"])
+        self.limits = PendingLimits(db, rig.aws.names["ApprovalsTable"], rig.aws.state_table, config)
         self.task = make_task(effects)
         self.desk = ApprovalDesk(
             proposals=self.proposals,
@@ -75,6 +77,7 @@ class Approvals:
             clock=rig.clock,
             log=LOG,
             metrics=rig.metrics,
+            limits=self.limits,
         )
 
     def propose_payment(self, amount: float = 80, delivery: str = "d-1") -> str:
@@ -85,7 +88,7 @@ class Approvals:
         loop = self.rig.loop(
             {
                 "approvals": ApprovalRequests(
-                    self.proposals, self.config, self.rig.clock, LOG, self.rig.metrics
+                    self.config, self.rig.clock, LOG, self.rig.metrics, limits=self.limits
                 )
             }
         )
@@ -376,7 +379,7 @@ def veto_flow(rig: AgentRig, effects: Effects) -> Approvals:
 def propose_with_veto(flow: Approvals) -> tuple[str, InboxEvent]:
     flow.rig.stub.set_model(Scripted([tools_turn(use("t1", "pay", {"amount": 80})), Reply([say("ok")])]))
     approvals = ApprovalRequests(
-        flow.proposals, flow.config, flow.rig.clock, LOG, flow.rig.metrics, veto_timer=flow.veto
+        flow.config, flow.rig.clock, LOG, flow.rig.metrics, limits=flow.limits, veto_timer=flow.veto
     )
     loop = flow.rig.loop({"approvals": approvals})
     loop.run(flow.task, event(), DEADLINE)
@@ -436,7 +439,7 @@ def test_a_draft_only_tool_is_prepared_by_the_assistant_and_sent_by_a_person(rig
             ]
         )
     )
-    loop = rig.loop({"approvals": ApprovalRequests(flow.proposals, config, rig.clock, LOG, rig.metrics)})
+    loop = rig.loop({"approvals": ApprovalRequests(config, rig.clock, LOG, rig.metrics, limits=flow.limits)})
     loop.run(flow.task, event(), DEADLINE)
     # the call passed every check, yet nothing was sent: it waits as a draft
     assert effects.sent == []

@@ -16,6 +16,7 @@ from lockgate.agent.handler import route_tasks
 from lockgate.approvals.decisions import Choice, DecisionRecord, DecisionStore
 from lockgate.approvals.events import approval_event
 from lockgate.approvals.executor import ApprovalExecutor
+from lockgate.approvals.limits import PendingLimits
 from lockgate.approvals.proposals import Proposal, ProposalStore
 from lockgate.clock import FixedClock, SystemClock
 from lockgate.config import load_config
@@ -59,6 +60,8 @@ def approve_and_execute(rig: ShopRig, run_id: str) -> str:
         clock=clock,
         log=LOG,
         metrics=CountingMetrics(),
+        # As deployed: a settled proposal gives back its place (one pending refund per order).
+        limits=PendingLimits(db, rig.names["ApprovalsTable"], rig.names["StateTable"], APPROVALS),
     )
     event = approval_event(proposal.approval_id, "approved", now)
     context = TaskContext(event.pk, lambda: 60.0, None, LOG, CountingMetrics())  # type: ignore[arg-type]

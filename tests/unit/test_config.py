@@ -57,6 +57,11 @@ def test_the_shipped_config_is_valid() -> None:
         ({"source": {}}, "unknown section"),
         ({"inbox": {"max_attempts": 0}}, "positive"),
         ({"workflows": {"package": "not a name"}}, "package name"),
+        ({"approvals": {"max_pending_per_sender": 0}}, "max_pending_per_sender"),
+        (
+            {"approvals": {"max_pending_per_task": 2, "max_pending_per_sender": 3}},
+            "above max_pending_per_task",
+        ),
     ],
 )
 def test_mistakes_are_refused_with_a_clear_message(raw: dict, message: str) -> None:
@@ -195,3 +200,10 @@ def test_capacity_limits_parse_per_model_and_per_source() -> None:
 def test_capacity_mistakes_are_refused_with_the_place_named(bad: dict[str, object], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         parse_config({"capacity": bad})
+
+
+def test_the_pending_limits_default_to_twenty_per_task_and_three_per_sender() -> None:
+    approvals = parse_config({}).approvals
+    assert (approvals.max_pending_per_task, approvals.max_pending_per_sender) == (20, 3)
+    shipped = load_config(ROOT / "lockgate.toml").approvals
+    assert (shipped.max_pending_per_task, shipped.max_pending_per_sender) == (20, 3)

@@ -93,10 +93,9 @@ WORKER_ACCESS = {
     ("dynamodb:PutItem", "ShopMailTable.Arn"),
     ("dynamodb:Query", "${ShopMailTable.Arn}/index/by-sender"),
     ("ses:SendEmail", "arn:${AWS::Partition}:ses:${AWS::Region}:${AWS::AccountId}:identity/*"),
-    # Approvals: it proposes (put, read, the per-task pending cap) and reads decisions.
+    # Approvals: it proposes (put, read; its pending limits are State rows) and reads decisions.
     ("dynamodb:PutItem", "ApprovalsTable.Arn"),
     ("dynamodb:GetItem", "ApprovalsTable.Arn"),
-    ("dynamodb:Query", "${ApprovalsTable.Arn}/index/by-created"),
     ("dynamodb:GetItem", "DecisionsTable.Arn"),
     ("dynamodb:Query", "DecisionsTable.Arn"),
 }
@@ -762,7 +761,6 @@ def test_given_the_worker_role_then_it_may_propose_but_never_change_a_proposal(c
     assert on_approvals == {
         ("dynamodb:PutItem", "ApprovalsTable.Arn"),
         ("dynamodb:GetItem", "ApprovalsTable.Arn"),
-        ("dynamodb:Query", "${ApprovalsTable.Arn}/index/by-created"),
     }
     variables = environment(cfn, "AgentWorkerFunction")
     assert (variables["APPROVALS_TABLE"], variables["DECISIONS_TABLE"]) == (

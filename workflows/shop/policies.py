@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from urllib.parse import unquote_plus
 
 from lockgate import Policy, RunFacts, Verdict
+from lockgate.errors import StoreUnavailable
 
 APPROVAL_LIMIT = Decimal("50.00")  # refunds above this need a person
 HIGH_STAKES_LIMIT = Decimal("200.00")  # refunds above this need two reviewers
@@ -126,20 +127,39 @@ def refund_order_is_customers(args: Any, facts: RunFacts) -> Verdict:
 
 
 def refund_within_refundable(args: Any, facts: RunFacts) -> Verdict:
-    """The amount must not exceed what is left to refund (total - refunded), read now, not from the model."""
+    """The amount must fit what is left: total - refunded - a refund already waiting for a person.
+
+    Read now, not from the model. A pending refund with these very arguments is this call (a
+    replayed step) or a duplicate the one-per-order limit refuses, so it is not counted twice.
+    """
     try:
         order = _order(facts, args.order_id)
+        pending = _pending_refund(facts, args)
     except LookupError:
         return Verdict.deny("the order's refundable amount cannot be checked right now")
     if order is None:
         return Verdict.deny(f"No order called {args.order_id!r}.")
-    refundable = order.total - order.refunded
+    refundable = order.total - order.refunded - pending
     if args.amount > refundable:
+        waiting = f", {money(pending)} waiting for approval" if pending else ""
         return Verdict.deny(
-            f"at most {money(refundable)} of order {order.order_id} can still be refunded "
-            f"(total {money(order.total)}, already refunded {money(order.refunded)})"
+            f"at most {money(max(refundable, Decimal(0)))} of order {order.order_id} can still be refunded "
+            f"(total {money(order.total)}, already refunded {money(order.refunded)}{waiting})"
         )
     return Verdict.allow()
+
+
+def _pending_refund(facts: RunFacts, args: Any) -> Decimal:
+    """The amount of the refund on this order that waits for a person (0 if none, or it is this call)."""
+    if facts.pending is None:
+        return Decimal(0)  # no approvals wired, or an approved refund re-checked as it runs
+    try:
+        waiting = facts.pending("refund_order", args.order_id)
+    except StoreUnavailable as exc:  # fail closed, as for any fact that cannot be read
+        raise LookupError("pending refunds cannot be read") from exc
+    if waiting is None or waiting == args.model_dump(mode="json"):
+        return Decimal(0)
+    return Decimal(str(waiting.get("amount", "0")))
 
 
 def refund_needs_person(args: Any, facts: RunFacts) -> str | None:

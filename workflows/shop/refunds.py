@@ -142,6 +142,7 @@ REFUND_ORDER: Tool[RefundOrderArgs] = Tool(
     needs_person_when_tainted=True,  # a refund after reading an email waits for a person
     approval_threshold=refund_needs_person,
     identity=refund_identity,
+    target=lambda a: a.order_id,  # one refund per order may wait for a person
     reconcile=reconcile,
     facts=refund_facts,
     summary_with_facts=refund_summary,

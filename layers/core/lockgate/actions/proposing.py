@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 from lockgate.actions.guard import NeedsPerson
 from lockgate.actions.tools import RunFacts
@@ -13,6 +13,10 @@ class Proposer(Protocol):
 
     def draft_only(self, tool: str) -> bool:
         """Whether ``tool`` is configured as "draft": the assistant prepares it, a person sends it."""
+        ...
+
+    def waiting(self, task: str, tool: str, target: str) -> dict[str, Any] | None:
+        """The arguments of the proposal waiting for a person on (task, tool, target), or None."""
         ...
 
     def request(

@@ -57,6 +57,11 @@ class RunFacts:
 
     values: Mapping[str, Any] = field(default_factory=dict)
     lookup: Any = None
+    # The run's untrusted source identity (e.g. the email's From): proposals are capped per sender.
+    sender: str | None = None
+    # (tool, target) -> the arguments of the proposal waiting for a person on that target, or None;
+    # set by the loop when approvals are wired, so a policy can count what is already pending.
+    pending: Callable[[str, str], Mapping[str, Any] | None] | None = None
 
     def get(self, key: str, default: Any = None) -> Any:
         """A fact by name."""
@@ -111,6 +116,9 @@ class Tool[Args: BaseModel]:
     # The identity is unique within one run only (e.g. "one reply per recipient per run"): a model
     # asked again after a crash may word the call differently, and must not make a second one.
     identity_per_run: bool = False
+    # What a call acts on (e.g. the order id): at most one proposal per (task, tool, target) waits
+    # for a person; a further one is refused with the pending one's summary. None: no such limit.
+    target: Callable[[Args], str] | None = None
     high_stakes: bool = False  # needs two distinct reviewers (approvals)
     reversible: bool = False  # may run after a veto window instead of waiting for approval
     # For untrusted_result tools: how a person should read "this run read …" (e.g. "an email from x@y").

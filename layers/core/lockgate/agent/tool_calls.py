@@ -3,7 +3,9 @@ or the call run once through the operation ledger (and what it returned screened
 
 from __future__ import annotations
 
+import functools
 import json
+from dataclasses import replace
 from typing import Any
 
 from lockgate.actions.guard import Allowed, NeedsPerson, Refused, RunState, rule_on
@@ -44,6 +46,9 @@ class ToolCalls:
         """The tool_result block for the call, and the entry the run records about it."""
         name, call_id = str(call.get("name", "")), str(call.get("id", ""))
         draft_only = self._approvals.draft_only if self._approvals is not None else None
+        if self._approvals is not None and state.facts.pending is None:
+            # Policies may count what already waits for a person (e.g. refunds pending on an order).
+            state.facts = replace(state.facts, pending=functools.partial(self._approvals.waiting, task.name))
         ruling = rule_on(task.tools, name, call.get("input"), state, draft_only)
         entry: dict[str, Any] = {"tool": name, "check": ruling.check.value, "reason": ruling.reason}
         if ruling.tool is not None and ruling.args is not None:

@@ -18,10 +18,11 @@ from lockgate.actions.once import operation_key_for, run_once
 from lockgate.actions.tools import RunFacts, ToolArgumentsInvalid, fingerprint
 from lockgate.agent.tasks import DecisionNotice, Task
 from lockgate.approvals.decisions import Choice, DecisionRecord, DecisionStore, State, state_of
+from lockgate.approvals.limits import PendingLimits
 from lockgate.approvals.proposals import Proposal, ProposalStore, answers_only
 from lockgate.clock import Clock
 from lockgate.config import ApprovalsConfig
-from lockgate.errors import BadDelivery, Deferred
+from lockgate.errors import BadDelivery, Deferred, StoreUnavailable
 from lockgate.inbox.routing import InboxEvent, TaskContext
 from lockgate.telemetry import Log, Metrics
 
@@ -45,7 +46,9 @@ class ApprovalExecutor:
         clock: Clock,
         log: Log,
         metrics: Metrics,
+        limits: PendingLimits | None = None,
     ) -> None:
+        self._limits = limits  # a settled proposal gives back its places (one per target, caps)
         self._proposals = proposals
         self._decisions = decisions
         self._tasks = tasks
@@ -74,6 +77,7 @@ class ApprovalExecutor:
         if state is State.REJECTED:
             by = ", ".join(sorted(d.reviewer for d in decisions if d.verdict is Choice.REJECT))
             self._tell(task, proposal, "rejected", f"rejected by {by}")
+            self._release(proposal)
             return self._not_run(
                 proposal.approval_id, f"rejected by {by}: {proposal.summary} will not happen"
             )
@@ -82,10 +86,11 @@ class ApprovalExecutor:
             if now < veto_until:  # early (clock skew, a redelivery): come back when the window closes
                 raise Deferred("veto window still open", delay_seconds=int(veto_until - now) + 1)
             # A reversible action whose veto window closed with nobody rejecting it.
-            return self._run(task, proposal, ["veto window passed"], veto_until)
+            return self._settled(proposal, self._run(task, proposal, ["veto window passed"], veto_until))
         if state is not State.APPROVED:
             if state is State.EXPIRED:
                 self._tell(task, proposal, "expired", "nobody decided in time")
+                self._release(proposal)
             return self._not_run(proposal.approval_id, f"not approved ({state.value})")
         approvers = sorted(
             {
@@ -98,8 +103,9 @@ class ApprovalExecutor:
         )
         approved = approved_at(proposal, decisions, allowed)
         if now > approved + proposal.run_within_seconds:
+            self._release(proposal)
             return self._not_run(proposal.approval_id, "approved too long ago: the run window has passed")
-        return self._run(task, proposal, approvers, approved)
+        return self._settled(proposal, self._run(task, proposal, approvers, approved))
 
     def _expire(
         self, task: Task | None, proposal: Proposal, state: State, approved: float, now: float
@@ -107,11 +113,15 @@ class ApprovalExecutor:
         """Tell the task "expired" only if nobody decided in time, or it was approved but never ran."""
         if state is State.EXPIRED:
             self._tell(task, proposal, "expired", "nobody decided in time")
-            return self._not_run(proposal.approval_id, "expired: nobody decided in time")
+            return self._settled(
+                proposal, self._not_run(proposal.approval_id, "expired: nobody decided in time")
+            )
         window_passed = state is State.APPROVED and now > approved + proposal.run_within_seconds
         if window_passed and not action_ran(self._ledger, task, proposal):
             self._tell(task, proposal, "expired", "approved, but not run within the run window")
-            return self._not_run(proposal.approval_id, "expired: approved but not run in time")
+            return self._settled(
+                proposal, self._not_run(proposal.approval_id, "expired: approved but not run in time")
+            )
         return self._not_run(proposal.approval_id, f"not expired ({state.value})")
 
     def _run(self, task: Task | None, proposal: Proposal, approvers: list[str], approved_at: float) -> str:
@@ -197,6 +207,23 @@ class ApprovalExecutor:
             )
         except LedgerConflict:
             return
+
+    def _settled(self, proposal: Proposal, outcome: str) -> str:
+        """``outcome``, after giving back the proposal's places: it will never run (again)."""
+        self._release(proposal)
+        return outcome
+
+    def _release(self, proposal: Proposal) -> None:
+        if self._limits is None:
+            return
+        try:
+            self._limits.release(proposal)
+        except StoreUnavailable as exc:
+            # The slot frees itself when the proposal's windows end; the next proposal waits till then.
+            self._metrics.add_metric(name="PendingReleaseFailed", unit="Count", value=1)
+            self._log.warning(
+                "pending places not released", extra={"approval": proposal.approval_id, "error": str(exc)}
+            )
 
     def _not_run(self, approval_id: str, why: str) -> str:
         self._metrics.add_metric(name="ApprovedActionNotRun", unit="Count", value=1)

@@ -8,7 +8,8 @@ from lockgate.actions.guard import NeedsPerson
 from lockgate.actions.once import operation_key_for
 from lockgate.actions.tools import RunFacts, canonical_json, fingerprint
 from lockgate.approvals.events import VetoTimer
-from lockgate.approvals.proposals import HOUR, Proposal, ProposalStore, approval_id_for
+from lockgate.approvals.limits import LimitReached, PendingLimits, holds
+from lockgate.approvals.proposals import HOUR, Proposal, approval_id_for
 from lockgate.clock import Clock
 from lockgate.config import ApprovalsConfig, ToolApproval
 from lockgate.telemetry import Log, Metrics
@@ -19,14 +20,15 @@ class ApprovalRequests:
 
     def __init__(
         self,
-        store: ProposalStore,
         config: ApprovalsConfig,
         clock: Clock,
         log: Log,
         metrics: Metrics,
+        *,
+        limits: PendingLimits,
         veto_timer: VetoTimer | None = None,
     ) -> None:
-        self._store = store
+        self._limits = limits
         self._config = config
         self._clock = clock
         self._log = log
@@ -48,19 +50,17 @@ class ApprovalRequests:
         rule = self._config.for_tool(tool.name)
         now = int(self._clock.now())
         approval_id = approval_id_for(run_id, call_id)
-        if self._store.get(approval_id) is None and self._flooded(task, now, rule.decide_within_hours):
-            self._metrics.add_metric(name="ApprovalFloodRefused", unit="Count", value=1)
-            self._log.warning("too many pending proposals; refused", extra={"task": task, "tool": tool.name})
-            return (
-                f"NOT DONE: too many actions are already waiting for a person, so {tool.name} was not "
-                "queued. Nothing has happened. Tell the customer the team will follow up."
-            ), "flood refused"
         proposal = _proposal(task, (approval_id, run_id, call_id), need, unverified_reason, facts, rule, now)
         canonical = proposal.args
         veto = rule.pattern == "veto" and tool.reversible and self._veto_timer is not None
         if veto:
             proposal.extra["veto_until"] = now + rule.veto_minutes * 60
-        stored, created = self._store.propose(proposal)
+        target = tool.target(need.args) if tool.target is not None else None
+        proposal.extra["holds"] = holds(task, tool.name, target, facts.sender)
+        try:
+            stored, created = self._limits.propose(proposal, now)
+        except LimitReached as refused:
+            return self._refused(task, tool.name, refused)
         if created:
             self._metrics.add_metric(name="ApprovalProposed", unit="Count", value=1)
             self._log.info(
@@ -84,15 +84,27 @@ class ApprovalRequests:
             "has happened. Tell the customer their request was passed to the team; do not say it is done."
         ), "proposed"
 
+    def _refused(self, task: str, tool: str, refused: LimitReached) -> tuple[str, str]:
+        """What the model is told when a pending limit refused the proposal (nothing was stored)."""
+        if refused.limit == "target":  # a second request on one target: counted, not alarmed
+            self._metrics.add_metric(name="ProposalAlreadyPending", unit="Count", value=1)
+        else:  # a full cap: PendingApprovalsPilingUp alarms on it
+            self._metrics.add_metric(name="ApprovalFloodRefused", unit="Count", value=1)
+        self._log.warning(
+            "proposal refused by a pending limit", extra={"task": task, "tool": tool, "limit": refused.limit}
+        )
+        return (
+            f"NOT DONE: {refused.reason}, so {tool} was not queued. Nothing has happened. "
+            "Tell the customer the team will follow up; do not ask for it again."
+        ), f"refused: {refused.limit} limit"
+
     def draft_only(self, tool: str) -> bool:
         """Whether ``tool`` is configured as "draft": the assistant prepares it, a person sends it."""
         return self._config.for_tool(tool).pattern == "draft"
 
-    def _flooded(self, task: str, now: int, window_hours: int) -> bool:
-        return (
-            len(self._store.recent(task, now - window_hours * HOUR, self._config.max_pending_per_task))
-            >= self._config.max_pending_per_task
-        )
+    def waiting(self, task: str, tool: str, target: str) -> dict[str, Any] | None:
+        """The arguments of the proposal waiting on (task, tool, target), or None (for policies)."""
+        return self._limits.waiting(task, tool, target, self._clock.now())
 
 
 def _proposal(

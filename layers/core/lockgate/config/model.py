@@ -89,7 +89,8 @@ class ApprovalsConfig:
 
     reviewers: tuple[Reviewer, ...] = ()
     tools: Mapping[str, ToolApproval] = field(default_factory=dict)
-    max_pending_per_task: int = 20
+    max_pending_per_task: int = 20  # proposals waiting for a person, per task
+    max_pending_per_sender: int = 3  # ... per sender within a task (RunFacts.sender), e.g. one email address
     default: ToolApproval = field(default_factory=ToolApproval)
     slack: SlackApprovals | None = None
 

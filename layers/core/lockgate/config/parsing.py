@@ -188,7 +188,9 @@ def _dollars(value: Any, where: str) -> float:
 
 def _approvals(body: Mapping[str, Any], origin: str) -> ApprovalsConfig:
     where = f"{origin}: [approvals]"
-    _no_unknown(body, {"reviewers", "tools", "max_pending_per_task", "slack"}, where)
+    _no_unknown(
+        body, {"reviewers", "tools", "max_pending_per_task", "max_pending_per_sender", "slack"}, where
+    )
     reviewers = []
     for n, item in enumerate(body.get("reviewers", [])):
         entry = _table(item, f"{where} reviewers[{n}]")
@@ -223,7 +225,18 @@ def _approvals(body: Mapping[str, Any], origin: str) -> ApprovalsConfig:
         tools[name] = ToolApproval(roles=tuple(entry.get("roles", ())), pattern=pattern, **numbers)
     cap = _positive_int(body.get("max_pending_per_task", 20), f"{where} max_pending_per_task")
     slack = parse_slack(body.get("slack"), f"{where} slack")
-    return ApprovalsConfig(reviewers=tuple(reviewers), tools=tools, max_pending_per_task=cap, slack=slack)
+    per_sender = _positive_int(body.get("max_pending_per_sender", 3), f"{where} max_pending_per_sender")
+    if per_sender > cap:
+        raise ConfigError(
+            f"{where} max_pending_per_sender ({per_sender}) is above max_pending_per_task ({cap})"
+        )
+    return ApprovalsConfig(
+        reviewers=tuple(reviewers),
+        tools=tools,
+        max_pending_per_task=cap,
+        max_pending_per_sender=per_sender,
+        slack=slack,
+    )
 
 
 def _source(name: str, body: Mapping[str, Any], origin: str) -> SourceConfig:

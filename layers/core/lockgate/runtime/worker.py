@@ -22,6 +22,7 @@ from lockgate.agent.tasks import Task
 from lockgate.approvals.decisions import DecisionStore
 from lockgate.approvals.events import VetoTimer
 from lockgate.approvals.executor import ApprovalExecutor
+from lockgate.approvals.limits import PendingLimits
 from lockgate.approvals.proposals import ProposalStore
 from lockgate.approvals.requests import ApprovalRequests
 from lockgate.capacity.breaker import CircuitBreaker
@@ -212,8 +213,9 @@ def approvals(
     proposals = ProposalStore(dynamodb, settings.approvals_table)
     inbox = InboxStore(dynamodb, settings.inbox_table)
     veto = VetoTimer(inbox, InboxQueue(deps.client("sqs"), settings.inbox_queue_url), deps.log)
+    limits = PendingLimits(dynamodb, settings.approvals_table, settings.state_table, config.approvals)
     requests = ApprovalRequests(
-        proposals, config.approvals, deps.clock, deps.log, deps.metrics, veto_timer=veto
+        config.approvals, deps.clock, deps.log, deps.metrics, limits=limits, veto_timer=veto
     )
     # Decided proposals come back as inbox events; the executor re-checks, then runs once.
     executor = ApprovalExecutor(
@@ -225,6 +227,7 @@ def approvals(
         clock=deps.clock,
         log=deps.log,
         metrics=deps.metrics,
+        limits=limits,
     )
     setup.router.add("approval", "*", executor)
     return requests
