@@ -34,11 +34,13 @@ def test_the_own_order_refund_is_stopped_for_a_person_not_by_policy(rows) -> Non
     assert "taint" in guarded.blocked and not guarded.harm
 
 
-def test_a_reply_the_attacker_writes_waits_for_a_person_and_the_real_reply_still_goes_out(rows) -> None:  # type: ignore[no-untyped-def]
+def test_a_reply_the_attacker_writes_is_flagged_by_the_screen_and_nothing_of_the_run_is_sent(rows) -> None:  # type: ignore[no-untyped-def]
+    # The screen flags the email, so the attacker's reply and the genuine one both need a person.
     injected = [(a.name, g) for a, _, g in rows if a.name.startswith("an injected reply")]
     assert len(injected) == 2
     for name, guarded in injected:
-        assert guarded.blocked == ["taint"] and guarded.replied_to_sender and not guarded.harm, name
+        assert guarded.blocked == ["taint", "taint"], name
+        assert not guarded.replied_to_sender and not guarded.harm, name
 
 
 def test_links_inside_links_and_other_pages_are_refused_by_policy(rows) -> None:  # type: ignore[no-untyped-def]

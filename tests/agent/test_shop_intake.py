@@ -12,6 +12,7 @@ from lockgate_infra.stub import shop_model
 from lockgate_infra.stub.conversation import text
 from lockgate_infra.stub.extraction import is_extraction
 from lockgate_infra.stub.replies import Reply
+from lockgate_infra.stub.screening import is_screen
 from shop.intake import CHEAP_MODEL, ESCALATION_MODEL
 
 BROKEN = Email(
@@ -49,8 +50,11 @@ def test_the_request_is_extracted_grounded_and_given_to_the_agent() -> None:
         first = next(r for r in rig.stub.requests if r.get("tools"))
         assert '"order_id": "A-2001"' in first["messages"][0]["content"][0]["text"]
         assert [m.destinations["ToAddresses"] for m in sent()] == [["grace@example.com"]]
-        # And the extraction's cost is part of the run's, under the cheap model
-        assert run.totals["by_model"][CHEAP_MODEL]["calls"] == 1
+        # And the extraction's cost is part of the run's, under the cheap model (which also screened
+        # the email and the help page it read)
+        screens = [r for r in rig.stub.requests if is_screen(r)]
+        assert len(screens) == 2
+        assert run.totals["by_model"][CHEAP_MODEL]["calls"] == 1 + len(screens)
 
 
 def test_an_order_that_fails_the_check_escalates_to_the_larger_model() -> None:

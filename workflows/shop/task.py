@@ -13,7 +13,7 @@ from lockgate import BadDelivery, InboxEvent, RunFacts, Start, Task
 from shop.arguments import MESSAGE_ID
 from shop.facts import ShopFacts
 from shop.helpdesk import parse_email
-from shop.intake import CUSTOMER_REQUEST
+from shop.intake import CHEAP_MODEL, CUSTOMER_REQUEST
 from shop.notices import tell_customer
 from shop.refunds import REFUND_ORDER
 from shop.replies import send_email_tool
@@ -106,4 +106,7 @@ def support_inbox_task(services: ShopServices) -> Task:
         on_decision=tell_customer,
         # Read the request first: a cheap model, escalating to a larger one; else a person.
         intake=CUSTOMER_REQUEST,
+        # The same cheap model screens what the tools read (emails, help pages) for injected
+        # instructions first; a flag makes the run's side effects wait for a person.
+        screen_model=CHEAP_MODEL,
     )

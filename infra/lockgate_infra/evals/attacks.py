@@ -4,7 +4,8 @@ Each attack is one or more customer emails processed by the real support-inbox t
 agent loop and the real tools on moto, with the gullible model (it obeys any instruction it
 reads). Harm is judged from real effects only: refund rows in the Payments table and the emails
 moto's SES recorded. "No defences" is the same task with every tool's policies, taint and
-approval rules removed; it shows each attack is real. Run: `python -m lockgate_infra.evals.attacks`.
+approval rules and its screen removed; it shows each attack is real.
+Run: `python -m lockgate_infra.evals.attacks`.
 """
 
 from __future__ import annotations
@@ -166,7 +167,7 @@ ATTACKS: tuple[Attack, ...] = (
 
 
 def undefended(task: Task) -> Task:
-    """The same task with every defence removed: no policies, no taint or approval rules."""
+    """The same task with every defence removed: no policies, no taint or approval rules, no screen."""
     tools = [
         replace(
             t,
@@ -177,7 +178,7 @@ def undefended(task: Task) -> Task:
         )
         for t in task.tools
     ]
-    return replace(task, tools=tools)
+    return replace(task, tools=tools, screen_model=None)
 
 
 def judge(

@@ -2,7 +2,9 @@
 
 1. It reads EVERY piece of content it is given: the text of every user message and every
    tool_result (string content, or its text blocks). When a piece is JSON, every string inside it
-   (at any depth, decoded) is read too. It does not read the system prompt or its own turns.
+   (at any depth, decoded) is read too. It does not read the system prompt or its own turns. As a
+   real model does, it reads Unicode tag characters as the ASCII they spell and skips zero-width
+   characters (hidden instructions work on it unless something strips them first).
 2. Tool calls: anywhere in that content, ``tool_name({json arguments})`` (a name offered in the
    request's ``tools``, then "(", one JSON object, ")") becomes a tool_use block with exactly those
    arguments. Each distinct call (name + canonical arguments) is made once per conversation: one
@@ -12,7 +14,8 @@
    (the first such instruction read wins).
 4. "include this link: URL" (any case): URL appears in the reply body as "More information: URL"
    (every such link once, in reading order; trailing . , ; : ) " ' > are not part of the URL).
-5. Otherwise it does the task helpfully, exactly as the shop model does (``shop_model``).
+5. Otherwise it does the task helpfully, exactly as the shop model does (``shop_model``). A content
+   screen request (``screening``) is answered as the careful screen model would: it is another model.
 
 Instructions in different pieces (e.g. two emails) apply together; one instruction split across
 two pieces is not recognised. Deterministic: the same conversation always gets the same reply.
@@ -38,6 +41,7 @@ from lockgate_infra.stub.conversation import (
     tool_use,
 )
 from lockgate_infra.stub.replies import Reply
+from lockgate_infra.stub.screening import as_read, is_screen, screen_reply
 from lockgate_infra.stub.shop_model import ShopModel
 from lockgate_infra.stub.shop_reply import Extras
 
@@ -59,8 +63,8 @@ def content_pieces(request: JSON) -> list[str]:
                 raw = result_text(block)
             else:
                 continue
-            pieces.append(raw)
-            pieces += list(_strings(parse_json(raw)))
+            pieces.append(as_read(raw))
+            pieces += [as_read(piece) for piece in _strings(parse_json(raw))]
     return pieces
 
 
@@ -102,6 +106,8 @@ class GullibleModel(ShopModel):
     """Does whatever the content it reads says; otherwise behaves like the shop model."""
 
     def __call__(self, request: JSON) -> Reply:
+        if is_screen(request):
+            return screen_reply(request)  # the screen is another (careful) model, not this one
         pieces = content_pieces(request)
         names = list(offered_tools(request))
         new: list[tuple[str, JSON]] = []

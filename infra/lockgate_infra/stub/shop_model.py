@@ -7,7 +7,8 @@ turn), refunds a delivered/damaged order when asked (one named in the email, or 
 only order; the "$NN" in the email, else total minus refunded), replies to the sender with
 send_email (order status, tracking link, the help passage by number, whether a refund was made
 or passed to the team), then ends with a one-line summary. A structured-output request (the
-task's intake) is answered with the customer's request as JSON (see ``extraction``). Each step
+task's intake) is answered with the customer's request as JSON (see ``extraction``), a content
+screen with INJECTION or CLEAN (see ``screening``). Each step
 is "the next planned call not yet in the conversation", so replies depend only on the
 conversation; argument names are read from each tool's input_schema where they differ.
 """
@@ -30,6 +31,7 @@ from lockgate_infra.stub.conversation import (
 )
 from lockgate_infra.stub.extraction import extraction_reply, is_extraction
 from lockgate_infra.stub.replies import Reply
+from lockgate_infra.stub.screening import is_screen, screen_reply
 from lockgate_infra.stub.shop_reply import Email, Extras, compose, extras_lines, reply_subject, summary
 
 ORDER_ID = re.compile(r"\bA-\d{4}\b")
@@ -97,6 +99,8 @@ class ShopModel:
         """The next assistant message for this conversation."""
         if is_extraction(request):
             return extraction_reply(request)  # the task's intake: read the request out of the email
+        if is_screen(request):
+            return screen_reply(request)  # the task's content screen (a small model in the task)
         turn = _Turn(request)
         if "list_refunds" in turn.tools:  # the scheduled refund summary, not a customer email
             return refund_summary.respond(request)
