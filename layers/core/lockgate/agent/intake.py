@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from lockgate.agent.invisible import strip_invisible
 from lockgate.agent.structured import Replies, extract
 from lockgate.inbox.routing import InboxEvent
 from lockgate.model.client import ModelReply, ModelRequest, Usage
@@ -94,7 +95,8 @@ def take_in(
     intake: Intake[Any], event: InboxEvent, services: Mapping[str, Any], replies: Replies, deadline: float
 ) -> IntakeResult:
     """Try each model in turn until one's answer validates, is grounded and passes the check."""
-    source = intake.source(event, services)
+    # Hidden text (tag characters, zero-width) never reaches the intake's model either.
+    source, _hidden = strip_invisible(intake.source(event, services))
     counted = _Counted(replies)
     problems: list[str] = []
     tried: list[str] = []
