@@ -156,3 +156,28 @@ def test_a_proposal_without_a_target_or_sender_is_capped_per_task_only(
     assert set(first.extra["holds"]) == {"task"}
     assert limits.propose(first, NOW)[1] is True
     assert ProposalStore(aws.client("dynamodb"), aws.names["ApprovalsTable"]).get(first.approval_id) == first
+
+
+def test_a_transaction_that_meets_another_on_a_counter_is_tried_once_more(aws: Aws) -> None:
+    # Given a store whose first transaction is cancelled by a concurrent one on the task's counter
+    from botocore.exceptions import ClientError
+
+    db = aws.client("dynamodb")
+    real, calls = db.transact_write_items, []
+
+    def conflicting(**request: Any) -> Any:
+        calls.append(request)
+        if len(calls) == 1:
+            reasons = [{"Code": "None"}, {"Code": "TransactionConflict"}, {"Code": "None"}, {"Code": "None"}]
+            error = {"Error": {"Code": "TransactionCanceledException"}, "CancellationReasons": reasons}
+            raise ClientError(error, "TransactWriteItems")  # type: ignore[arg-type]
+        return real(**request)
+
+    db.transact_write_items = conflicting
+    limits = PendingLimits(db, aws.names["ApprovalsTable"], aws.state_table, CONFIG)
+    # When a proposal is written
+    first = proposal(1)
+    # Then the second try writes it and takes its places, once
+    assert limits.propose(first, NOW) == (first, True)
+    assert len(calls) == 2
+    assert holders(aws, "pending#support-inbox") == (1, {f"h_{first.approval_id}"})

@@ -75,7 +75,8 @@ class PendingLimits:
         """Write the proposal and take its places (``extra["holds"]``); (stored, created now?).
 
         A replay returns the stored proposal. LimitReached says which limit refused it; a counter
-        full of holders whose proposals can no longer run is pruned once and tried again.
+        full of holders whose proposals can no longer run is pruned once and tried again, and so is
+        a transaction that met another one on a counter.
         """
         places: dict[str, str] = proposal.extra.get("holds", {})
         for attempt in (1, 2):
@@ -87,6 +88,8 @@ class PendingLimits:
                 if reasons[0].get("Code") == "ConditionalCheckFailed":
                     old = reasons[0].get("Item")
                     return (Proposal.from_item(old) if old else self._stored(proposal)), False
+                if attempt == 1 and any(r.get("Code") == "TransactionConflict" for r in reasons):
+                    continue  # another proposal took a counter at the same moment: once more
                 refusal = self._refusal(proposal, places, reasons[1:], now)
                 if attempt == 2 or refusal.limit == "target" or not self._prune(reasons[1:], places, now):
                     raise refusal from exc
