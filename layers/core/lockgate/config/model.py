@@ -52,10 +52,10 @@ class InboxConfig:
 class Reviewer:
     """A person who may approve actions, and how to reach them."""
 
-    id: str
-    name: str
-    roles: tuple[str, ...]
-    email: str | None = None
+    id: str  # what the reviewer is called in links, decisions and the audit (letters, digits, ._@-)
+    name: str  # shown on pages and in messages
+    roles: tuple[str, ...]  # matched against a tool's roles: who may decide what
+    email: str | None = None  # where their links and the daily digest go
     slack_user: str | None = None  # their Slack user id (U0123...): a click in Slack decides as them
 
 
@@ -63,14 +63,14 @@ class Reviewer:
 class ToolApproval:
     """Who decides a tool's proposals, how many must agree, and the time limits."""
 
-    roles: tuple[str, ...] = ()
-    reviewers_required: int = 1
-    decide_within_hours: int = 24
-    run_within_hours: int = 1
+    roles: tuple[str, ...] = ()  # reviewers with any of these roles may decide (none: any reviewer)
+    reviewers_required: int = 1  # distinct people who must approve (2: two-person rule)
+    decide_within_hours: int = 24  # a proposal not decided by then expires
+    run_within_hours: int = 1  # an approved proposal not run by then is not run
     # "queue": waits for approval (default). "veto": runs after veto_minutes unless someone
     # rejects (only for tools marked reversible). "draft": the assistant prepares, a person sends.
     pattern: str = "queue"
-    veto_minutes: int = 30
+    veto_minutes: int = 30  # the "veto" pattern's window
 
 
 @dataclass(frozen=True)
@@ -142,7 +142,7 @@ class ScheduleConfig:
 
     expression: str  # as in template.yaml: "cron(17 6 ? * MON-FRI *)" (UTC)
     catch_up: str = "each"  # missed occurrences: "each" enqueues every one, "once" only the latest
-    description: str = ""
+    description: str = ""  # what it is for, in the job registry (default: "the NAME task, as an inbox event")
 
 
 @dataclass(frozen=True)
