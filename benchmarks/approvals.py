@@ -21,6 +21,7 @@ Run: ``python -m benchmarks.approvals [--actions 6]``.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import sys
@@ -64,7 +65,7 @@ def measure(actions: int = 6) -> tuple[Side, Side, dict[str, float]]:
 
 def _metered(actions: int) -> tuple[Any, int, int]:
     """``actions`` refunds approved on moto, the approval part metered: (usage, approved, reviewers)."""
-    from lockgate.approvals.proposals import ProposalStore
+    from lockgate.approvals.limits import PendingLimits
     from lockgate.clock import FixedClock
     from lockgate_infra.chaos.drive import drive
     from lockgate_infra.chaos.faults import FaultPlan, Rates
@@ -74,24 +75,51 @@ def _metered(actions: int) -> tuple[Any, int, int]:
     from lockgate_infra.cost.meter import FunctionUsage, Meter, Usage
 
     refund = next(m for m in CATALOGUE if m.kind == "large-refund")
-    sends = [Send(f"msg-chaos-{n:04d}", refund, False, [0]) for n in range(actions)]
+    # One refund waits per order and three per sender: each action is its own order, its senders
+    # taking turns, so every one is proposed and approved (as distinct customers' refunds would be).
+    mails = [_own_order(refund, n) for n in range(actions)]
+    sends = [Send(f"msg-chaos-{n:04d}", mail, False, [0]) for n, mail in enumerate(mails)]
     usage = Usage(events=actions, functions={"approval": FunctionUsage(512), "executor": FunctionUsage(1024)})
     meter = Meter(usage)
     plan = FaultPlan(1, Rates(aws_before=0, aws_after=0, crash_after_effect=0, reenter=0, model=0))
     with account(plan, FixedClock(START)) as world, meter.installed():
+        _seed_orders(world, mails)
         world.desk.show = meter.timed("approval", world.desk.show)  # type: ignore[method-assign]
         world.desk.decide = meter.timed("approval", world.desk.decide)  # type: ignore[method-assign]
         for worker in world.workers:
             worker.process = _executor_only(meter, worker.process)  # type: ignore[method-assign]
-        propose = ProposalStore.propose
-        ProposalStore.propose = meter.timed("executor", propose)  # type: ignore[method-assign]
+        propose = PendingLimits.propose
+        PendingLimits.propose = meter.timed("executor", propose)  # type: ignore[method-assign]
         try:
             tally = drive(world, plan, sends, housekeeping(world), approve_rate=1.0)
         finally:
-            ProposalStore.propose = propose  # type: ignore[method-assign]
+            PendingLimits.propose = propose  # type: ignore[method-assign]
         approved = sum(1 for decision in tally.decided.values() if decision == "approve")
         reviewers = len(world.config.approvals.reviewers_for("refund_order"))
     return usage, approved, reviewers
+
+
+SENDERS = ("grace@example.com", "ada@example.com")
+
+
+def _own_order(mail: Any, n: int) -> Any:
+    """The large refund's email, about order A-9NNN of one of two customers."""
+    order_id = f"A-9{n:03d}"
+    body = mail.text.replace("A-2001", order_id)
+    return dataclasses.replace(
+        mail, sender=SENDERS[n % 2], subject=f"Broken blanket, order {order_id}", text=body
+    )
+
+
+def _seed_orders(world: Any, mails: list[Any]) -> None:
+    """Each email's order: a copy of the seeded A-2001 ($80, delivered) belonging to its sender."""
+    from shop.data import Orders
+    from shop.seed import ORDERS
+
+    template = next(o for o in ORDERS if o.order_id == "A-2001")
+    orders = Orders(world.session.client("dynamodb"), world.names["ShopOrdersTable"])
+    for n, mail in enumerate(mails):
+        orders.put(dataclasses.replace(template, order_id=f"A-9{n:03d}", customer_email=mail.sender))
 
 
 def _lambda_work(usage: Any, per: int, reviewers: int) -> LambdaWork:

@@ -74,15 +74,17 @@ def test_model_costs_benchmark_each_control_lowers_dollars_per_event() -> None:
     # Then each control added costs less than the setting before it
     dollars = [row["usd_per_100"] for row in rows[:4]]
     assert dollars == sorted(dollars, reverse=True) and len(set(dollars)) == 4
-    # And the repeated email's extraction came from the response cache; haiku passed and was chosen
-    assert [row["response_cache_hits"] for row in rows] == [0, 0, 1, 1, 1, 1]
+    # And with the response cache on, answers came from it (the repeated email's extraction, and
+    # screens of text already screened); without it none did; haiku passed and was chosen
+    hits = [row["response_cache_hits"] for row in rows]
+    assert hits[:2] == [0, 0] and all(h >= 1 for h in hits[2:]), hits
     assert rows[3]["extraction_model"] == "claude-haiku-5-5"
     assert "all controls / no controls" in render(rows)
-    # And with every step batched, each loop step went through a collected batch (only the
-    # extraction was direct), below the no-controls cost; a prompt cache that expires between
-    # batched steps only adds its write premium
+    # And with every step batched, the loop's steps went through collected batches (the extraction
+    # and the screens stay direct calls), below the no-controls cost; a prompt cache that expires
+    # between batched steps only adds its write premium
     batched, cache_off = rows[4], rows[5]
-    assert batched["batched_calls"] == cache_off["batched_calls"] == rows[3]["model_calls"] - 5 > 0
+    assert 0 < batched["batched_calls"] == cache_off["batched_calls"] < rows[3]["model_calls"]
     assert cache_off["usd_per_100"] < batched["usd_per_100"] < rows[0]["usd_per_100"]
     assert "every step through Message Batches" in render(rows)
 

@@ -87,6 +87,12 @@ def test_a_good_suite_parses_with_defaults() -> None:
         (suite(checks=[{"kind": "json_keys", "keys": []}]), "'keys' must be a non-empty list"),
         (suite(checks=[{"kind": "judge", "rubric": "  "}]), "'rubric' is empty"),
         (suite(checks=[{"kind": "no_call", "tool": "x", "status": "tried"}]), "'status' must be one of made"),
+        (
+            suite(checks=[{"kind": "call", "tool": "x", "status": ["made", "x"]}]),
+            "'status' must be one of made",
+        ),
+        (suite(checks=[{"kind": "call", "tool": "x", "status": []}]), "'status' must be one of made"),
+        (suite(checks=[{"kind": "contains", "text": "x", "status": ["made"]}]), "'status' must be a str"),
         (suite(checks=[{"kind": "call", "tool": "x", "args": "A-1"}]), "'args' must be a table"),
         (suite(checks=[{"kind": "contains", "text": "x", "in": "send email"}]), "'in' must be \"final\""),
         ({"task": "t", "cases": [suite()["cases"][0]] * 2}, "two cases are called 'c1'"),
@@ -164,3 +170,21 @@ def test_question_files_are_validated(tmp_path: Path) -> None:
     path.write_text('[[questions]]\ntext = "where is it"\n', encoding="utf-8")
     with pytest.raises(CaseFileError, match="'text' and 'expected' must be non-empty strings"):
         load_questions(path)
+
+
+@pytest.mark.parametrize(
+    ("status", "matches"),
+    [("made", True), ("proposed", True), ("blocked", False)],
+)
+def test_a_call_check_may_accept_several_statuses(status: str, matches: bool) -> None:
+    # Given a check that the customer was answered: sent, or held for a person
+    from lockgate.evals.cases import parse_check
+    from lockgate.evals.checks import call_matches
+    from lockgate.evals.evidence import ToolCall
+
+    check = parse_check(
+        {"kind": "call", "tool": "send_email", "status": ["made", "proposed"], "args": {"to": "a@x"}}, "c"
+    )
+    # Then a reply made or proposed meets it, a blocked one does not
+    assert call_matches(ToolCall("send_email", {"to": "a@x"}, status), check) is matches
+    assert check.describe() == 'call made|proposed send_email({"to": "a@x"})'

@@ -45,7 +45,7 @@ _TEXT: dict[str, tuple[tuple[type, ...], bool]] = {
 }
 _CALL: dict[str, tuple[tuple[type, ...], bool]] = {
     "tool": ((str,), True),
-    "status": ((str,), False),
+    "status": ((str, list), False),  # one status, or a list: any of them (["made", "proposed"])
     "args": ((dict,), False),
     "args_not": ((dict,), False),
     "name": ((str,), False),
@@ -93,6 +93,7 @@ class CheckSpec:
             args = {**self.get("args", {}), **{k: f"!{v}" for k, v in self.get("args_not", {}).items()}}
             shown = f"({json.dumps(args, sort_keys=True)})" if args else ""
             status = self.get("status", "made" if self.kind == "call" else "attempted")
+            status = "|".join(status) if isinstance(status, list) else status
             return f"{self.kind} {status} {self.get('tool')}{shown}"
         where = "" if self.subject == "final" else f" in {self.subject}"
         if self.get("status", "made") != "made":
@@ -237,8 +238,11 @@ def _check_values(kind: str, fields: dict[str, Any], where: str) -> None:
     if kind == "judge" and not fields["rubric"].strip():
         raise CaseFileError(f"{where}: 'rubric' is empty")
     status = fields.get("status")
-    if status is not None and status not in CALL_STATUSES:
-        raise CaseFileError(f"{where}: 'status' must be one of {', '.join(CALL_STATUSES)}, got {status!r}")
+    statuses = status if isinstance(status, list) else [status]
+    if status is not None and (not statuses or any(s not in CALL_STATUSES for s in statuses)):
+        raise CaseFileError(
+            f"{where}: 'status' must be one of {', '.join(CALL_STATUSES)} (or a list), got {status!r}"
+        )
 
 
 def _case(raw: Any, where: str) -> Case:

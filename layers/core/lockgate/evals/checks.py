@@ -114,7 +114,8 @@ def call_matches(call: ToolCall, check: CheckSpec) -> bool:
     """Tool, status and arguments as the check asks (``args`` equal, ``args_not`` present and different)."""
     default = "made" if check.kind == "call" else "attempted"
     status = check.get("status", default)
-    if call.tool != check.get("tool") or status not in ("attempted", call.status):
+    statuses = status if isinstance(status, list) else [status]
+    if call.tool != check.get("tool") or not ("attempted" in statuses or call.status in statuses):
         return False
     wanted: Mapping[str, Any] = check.get("args", {})
     unwanted: Mapping[str, Any] = check.get("args_not", {})
