@@ -82,7 +82,7 @@ def test_a_split_refund_then_the_full_amount_leaves_one_refund_waiting_and_a_dec
         assert any(
             "at most $40.00 of order A-2001" in r and "$40.00 waiting for approval" in r for r in results
         )
-        assert any("already waiting for a person (refund $40.00 on order A-2001)" in r for r in results)
+        assert any("already waiting for a person (refund $40.00 USD on order A-2001)" in r for r in results)
         assert [a["amount"] for a in pending_refunds(rig)] == ["40.00"]
         assert rig.scan("ShopPaymentsTable") == []
         # When a person approves the waiting refund and the worker runs it

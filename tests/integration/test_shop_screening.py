@@ -9,8 +9,6 @@ import time
 from typing import Any
 
 from lockgate.agent.screen import SCREEN_PROMPT
-from lockgate.model.usage import UsageRollup
-from lockgate.telemetry import CountingMetrics
 from lockgate_infra.cli.spend import render, spend_rows
 from lockgate_infra.evals.shoprig import Email, shop_rig
 from lockgate_infra.stub import gullible_model, shop_model
@@ -18,10 +16,6 @@ from lockgate_infra.stub.screening import is_screen
 from shop.intake import CHEAP_MODEL
 
 LOG = logging.getLogger("lockgate.tests")
-
-
-def with_rollup(db: Any, table: str, clock: Any) -> dict[str, Any]:
-    return {"rollup": UsageRollup(db, table, clock, log=LOG, metrics=CountingMetrics())}
 
 
 def system_text(request: dict[str, Any]) -> str:
@@ -32,7 +26,7 @@ def system_text(request: dict[str, Any]) -> str:
 
 
 def test_each_email_and_help_page_read_is_screened_by_the_small_model_and_priced_under_the_task() -> None:
-    with shop_rig(shop_model, controls=with_rollup) as rig:
+    with shop_rig(shop_model) as rig:  # the worker's own loop: its daily rollup included
         # Given a plain question from Ada
         rig.answer(Email("ada@example.com", "Where is A-1042?", "Hi, where is my order A-1042? Ada"), "msg-1")
         # Then what read_email and search_help returned was screened, each once, by the small model
