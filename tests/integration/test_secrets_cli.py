@@ -306,3 +306,52 @@ def test_a_prod_stack_gets_its_stage_overlay_names(harness: Harness, capsys: Any
     names = [s["Name"] for s in harness.client("secretsmanager").list_secrets()["SecretList"]]
     assert "lockgate/webhooks/github" not in names
     assert "secretsmanager:lockgate-prod/webhooks/github" in out
+
+
+SLACK = """
+[approvals.slack]
+channel = "C0123ABCD"
+bot_token = "secretsmanager:lockgate/slack/bot"
+signing_secret = "secretsmanager:{signing}"
+"""
+
+
+def test_slack_approvals_secrets_are_stored_listed_and_checked_by_name(
+    stack: Harness, tmp_path: Path, capsys: Any, monkeypatch: Any
+) -> None:
+    # Given a lockgate.toml with Slack approvals, its signing secret named outside what the
+    # callback's role may read
+    config = tmp_path / "lockgate.toml"
+    base = (ROOT / "lockgate.toml").read_text(encoding="utf-8")
+    config.write_text(base + SLACK.format(signing="elsewhere/slack-signing"), encoding="utf-8")
+    on = ("--stack", "lockgate", "--config", str(config))
+    # When the operator stores the bot token
+    code, out, err = lockgate(capsys, monkeypatch, "secrets", "set", "slack-bot", *on, stdin="xoxb-1-2-abc\n")
+    # Then it is where the notifier reads it, never printed, and described for what it is
+    assert code == 0, err
+    assert stored(stack, "lockgate/slack/bot") == "xoxb-1-2-abc" and "xoxb-1-2-abc" not in out + err
+    described = stack.client("secretsmanager").describe_secret(SecretId="lockgate/slack/bot")
+    assert described["Description"] == "Lockgate: Slack approvals (bot token)"
+    # And list names both; check reports the one the callback could never read, by its reader
+    code, out, _ = lockgate(capsys, monkeypatch, "secrets", "list", *on)
+    lines = {line.split()[0]: line for line in out.splitlines()[1:]}
+    assert "present" in lines["slack-bot"]
+    assert "unreadable (the callback may read only lockgate/slack/signing*)" in lines["slack-signing"]
+    code, out, _ = lockgate(capsys, monkeypatch, "secrets", "check", *on)
+    assert code == 1 and "slack-signing:" in out and "slack-bot:" not in out
+    # When the config names it where the template allows, and it is stored, it checks out
+    config.write_text(base + SLACK.format(signing="lockgate/slack/signing"), encoding="utf-8")
+    assert lockgate(capsys, monkeypatch, "secrets", "set", "slack-signing", *on, stdin="8f74" * 8)[0] == 0
+    assert stored(stack, "lockgate/slack/signing") == "8f74" * 8
+    code, out, _ = lockgate(capsys, monkeypatch, "secrets", "check", *on)
+    assert "slack-signing:" not in out and "slack-bot:" not in out
+
+
+def test_without_slack_approvals_its_secrets_are_not_offered(
+    stack: Harness, capsys: Any, monkeypatch: Any
+) -> None:
+    code, _, err = lockgate(
+        capsys, monkeypatch, "secrets", "set", "slack-bot", "--stack", "lockgate", stdin="x"
+    )
+    assert code == 2 and err.startswith("lockgate: no source 'slack-bot' in lockgate.toml; choose one of")
+    assert "Traceback" not in err

@@ -30,7 +30,7 @@ def add_secrets_parser(
     )
     actions = secrets.add_subparsers(dest="secrets_command", required=True)
     helps = {
-        "set": "store a source's secret or the model key, from stdin or a prompt that does not echo",
+        "set": "store a source's secret, the model key or a Slack approvals secret (stdin or hidden prompt)",
         "list": "every source's secret and the model key: reference, state, last changed (never values)",
         "rotate-in": "add a new secret alongside the current one: deliveries signed with either verify",
         "rotate-out": "keep only the newer secret of a rotation",
@@ -41,7 +41,10 @@ def add_secrets_parser(
         sub = actions.add_parser(action, help=text, description=text)
         if action in ("set", "rotate-in", "rotate-out"):
             sub.add_argument(
-                "name", metavar="SOURCE", help=f"a [sources.NAME] of lockgate.toml, or {MODEL_KEY}"
+                "name",
+                metavar="SOURCE",
+                help=f"a [sources.NAME] of lockgate.toml, {MODEL_KEY}, or slack-bot / slack-signing "
+                "(with [approvals.slack])",
             )
         sub.add_argument(
             "--config", type=Path, help="lockgate.toml (default: the local stack's, else ./lockgate.toml)"

@@ -19,17 +19,22 @@ from lockgate.webhooks.schemes import check_secrets
 from lockgate_infra.cli.targets import TargetError
 
 MODEL_KEY = "model-key"  # the name `secrets` uses for the worker's Anthropic API key
+SLACK_BOT, SLACK_SIGNING = "slack-bot", "slack-signing"  # [approvals.slack]'s two secrets
 RECEIVER, WORKER = "WebhookReceiverFunction", "AgentWorkerFunction"
+NOTIFIER, CALLBACK = "ApprovalNotifierFunction", "ApprovalCallbackFunction"
+READER = {RECEIVER: "the receiver", WORKER: "the worker", NOTIFIER: "the notifier", CALLBACK: "the callback"}
 
 
 @dataclass(frozen=True)
 class Entry:
     """One secret a function reads: whose it is, and the reference lockgate.toml or the template gives."""
 
-    name: str  # a source, or MODEL_KEY
+    name: str  # a source, MODEL_KEY, SLACK_BOT or SLACK_SIGNING
     ref: str  # env:NAME or secretsmanager:NAME
-    source: SourceConfig | None  # None for the model key
+    source: SourceConfig | None  # None for the model key and Slack's secrets
     readable: str | None = None  # the names the function's role may read, e.g. "lockgate/webhooks/"
+    function: str = RECEIVER  # the function that reads it (its environment, its role)
+    what: str = "the model API"  # for the secret's description when it is created
 
 
 @dataclass(frozen=True)
@@ -65,9 +70,25 @@ class StackSecrets:
         env = self._environment
         prefix = env(RECEIVER).get("SECRETS_PREFIX", "").strip() if env else ""
         readable = f"{prefix}/webhooks/" if prefix else None
-        found = [Entry(s.name, ref, s, readable) for s in self._config.sources.values() for ref in s.secrets]
+        found = [
+            Entry(s.name, ref, s, readable, what=f"source {s.name}")
+            for s in self._config.sources.values()
+            for ref in s.secrets
+        ]
         model_ref = env(WORKER).get("ANTHROPIC_API_KEY_REF", "env:ANTHROPIC_API_KEY") if env else "local"
-        return [*found, Entry(MODEL_KEY, model_ref, None)]
+        return [*found, Entry(MODEL_KEY, model_ref, None, function=WORKER), *self._slack(prefix)]
+
+    def _slack(self, prefix: str) -> list[Entry]:
+        """[approvals.slack]'s bot token (the notifier's) and signing secret (the callback's), if set."""
+        slack = self._config.approvals.slack
+        if slack is None:
+            return []
+        # The template lets each function read exactly {SecretsPrefix}/slack/bot or /slack/signing.
+        bot, signing = (f"{prefix}/slack/{leaf}" if prefix else None for leaf in ("bot", "signing"))
+        return [
+            Entry(SLACK_BOT, slack.bot_token, None, bot, NOTIFIER, "Slack approvals (bot token)"),
+            Entry(SLACK_SIGNING, slack.signing_secret, None, signing, CALLBACK, "Slack approvals (signing)"),
+        ]
 
     def entry(self, name: str) -> Entry:
         """The Secrets Manager entry `set` and `rotate-*` write for ``name``."""
@@ -91,7 +112,7 @@ class StackSecrets:
         if kind != "secretsmanager":
             return self._inspect_outside(entry)
         if entry.readable and not name.startswith(entry.readable):
-            return Finding(entry, "unreadable", f"the receiver may read only {entry.readable}*")
+            return Finding(entry, "unreadable", f"{READER[entry.function]} may read only {entry.readable}*")
         value = self.read(entry)
         if value is None:
             return Finding(entry, "missing")
@@ -112,7 +133,7 @@ class StackSecrets:
         if entry.ref == "local":
             return Finding(entry, "local", "chosen by `lockgate local --model`")
         name = entry.ref.partition(":")[2]
-        env = self._environment(WORKER if entry.source is None else RECEIVER) if self._environment else {}
+        env = self._environment(entry.function) if self._environment else {}
         if self._environment is not None and not env.get(name, "").strip():
             return Finding(entry, "missing", "not set in the function's environment")
         return Finding(entry, "env", "set in the function's environment (not managed here)")
@@ -138,8 +159,7 @@ class StackSecrets:
             except ClientError as exc:
                 if error_code(exc) != "ResourceNotFoundException":
                     raise
-                what = f"source {entry.name}" if entry.source else "the model API"
-                self._sm.create_secret(Name=name, SecretString=value, Description=f"Lockgate: {what}")
+                self._sm.create_secret(Name=name, SecretString=value, Description=f"Lockgate: {entry.what}")
         except (ClientError, BotoCoreError) as exc:
             code = error_code(exc) if isinstance(exc, ClientError) else type(exc).__name__
             raise TargetError(f"cannot store {entry.ref}: {code}") from exc
