@@ -11,9 +11,15 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_make_screenshots_runs_the_browser_test_that_takes_the_readmes_screenshots() -> None:
     # Given the Makefile's recipe, as make would run it
-    recipe = subprocess.run(
-        ["make", "-n", "screenshots"], cwd=ROOT, capture_output=True, text=True, check=True
-    ).stdout.splitlines()[-1]
+    # (under `make test` this is a sub-make: no "Entering/Leaving directory" lines, please)
+    shown = subprocess.run(
+        ["make", "--no-print-directory", "-n", "screenshots"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    recipe = [line for line in shown if not line.startswith("make")][-1]
     # Then it runs the browser test file, asking it to rewrite the screenshots, for one test that exists
     assert recipe.startswith(
         "LOCKGATE_UPDATE_SCREENSHOTS=1 .venv/bin/pytest tests/e2e/test_approval_browser.py"
