@@ -78,7 +78,6 @@ def _read(p: Path) -> dict[str, Any]:
 
 def parse_config(raw: Mapping[str, Any], origin: str = "lockgate.toml") -> LockgateConfig:
     """Validate an already-parsed TOML document."""
-    unknown = set(raw) - {"sources", "inbox", "workflows", "approvals", "budget", "capacity"}
     unknown = set(raw) - {"sources", "inbox", "workflows", "approvals", "budget", "capacity", "schedules"}
     if unknown:
         raise ConfigError(f"{origin}: unknown section(s) {sorted(unknown)}")
