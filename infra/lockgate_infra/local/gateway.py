@@ -9,12 +9,12 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Any, Self
 from urllib.parse import unquote, urlsplit
 
 from lockgate_infra.local.apigw import build_event, http_response
 from lockgate_infra.local.functions import Route
+from lockgate_infra.serving import Serving
 
 log = logging.getLogger("lockgate_infra.local")
 
@@ -68,7 +68,7 @@ class RouteTable:
         return None
 
 
-class Gateway:
+class Gateway(Serving):
     """Serves routes on ``host:port`` and invokes their functions with 2.0 events."""
 
     def __init__(
@@ -119,14 +119,6 @@ class Gateway:
         if self._thread is not None:
             self._thread.join(timeout=5)
         self._server, self._thread = None, None
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
 
 
 class _Server(ThreadingHTTPServer):

@@ -15,13 +15,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Self
 from urllib.parse import urlencode
 
 from lockgate.config import SourceConfig, load_config
 from lockgate.webhooks.signing import sign
 from lockgate_infra.local.devsecrets import SLACK_DEV_SECRETS
+from lockgate_infra.serving import Serving
 
 _MAX_BODY = 1_048_576
 
@@ -36,7 +36,7 @@ class SlackCall:
     path: str
 
 
-class SlackStub:
+class SlackStub(Serving):
     """Slack's Web API and response_urls on ``127.0.0.1`` (port 0 picks a free one)."""
 
     def __init__(self, bot_token: str, port: int = 0, sink: Callable[[str], None] | None = None) -> None:
@@ -83,14 +83,6 @@ class SlackStub:
         self._server.server_close()
         if self._thread is not None:
             self._thread.join(5)
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
 
     def of_kind(self, kind: str) -> list[SlackCall]:
         """The calls of one kind, in the order they came."""

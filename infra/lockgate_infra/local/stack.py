@@ -9,7 +9,6 @@ import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Self
 
 import boto3
@@ -30,6 +29,7 @@ from lockgate_infra.local.scheduler import LocalScheduler
 from lockgate_infra.local.sources import start_sqs_pollers, start_stream_pollers
 from lockgate_infra.local.streams import StreamPoller
 from lockgate_infra.local.template import LocalPlan
+from lockgate_infra.serving import Serving
 
 log = logging.getLogger("lockgate_infra.local")
 
@@ -40,7 +40,7 @@ def default_template_path() -> Path:
     return here if here.is_file() else Path(__file__).resolve().parents[3] / "template.yaml"
 
 
-class LocalStack:
+class LocalStack(Serving):
     """The template's AWS resources in an in-process moto server, and its functions ready to invoke.
 
     Use as a context manager. While it runs, this process's AWS environment points at moto
@@ -119,14 +119,6 @@ class LocalStack:
             self.gateway = None
         self._server.stop()
         self._env.restore()
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
 
     # -- what is running ------------------------------------------------------------------
 
