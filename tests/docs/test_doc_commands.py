@@ -25,7 +25,7 @@ PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").rglob("*.md")])
 BLOCKS = [block for page in PAGES for block in shell_blocks(page)]
 CONSOLE = [b for b in BLOCKS if b.kind == "console"]
 ENTRY_POINTS = [b for b in BLOCKS if b.kind == "entry points"]
-AWS_TOOLS = {"aws", "sam", ".venv/bin/sam", "curl"}
+AWS_TOOLS = {"aws", "sam", ".venv/bin/sam"}
 ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=\S*$")
 # The environment as this process started: a local stack started later points AWS clients at
 # itself through os.environ, which a block that does not ask for it must not inherit.

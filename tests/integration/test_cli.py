@@ -116,7 +116,12 @@ def test_inbox_commands_against_a_running_local_stack(running_stack) -> None:  #
     assert run_cli("inbox", "retry", "partner#no-such")[0] == 2
 
 
-def test_inbox_commands_without_a_stack_explain_what_to_do(capsys: pytest.CaptureFixture[str]) -> None:
+def test_inbox_commands_without_a_stack_explain_what_to_do(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Another test's `lockgate local` may be running in this checkout: this test must not see it.
+    monkeypatch.delenv("LOCKGATE_LOCAL_PORT", raising=False)
+    monkeypatch.setattr("lockgate_infra.local.run.read_local_state", lambda *args, **kwargs: None)
     code = cli.main(["inbox", "status"])
     assert code == 2
     assert "lockgate local" in capsys.readouterr().err

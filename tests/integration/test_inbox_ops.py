@@ -261,6 +261,9 @@ def test_runs_show_tells_what_became_of_each_action_a_person_was_asked_about(
     assert [(a["summary"], a["result"]) for a in actions] == [("pay $80.00", f"ran: SUCCEEDED at {at}")]
     code, _, err = lockgate("runs", "show", "github#nope")
     assert code == 2 and err == "lockgate: no run 'github#nope' (`lockgate runs list` shows recent ones)\n"
+    # And --wait shows a finished run as it is, and gives up on one that never appears with the same line
+    assert lockgate("runs", "show", "github#d-1", "--wait", "30") == shown["d-1"]
+    assert lockgate("runs", "show", "github#nope", "--wait", "1") == (code, "", err)
 
 
 def test_runs_show_tells_that_a_veto_window_action_ran_because_nobody_vetoed_it(
