@@ -35,6 +35,8 @@ class RunState:
     facts: RunFacts
     taint_sources: list[str] = field(default_factory=list)  # e.g. "read_email: an email from x@y"
     suspicious: list[str] = field(default_factory=list)  # positive injection screens
+    # (what was read, its text) not screened yet: nothing but a read is ruled on until it is
+    unscreened: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def tainted(self) -> bool:
@@ -141,6 +143,8 @@ def _needs_person(
         f"a screen flagged content in this run as a possible prompt injection ({flag})"
         for flag in dict.fromkeys(state.suspicious)
     ]
+    if state.unscreened:  # the caller should have screened first: fail closed, never open
+        reasons.append("content this run read has not been screened yet")
     asked = [verdict for verdict in asks if state.tainted or not verdict.when_tainted]
     reasons.extend(verdict.reason for verdict in asked)
     tainted = state.tainted and (
@@ -155,5 +159,5 @@ def _needs_person(
         reasons.append(threshold)
     if not reasons:
         return None
-    check = Check.TAINT if state.suspicious or tainted else Check.APPROVAL
+    check = Check.TAINT if state.suspicious or state.unscreened or tainted else Check.APPROVAL
     return NeedsPerson(check, tuple(reasons), tool, args)

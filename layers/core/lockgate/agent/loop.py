@@ -17,7 +17,7 @@ from lockgate.agent.batches import Batches
 from lockgate.agent.intake import AdmittedReplies, IntakeResult, take_in, with_request
 from lockgate.agent.run_totals import Totals
 from lockgate.agent.runs import Run, Runs
-from lockgate.agent.screen import Ask, Screener
+from lockgate.agent.screen import RunAsk, ScreenCalls, Screener
 from lockgate.agent.tasks import Task
 from lockgate.agent.tool_calls import ToolCalls
 from lockgate.capacity.admission import Admission, InputTooLarge
@@ -226,21 +226,19 @@ class AgentLoop:
         totals.add_intake(result)
         return result
 
-    def _ask_for(self, task: Task, source: str, totals: Totals, allowances: RunAllowances | None) -> Ask:
+    def _ask_for(
+        self, task: Task, source: str, totals: Totals, allowances: RunAllowances | None
+    ) -> ScreenCalls:
         """The run's calls outside its recorded steps (screens): admitted, metered and counted like steps."""
-
-        def ask(request: ModelRequest, deadline: float) -> ModelReply:
-            reply = self._calls.create(
-                task, request, deadline, source, cacheable=not task.fresh, run=allowances
-            )
-            totals.model_calls += 1
-            usd = totals.add(reply, request.cache_ttl)
-            self._usage_metrics.model_call(
-                task.name, reply.model, reply.usage, usd, cache_hit=reply.cache_hit
-            )
-            return reply
-
-        return ask
+        return ScreenCalls(
+            self._calls,
+            task,
+            source,
+            totals,
+            self._usage_metrics,
+            cacheable=not task.fresh,
+            allowances=allowances,
+        )
 
     # -- tool steps -----------------------------------------------------------------------
 
@@ -253,7 +251,7 @@ class AgentLoop:
         state: RunState,
         totals: Totals,
         reply_text: str,
-        ask: Ask,
+        ask: RunAsk,
     ) -> list[dict[str, Any]]:
         recorded = run.step(n, "tools")
         if recorded is not None:
@@ -269,6 +267,7 @@ class AgentLoop:
             log.append(entry)
             if entry["check"] != "cleared":
                 totals.blocked += 1
+        self._tool_calls.screen_pending(task, state, ask)  # before the step's record, as it counts
         self._runs.record(
             run,
             n,

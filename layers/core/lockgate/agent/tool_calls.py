@@ -12,10 +12,10 @@ from lockgate.actions.guard import Allowed, NeedsPerson, Refused, RunState, rule
 from lockgate.actions.ledger import LedgerConflict, OpState
 from lockgate.actions.once import Operations, run_once
 from lockgate.actions.proposing import Proposer
-from lockgate.actions.tools import Tool, ToolContext, ToolError
+from lockgate.actions.tools import Risk, Tool, ToolContext, ToolError
 from lockgate.agent.invisible import strip_invisible
 from lockgate.agent.runs import Run
-from lockgate.agent.screen import Ask, Screener
+from lockgate.agent.screen import RunAsk, Screener
 from lockgate.agent.tasks import Task
 from lockgate.telemetry import Log, Metrics, Tracing
 
@@ -41,10 +41,16 @@ class ToolCalls:
         self._approvals = approvals
 
     def answer(
-        self, task: Task, run: Run, call: dict[str, Any], state: RunState, reply_text: str, ask: Ask
+        self, task: Task, run: Run, call: dict[str, Any], state: RunState, reply_text: str, ask: RunAsk
     ) -> tuple[dict[str, Any], dict[str, Any]]:
-        """The tool_result block for the call, and the entry the run records about it."""
+        """The tool_result block for the call, and the entry the run records about it.
+
+        What an untrusted read returned waits to be screened with the step's other reads, and is
+        screened before this run's guard rules on anything but a read (``screen_pending``).
+        """
         name, call_id = str(call.get("name", "")), str(call.get("id", ""))
+        if not _reads(task, name):
+            self.screen_pending(task, state, ask)
         draft_only = self._approvals.draft_only if self._approvals is not None else None
         if self._approvals is not None and state.facts.pending is None:
             # Policies may count what already waits for a person (e.g. refunds pending on an order).
@@ -78,11 +84,19 @@ class ToolCalls:
                 state.suspicious.append(f"{source}: {hidden} invisible characters removed")
                 self._metrics.add_metric(name="InvisibleTextRemoved", unit="Count", value=1)
             if self._screener is not None and task.screen_model:
-                flag = self._screener.screen(task.screen_model, content, ask)
-                if flag:
-                    state.suspicious.append(f"{source}: {flag}")
-                    self._metrics.add_metric(name="InjectionSuspected", unit="Count", value=1)
+                state.unscreened.append((source, content))
         return _result(call_id, content, error=error), entry
+
+    def screen_pending(self, task: Task, state: RunState, ask: RunAsk) -> None:
+        """Screen what the run read and has not screened yet; each flag makes the run suspicious."""
+        pending, state.unscreened = state.unscreened, []
+        if not pending or self._screener is None or not task.screen_model:
+            return
+        flags = self._screener.screen_all(task.screen_model, [content for _, content in pending], ask)
+        for (source, _), flag in zip(pending, flags, strict=True):
+            if flag:
+                state.suspicious.append(f"{source}: {flag}")
+                self._metrics.add_metric(name="InjectionSuspected", unit="Count", value=1)
 
     def _execute(
         self, task: Task, run: Run, tool: Tool[Any], args: Any, state: RunState
@@ -133,6 +147,11 @@ class ToolCalls:
                 "reason": ruling.reason[:300],
             },
         )
+
+
+def _reads(task: Task, name: str) -> bool:
+    """Whether ``name`` is one of the task's read tools (whose ruling no screen can change)."""
+    return any(tool.name == name and tool.risk is Risk.READ for tool in task.tools)
 
 
 def _taint_source(tool: Tool[Any], args: Any, content: str) -> str:

@@ -19,6 +19,7 @@ A rate bucket taken for a call that a later step refuses stays taken (the safe d
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Protocol
 
@@ -84,17 +85,19 @@ class Admission:
         *,
         cacheable: bool = False,
         run: RunAllowances | None = None,
+        looked_up: bool = False,
     ) -> ModelReply:
         """One admitted call for ``task`` on an event from ``source``; refusals raise before sending.
 
         ``cacheable`` (a classification-like call of a task not marked fresh) may be answered from
         the response cache: a saved answer costs nothing, so it is served whatever the budget says.
+        ``looked_up``: the caller already asked ``saved`` and nothing was saved; the answer still is.
         ``run``: the run's allowances (several calls per admission, settled when the run stops);
         without, the call is admitted and settled on its own.
         """
-        request = replace(request, max_tokens=min(request.max_tokens, task.max_output_tokens))
+        request = _clamped(task, request)
         responses = self.responses if cacheable else None
-        saved = responses.get(request) if responses is not None else None
+        saved = responses.get(request) if responses is not None and not looked_up else None
         if saved is not None:
             return saved
         try:
@@ -114,6 +117,12 @@ class Admission:
         if responses is not None:
             responses.put(request, reply)
         return reply
+
+    def saved(self, task: TaskLimits, requests: Sequence[ModelRequest]) -> list[ModelReply | None]:
+        """The saved answer of each cacheable request (None: not saved), looked up in one read."""
+        if self.responses is None:
+            return [None] * len(requests)
+        return self.responses.get_many([_clamped(task, request) for request in requests])
 
     def _admitted(
         self, task: TaskLimits, request: ModelRequest, deadline: float, source: str, run: RunAllowances | None
@@ -162,6 +171,11 @@ class Admission:
                 f"{task.max_input_tokens}; nothing was sent"
             )
         return tokens
+
+
+def _clamped(task: TaskLimits, request: ModelRequest) -> ModelRequest:
+    """The request with its output cap clamped to the task's (part of what a saved answer is keyed on)."""
+    return replace(request, max_tokens=min(request.max_tokens, task.max_output_tokens))
 
 
 def _endpoint_fault(exc: ModelError) -> bool:

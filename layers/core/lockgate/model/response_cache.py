@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 DEFAULT_TTL_SECONDS = 7 * 86_400
 MAX_ANSWER_BYTES = 300_000  # a DynamoDB item holds 400 KB; bigger answers are simply not saved
 KEY_PREFIX = "respcache#"
+BATCH_GET_LIMIT = 100  # keys per BatchGetItem
 
 
 def request_key(request: ModelRequest) -> str:
@@ -65,12 +67,37 @@ class ResponseCache:
 
     def get(self, request: ModelRequest) -> ModelReply | None:
         """The saved answer (zero usage, marked as a cache hit), or None."""
-        key = request_key(request)
+        return self.get_many([request])[0]
+
+    def get_many(self, requests: Sequence[ModelRequest]) -> list[ModelReply | None]:
+        """The saved answer for each request, or None; one read for all of them (one GetItem for one).
+
+        Keys left unprocessed by DynamoDB count as not saved: those calls go to the model.
+        """
+        keys = [request_key(request) for request in requests]
         try:
-            item = self._db.get_item(TableName=self._table, Key=_key(key)).get("Item")
+            items = self._items(list(dict.fromkeys(keys)))
         except (ClientError, BotoCoreError) as exc:
             self._unavailable("read", exc)
-            return None
+            return [None] * len(requests)
+        return [self._saved(items.get(key)) for key in keys]
+
+    def _items(self, keys: list[str]) -> dict[str, dict[str, Any]]:
+        """The stored items of these distinct keys, by key."""
+        if len(keys) == 1:
+            item = self._db.get_item(TableName=self._table, Key=_key(keys[0])).get("Item")
+            return {keys[0]: item} if item is not None else {}
+        found: dict[str, dict[str, Any]] = {}
+        for start in range(0, len(keys), BATCH_GET_LIMIT):
+            chunk = keys[start : start + BATCH_GET_LIMIT]
+            response = self._db.batch_get_item(
+                RequestItems={self._table: {"Keys": [_key(key) for key in chunk]}}
+            )
+            for item in response.get("Responses", {}).get(self._table, []):
+                found[item["pk"]["S"].removeprefix(KEY_PREFIX)] = item
+        return found
+
+    def _saved(self, item: dict[str, Any] | None) -> ModelReply | None:
         if item is None or int(item.get("ttl", {}).get("N", "0")) <= self._clock.now():
             self._metrics.add_metric(name="ResponseCacheMiss", unit="Count", value=1)
             return None
