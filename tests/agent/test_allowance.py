@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import pytest
 
-from lockgate.capacity.allowance import Allowance
+from lockgate.capacity.allowance import Allowance, RunAllowances
 from lockgate.capacity.gate import Gate
 from lockgate.capacity.spend import SpendCapReached, SpendCaps
 from lockgate.clock import FixedClock
@@ -56,6 +56,29 @@ def test_four_calls_cost_one_write_before_and_one_after_and_the_counters_keep_wh
     run.close()
     assert sent == ["TransactWriteItems", "UpdateItem"]
     assert remaining(aws, "global") == Decimal("9.6") and remaining(aws, "task#triage") == Decimal("4.6")
+
+
+def test_a_run_on_two_models_gives_back_both_holds_in_one_write_and_keeps_what_each_cost(
+    aws: Aws, clock: FixedClock, metrics: CountingMetrics
+) -> None:
+    # Given an open day and a run that calls a small model and a large one, five calls ahead each
+    db = aws.client("dynamodb")
+    g = gate(aws, clock, metrics, db=db, rpm=100)
+    g.settle(g.admit("triage", SCOPES, 0.0, 0, FAR), 0.0)
+    run = RunAllowances(g, "triage", "github", calls=5)
+    small, large = run.for_model("claude-haiku-5-5"), run.for_model("claude-sonnet-5-5")
+    assert small is not None and large is not None
+    small.admit(0.1, 100, FAR)
+    small.spent(0.01)
+    large.admit(0.5, 100, FAR)
+    large.spent(0.2)
+    assert remaining(aws, "global") == Decimal("7") and remaining(aws, "task#triage") == Decimal("2")
+    sent = dynamodb_operations(db)
+    # When the run stops
+    run.close()
+    # Then one write gave back both models' holds, leaving exactly what the two calls cost
+    assert sent == ["UpdateItem"]
+    assert remaining(aws, "global") == Decimal("9.79") and remaining(aws, "task#triage") == Decimal("4.79")
 
 
 def test_a_sixth_call_admits_the_next_five_and_the_settle_counts_both_holds(

@@ -7,7 +7,7 @@ model call, over half of all DynamoDB writes. A run instead admits its next few 
 requests with their tokens are taken from every bucket, in the one write the gate makes. Each
 call that fits in what is left is admitted here, in memory, and its actual cost is counted
 against the dollars held. When the run stops (finished, deferred, paused for a person, failed)
-what was held and not spent is given back in one write (``close``).
+what was held and not spent is given back in one write (``close``; one for all of a run's models).
 
 Kept: a call is sent only with its whole estimate held on every counter and its request and
 tokens taken from every bucket, so the caps still cannot be overspent across Lambdas. Near a
@@ -68,9 +68,13 @@ class Allowance:
 
     def close(self) -> None:
         """Give back what was held and not spent, in one write; the allowance starts empty again."""
-        reservation, spent = self._reservation, self._spent
+        self._gate.settle(*self.release())
+
+    def release(self) -> tuple[Reservation | None, float]:
+        """What was held and what was spent of it, for the caller to settle; the allowance starts empty."""
+        released = self._reservation, self._spent
         self._reservation, self._spent, self._requests, self._tokens = None, 0.0, 0, 0
-        self._gate.settle(reservation, spent)
+        return released
 
     def _covers(self, estimate_usd: float, tokens: int) -> bool:
         if self._requests < 1 or self._tokens < tokens:
@@ -115,6 +119,22 @@ class RunAllowances:
         return self._by_model[model]
 
     def close(self) -> None:
-        """Settle every model's allowance (one write each that held dollars it did not spend)."""
-        for allowance in self._by_model.values():
-            allowance.close()
+        """Settle every model's allowance: one write per day's counters they held dollars on.
+
+        The models of one run hold on the same counters (the day's global and the task's), so
+        their holds are given back together.
+        """
+        if self._gate is None:
+            return
+        merged: dict[tuple[str, tuple[str, ...]], tuple[Reservation, float]] = {}
+        for held, used in (allowance.release() for allowance in self._by_model.values()):
+            if held is None:
+                continue
+            key = (held.day, held.counters)
+            if key in merged:
+                before, used_before = merged[key]
+                held = replace(before, estimate_usd=before.estimate_usd + held.estimate_usd)  # noqa: PLW2901
+                used += used_before  # noqa: PLW2901
+            merged[key] = (held, used)
+        for reservation, spent in merged.values():
+            self._gate.settle(reservation, spent)
