@@ -25,14 +25,14 @@ from shop.arguments import LookupOrderArgs, RefundOrderArgs, SendEmailArgs
 from shop.facts import ShopFacts
 from shop.help import HelpIndex, split_page
 from shop.policies import refund_within_refundable
-from shop.refunds import REFUND_ORDER
+from shop.refunds import REFUND_ORDER, refund_facts, refund_summary
 from shop.refunds import reconcile as reconcile_refund
 from shop.replies import reconcile as reconcile_email
 from shop.seed import ADA, GRACE, seed
 from shop.services import ShopServices, ShopSettings
 from shop.task import start, support_inbox_task
 from shop.tools import FIND_ORDERS, LOOKUP_ORDER, READ_EMAIL, SEARCH_HELP
-from tests.support import Aws
+from tests.support import Aws, dynamodb_operations
 
 FROM = "support@shop.example.com"
 
@@ -504,6 +504,47 @@ def test_a_run_reads_who_owns_an_order_once_but_what_is_refundable_every_time(
     for _ in range(2):
         assert refund_within_refundable(args, facts).allowed
     assert len(reads) == 3
+
+
+def test_given_earlier_emails_when_the_run_reads_them_one_by_one_then_one_read_brought_them_all(
+    aws: Aws, shop: ShopServices, clients: dict[str, Any]
+):
+    # Given three earlier emails from Ada within the week, and a new one that starts the run
+    for n in range(3):
+        body = {"message_id": f"m-{n}", "from": ADA, "subject": f"Question {n}", "text": f"Text {n}"}
+        start(event(body, received_at=1_767_225_600 - 3600 * (3 - n), delivery_id=f"d-{n}"), {"shop": shop})
+    begun = start(
+        event({"message_id": "m-3", "from": ADA, "text": "And another"}, delivery_id="d-3"), {"shop": shop}
+    )
+    assert begun.prompt.endswith("Earlier messages from this sender in the last 7 days: m-2, m-1, m-0")
+    context = ToolContext("run-1", begun.facts, "lg_read", {"shop": shop})
+    sent = dynamodb_operations(clients["dynamodb"])
+    # When the model reads each earlier email, and the new one
+    texts = [
+        READ_EMAIL.run(READ_EMAIL.validate({"message_id": m}), context)["text"]
+        for m in ("m-2", "m-1", "m-0", "m-3")
+    ]
+    # Then each is the email as stored, and the whole thread came in one read (the new one needed none)
+    assert texts == ["Text 2", "Text 1", "Text 0", "And another"]
+    assert sent == ["BatchGetItem"]
+
+
+def test_given_a_refund_for_a_person_then_its_summary_and_facts_show_the_order_its_policy_just_checked(
+    shop: ShopServices, clients: dict[str, Any]
+):
+    # Given the refund policy has just read Grace's order for a refund of $80
+    facts = RunFacts(values={"customer_email": GRACE}, lookup=ShopFacts(shop.orders, shop.mailbox))
+    args = REFUND_ORDER.validate({"order_id": "A-2001", "amount": "80.00", "reason": "broken"})
+    sent = dynamodb_operations(clients["dynamodb"])
+    assert refund_within_refundable(args, facts).allowed
+    assert sent == ["GetItem"]
+    # When the proposal's summary and the facts for the reviewer are built
+    summary = refund_summary(args, facts)
+    shown = refund_facts(args, facts)
+    # Then they show that order without reading it again
+    assert summary == "refund $80.00 USD on order A-2001"
+    assert {fact.label: fact.value for fact in shown}["Order"] == f"A-2001, placed by {GRACE}"
+    assert sent == ["GetItem"]
 
 
 def test_given_the_same_delivery_twice_when_starting_then_one_email_and_the_same_prompt(

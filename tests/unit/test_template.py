@@ -63,7 +63,8 @@ WORKER_ACCESS = {
     ("dynamodb:PutItem", "InboxTable.Arn"),  # veto-window events
     *{
         (f"dynamodb:{action}", "StateTable.Arn")
-        for action in ("GetItem", "PutItem", "UpdateItem", "Query", "DeleteItem")
+        # BatchGetItem: a step's screens look up their saved verdicts in one read
+        for action in ("GetItem", "BatchGetItem", "PutItem", "UpdateItem", "Query", "DeleteItem")
     },
     ("s3:GetObject", "${BodyBucket.Arn}/bodies/*"),
     *{
@@ -90,6 +91,7 @@ WORKER_ACCESS = {
     ("dynamodb:PutItem", "ShopPaymentsTable.Arn"),
     ("dynamodb:Scan", "ShopPaymentsTable.Arn"),  # list_refunds (the scheduled refund summary)
     ("dynamodb:GetItem", "ShopMailTable.Arn"),
+    ("dynamodb:BatchGetItem", "ShopMailTable.Arn"),  # a run's earlier emails in one read
     ("dynamodb:PutItem", "ShopMailTable.Arn"),
     ("dynamodb:Query", "${ShopMailTable.Arn}/index/by-sender"),
     ("ses:SendEmail", "arn:${AWS::Partition}:ses:${AWS::Region}:${AWS::AccountId}:identity/*"),

@@ -9,6 +9,7 @@ from typing import Any
 from lockgate import Fact, OutcomeUnknown, Risk, RunFacts, Tool, ToolContext, ToolError, fingerprint
 from shop.arguments import RefundOrderArgs
 from shop.data import Order, ShopUnavailable
+from shop.facts import ShopFacts
 from shop.payments import Refund, RefundRefused, RefundUncertain
 from shop.policies import (
     customer_of,
@@ -106,11 +107,14 @@ def in_currency(amount: Decimal, currency: str) -> str:
 
 
 def _order(facts: RunFacts, order_id: str) -> Order | None:
-    """The order now, or None if it cannot be read (the page then says so)."""
+    """The order as the checks just read it, or None if it cannot be read (the page then says so)."""
     if facts.lookup is None:
         return None
     try:
-        order: Order | None = facts.lookup.order(order_id)
+        lookup = facts.lookup
+        order: Order | None = (
+            lookup.as_checked(order_id) if isinstance(lookup, ShopFacts) else lookup.order(order_id)
+        )
     except ShopUnavailable:
         return None
     return order

@@ -69,7 +69,7 @@ def start(event: InboxEvent, services: Mapping[str, Any]) -> Start:
     facts = RunFacts(
         values={"customer_email": email.sender, "message_id": email.message_id},
         # The run's own email is known: its policy check and read_email need no read of it.
-        lookup=ShopFacts(shop.orders, shop.mailbox).remember(known),
+        lookup=ShopFacts(shop.orders, shop.mailbox, tuple(earlier)).remember(known),
         sender=email.sender,  # proposals are capped per sender ([approvals] max_pending_per_sender)
     )
     return Start(prompt=prompt, facts=facts)
