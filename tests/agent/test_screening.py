@@ -168,3 +168,17 @@ def test_the_guard_never_clears_an_action_while_what_the_run_read_is_unscreened(
     # Then it needs a person (fail closed), and a read is still allowed
     assert isinstance(ruling, NeedsPerson) and "not been screened yet" in ruling.reason
     assert isinstance(rule_on(tools, "fetch_page", {"url": "https://a.example"}, state), Allowed)
+
+
+def test_what_a_run_read_twice_is_recorded_once(rig: AgentRig) -> None:
+    # Given a step that reads every page, one of them twice
+    effects = Effects()
+    effects.pages.update(PAGES)
+    scripted = pages_then_send("t")
+    rig.stub.set_model(lambda request: screen_verdicts(request) if is_screen(request) else scripted(request))
+    # When it runs
+    rig.loop().run(make_task(effects, screen_model=SCREEN_MODEL), event(), DEADLINE)
+    # Then the run says once per page what it read, in the order it read them
+    run = rig.runs().get("github#d-1")
+    assert run is not None
+    assert run.totals["taint_sources"] == [f"untrusted content (fetch_page: fetch {url})" for url in PAGES]

@@ -78,7 +78,8 @@ class ToolCalls:
         entry["outcome"] = outcome
         if not error and tool.untrusted_result:
             source = _taint_source(tool, args, content)
-            state.taint_sources.append(source)
+            if source not in state.taint_sources:  # what the run read, each thing once
+                state.taint_sources.append(source)
             content, hidden = strip_invisible(content)  # what no person sees, no model reads
             if hidden:
                 state.suspicious.append(f"{source}: {hidden} invisible characters removed")
