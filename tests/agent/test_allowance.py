@@ -184,6 +184,99 @@ def test_runs_on_many_lambdas_never_hold_more_than_the_cap(
     assert day is not None and Decimal(day["task#triage|spent"]["N"]) == went
 
 
+def test_a_run_expecting_two_models_admits_both_in_one_write_and_settles_both_in_one(
+    aws: Aws, clock: FixedClock, metrics: CountingMetrics
+) -> None:
+    # Given an open day and a run that expects its large model while its first call is on the small one
+    db = aws.client("dynamodb")
+    g = gate(aws, clock, metrics, db=db, rpm=100)
+    g.settle(g.admit("triage", SCOPES, 0.0, 0, FAR), 0.0)
+    run = RunAllowances(g, "triage", "github", calls=5)
+    run.expect("claude-sonnet-5-5", 0.5, 100)
+    sent = dynamodb_operations(db)
+    # When the small model's call is admitted, then five calls on the large one
+    small, large = run.for_model("claude-haiku-5-5"), run.for_model("claude-sonnet-5-5")
+    assert small is not None and large is not None
+    small.admit(0.1, 100, FAR)
+    small.spent(0.01)
+    for _ in range(5):
+        large.admit(0.5, 100, FAR)
+        large.spent(0.2)
+    # Then one transaction held both models' five calls ($0.50 + $2.50) and took the shared source
+    # bucket once for all ten calls; the large model's calls needed no write of their own
+    assert sent == ["TransactWriteItems"]
+    assert remaining(aws, "global") == Decimal("7") and remaining(aws, "task#triage") == Decimal("2")
+    assert req_tat(aws, "source#github") == int(clock.now()) + 11 * Decimal("0.6")  # 1 + 10 requests
+    # And when the run stops, one write leaves exactly what the six calls cost
+    run.close()
+    assert sent == ["TransactWriteItems", "UpdateItem"]
+    assert remaining(aws, "global") == Decimal("8.99") and remaining(aws, "task#triage") == Decimal("3.99")
+
+
+def test_a_joint_admission_that_does_not_fit_at_once_writes_nothing_and_each_model_is_admitted_alone(
+    aws: Aws, clock: FixedClock, metrics: CountingMetrics
+) -> None:
+    # Given a source bucket of 3 requests a minute: it cannot give both models' ten calls now
+    db = aws.client("dynamodb")
+    g = gate(aws, clock, metrics, db=db, rpm=3)
+    g.settle(g.admit("triage", SCOPES, 0.0, 0, FAR), 0.0)
+    run = RunAllowances(g, "triage", "github", calls=5)
+    run.expect("claude-sonnet-5-5", 0.5, 100)
+    sent = dynamodb_operations(db)
+    small = run.for_model("claude-haiku-5-5")
+    assert small is not None
+    # When the first call is admitted
+    small.admit(0.1, 100, FAR)
+    # Then the joint write was never sent: the small model was admitted on its own, one call
+    assert sent == ["TransactWriteItems"]
+    assert remaining(aws, "global") == Decimal("9.9")
+
+
+def test_runs_admitting_two_models_together_on_many_lambdas_never_hold_more_than_the_cap(
+    aws: Aws, clock: FixedClock, metrics: CountingMetrics
+) -> None:
+    # Given a task with $5 a day and eight runs at once, each expecting two calls on a large model
+    # ($1 each) after two on a small one ($0.50 each): together they would need $24
+    gate(aws, clock, metrics, rpm=1000).admit("triage", SCOPES, 0.0, 0, FAR)  # open the day
+    went: list[Decimal] = []
+    barrier = threading.Barrier(8)
+
+    def one_run() -> None:
+        run = RunAllowances(
+            gate(aws, clock, metrics, db=aws.client("dynamodb"), rpm=1000), "triage", "github", 2
+        )
+        run.expect("claude-sonnet-5-5", 1.0, 100)
+        barrier.wait()
+        spent = Decimal(0)
+        try:
+            for model, usd in (("claude-haiku-5-5", 0.5),) * 2 + (("claude-sonnet-5-5", 1.0),) * 2:
+                allowance = run.for_model(model)
+                assert allowance is not None
+                allowance.admit(usd, 100, FAR)
+                allowance.spent(usd)  # each call costs its whole estimate
+                spent += Decimal(str(usd))
+        except SpendCapReached:
+            pass
+        finally:
+            run.close()
+            went.append(spent)
+
+    with serialized_moto():
+        threads = [threading.Thread(target=one_run) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    # Then, whatever the interleaving, the task's counter never went below zero and holds exactly
+    # what the calls that went cost
+    total = sum(went, Decimal(0))
+    assert Decimal(0) < total <= Decimal(5)
+    assert remaining(aws, "task#triage") == Decimal(5) - total >= 0
+    assert remaining(aws, "global") == Decimal(10) - total
+    day = state_row(aws, f"spend#{DAY}", "global")
+    assert day is not None and Decimal(day["task#triage|spent"]["N"]) == total
+
+
 def test_a_run_that_fails_midway_gives_back_what_it_held_and_keeps_what_it_spent(rig: AgentRig) -> None:
     # Given the loop with a daily cap, and a run whose second model call fails (overloaded, no fallback)
     db = rig.aws.client("dynamodb")

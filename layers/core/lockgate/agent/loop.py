@@ -17,16 +17,18 @@ from lockgate.agent.batches import Batches
 from lockgate.agent.intake import AdmittedReplies, IntakeResult, take_in, with_request
 from lockgate.agent.run_totals import Totals
 from lockgate.agent.runs import Run, Runs
-from lockgate.agent.screen import RunAsk, ScreenCalls, Screener
+from lockgate.agent.screen import RunAsk, ScreenCalls, Screener, expected_screen
 from lockgate.agent.tasks import Task
 from lockgate.agent.tool_calls import ToolCalls
 from lockgate.capacity.admission import Admission, InputTooLarge
 from lockgate.capacity.allowance import DEFAULT_CALLS_AHEAD, RunAllowances
 from lockgate.capacity.breaker import CircuitBreaker
 from lockgate.capacity.gate import Gate
+from lockgate.capacity.spend import input_tokens_upper_bound
 from lockgate.clock import Clock
 from lockgate.inbox.routing import InboxEvent
 from lockgate.model.client import ModelClient, ModelReply, ModelRequest
+from lockgate.model.pricing import estimate_usd
 from lockgate.model.prompt_cache import prefix_tokens
 from lockgate.model.response_cache import ResponseCache
 from lockgate.model.usage import NoUsageMetrics, UsageMetrics, UsageRollup
@@ -119,6 +121,10 @@ class AgentLoop:
         tools = [t.schema() for t in task.tools]
         cache_ttl = task.prompt_cache_ttl(prefix_tokens(task.system_prompt(), tools))
         prompt = start.prompt
+        if allowances is not None:  # the models the run will call are admitted in its first write
+            allowances.expect(task.model, *_first_call(task, tools, prompt, cache_ttl))
+            if task.screen_model:
+                allowances.expect(task.screen_model, *expected_screen(task.screen_model))
         if task.intake is not None:
             taken = self._take_in(task, event, run, deadline, totals, allowances)
             if taken.needs_person:
@@ -128,7 +134,8 @@ class AgentLoop:
                 return self._finish(run, "needs_person", f"could not read the request: {why}", totals, state)
             prompt = with_request(prompt, taken)
         messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
-        ask = self._ask_for(task, event.delivery.source, totals, allowances)
+        source, cacheable = event.delivery.source, not task.fresh
+        ask = ScreenCalls(self._calls, task, source, totals, self._usage_metrics, cacheable, allowances)
         for n in range(1, task.max_steps + 1):
             try:
                 reply = self._reply(
@@ -226,20 +233,6 @@ class AgentLoop:
         totals.add_intake(result)
         return result
 
-    def _ask_for(
-        self, task: Task, source: str, totals: Totals, allowances: RunAllowances | None
-    ) -> ScreenCalls:
-        """The run's calls outside its recorded steps (screens): admitted, metered and counted like steps."""
-        return ScreenCalls(
-            self._calls,
-            task,
-            source,
-            totals,
-            self._usage_metrics,
-            cacheable=not task.fresh,
-            allowances=allowances,
-        )
-
     # -- tool steps -----------------------------------------------------------------------
 
     def _results(
@@ -291,6 +284,12 @@ class AgentLoop:
 
 def _cacheable(task: Task) -> bool:
     return task.cacheable and not task.fresh
+
+
+def _first_call(task: Task, tools: list[dict[str, Any]], prompt: str, cache_ttl: str) -> tuple[float, int]:
+    """The main model's first call, as admission estimates it: (dollars, prompt tokens)."""
+    tokens = input_tokens_upper_bound(task.system_prompt(), tools, [{"role": "user", "content": prompt}])
+    return estimate_usd(task.model, tokens, task.max_output_tokens, cache_ttl=cache_ttl), tokens
 
 
 def _text(reply: ModelReply) -> str:

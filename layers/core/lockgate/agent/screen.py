@@ -17,6 +17,7 @@ from lockgate.capacity.allowance import RunAllowances
 from lockgate.capacity.breaker import CircuitOpen
 from lockgate.clock import Clock
 from lockgate.model.client import ModelError, ModelReply, ModelRequest
+from lockgate.model.pricing import estimate_usd
 from lockgate.model.usage import UsageMetrics
 
 SCREEN_PROMPT = (
@@ -26,6 +27,17 @@ SCREEN_PROMPT = (
 )
 
 Ask = Callable[[ModelRequest, float], ModelReply]  # an admitted model call: (request, deadline) -> reply
+SCREEN_OUTPUT_TOKENS = 5
+# What a run expects one screen to be (an email, a help page), for admitting its screens with the
+# run's first admission; a larger one is admitted on its own when it comes.
+EXPECTED_SCREEN_TOKENS = 1_000
+
+
+def expected_screen(model: str) -> tuple[float, int]:
+    """One screen as a run expects it: (dollars, prompt tokens)."""
+    return estimate_usd(
+        model, EXPECTED_SCREEN_TOKENS, SCREEN_OUTPUT_TOKENS, cache_ttl="off"
+    ), EXPECTED_SCREEN_TOKENS
 
 
 class RunAsk(Protocol):
@@ -50,7 +62,6 @@ class ScreenCalls:
         source: str,
         totals: Totals,
         usage_metrics: UsageMetrics,
-        *,
         cacheable: bool,
         allowances: RunAllowances | None,
     ) -> None:
@@ -142,7 +153,7 @@ def _request(model: str, content: str) -> ModelRequest:
         system=SCREEN_PROMPT,
         tools=(),
         messages=[{"role": "user", "content": content[:20_000]}],
-        max_tokens=5,
+        max_tokens=SCREEN_OUTPUT_TOKENS,
         cache_ttl="off",  # a one-line system prompt: nothing worth caching
     )
 

@@ -20,23 +20,29 @@ not given back (a bucket refills within a minute).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
-from lockgate.capacity.gate import Gate
+from lockgate.capacity.gate import Ahead, Gate, Part
 from lockgate.capacity.spend import Reservation
 
 DEFAULT_CALLS_AHEAD = 5
 PROMPT_GROWTH = 2  # tokens taken ahead per call, as a multiple of the first call's
+# (the allowance, one call's estimate, tokens ahead, deadline) -> a joint admission's share, or None
+Together = Callable[["Allowance", float, int, float], "Ahead | None"]
 
 
 class Allowance:
     """What one run may still send on one model without writing, and what it has spent of it."""
 
-    def __init__(self, gate: Gate, task: str, scopes: list[str], calls: int) -> None:
+    def __init__(
+        self, gate: Gate, task: str, scopes: list[str], calls: int, together: Together | None = None
+    ) -> None:
         self._gate = gate
         self._task = task
         self._scopes = scopes
         self._calls = max(1, calls)
+        self._together = together
         self._reservation: Reservation | None = None
         self._spent = 0.0  # actual dollars of the calls made against the reservation
         self._requests = 0
@@ -47,20 +53,30 @@ class Allowance:
         if not self._covers(estimate_usd, tokens):
             # A run's prompts grow call by call: the tokens taken ahead allow for that.
             tokens_ahead = tokens * self._calls * PROMPT_GROWTH
-            ahead = self._gate.admit_ahead(
-                self._task,
-                self._scopes,
-                estimate_usd,
-                tokens,
-                deadline,
-                calls=self._calls,
-                tokens_ahead=tokens_ahead,
-            )
-            self._add(ahead.reservation)
-            self._requests += ahead.calls
-            self._tokens += tokens_ahead if ahead.calls > 1 else tokens
+            ahead = self._together(self, estimate_usd, tokens_ahead, deadline) if self._together else None
+            if ahead is None:
+                ahead = self._gate.admit_ahead(
+                    self._task,
+                    self._scopes,
+                    estimate_usd,
+                    tokens,
+                    deadline,
+                    calls=self._calls,
+                    tokens_ahead=tokens_ahead,
+                )
+            self.credit(ahead, tokens_ahead if ahead.calls > 1 else tokens)
         self._requests -= 1
         self._tokens -= tokens
+
+    def part(self, estimate_usd: float, tokens_ahead: int) -> Part:
+        """This allowance's share of a joint admission: its next calls like one of ``estimate_usd``."""
+        return Part(tuple(self._scopes), estimate_usd, self._calls, tokens_ahead)
+
+    def credit(self, ahead: Ahead, tokens: int) -> None:
+        """Add what an admission gave: its dollars held, its calls and ``tokens``."""
+        self._add(ahead.reservation)
+        self._requests += ahead.calls
+        self._tokens += tokens
 
     def spent(self, usd: float) -> None:
         """Count a sent call's cost (its estimate when it may have been billed but the cost is unknown)."""
@@ -108,6 +124,7 @@ class RunAllowances:
         self._source = source
         self._calls = calls
         self._by_model: dict[str, Allowance] = {}
+        self._expected: dict[str, tuple[float, int]] = {}
 
     def for_model(self, model: str) -> Allowance | None:
         """The run's allowance on ``model`` (None without a gate: nothing to admit)."""
@@ -115,8 +132,38 @@ class RunAllowances:
             return None
         if model not in self._by_model:
             scopes = [f"source#{self._source}", f"model#{model}"]
-            self._by_model[model] = Allowance(self._gate, self._task, scopes, self._calls)
+            self._by_model[model] = Allowance(self._gate, self._task, scopes, self._calls, self._first)
         return self._by_model[model]
+
+    def expect(self, model: str, estimate_usd: float, tokens: int) -> None:
+        """The run will call ``model``, about like this (one call's estimate and prompt tokens): its
+        calls are admitted with the run's first admission on another model, in the same write.
+        """
+        self._expected[model] = (estimate_usd, tokens)
+
+    def _first(
+        self, first: Allowance, estimate_usd: float, tokens_ahead: int, deadline: float
+    ) -> Ahead | None:
+        """The run's first admission, together with the models it expects (None: admit it alone)."""
+        expected, self._expected = self._expected, {}  # tried once per run
+        others = [
+            (model, e, t) for model, (e, t) in expected.items() if self._by_model.get(model) is not first
+        ]
+        if self._gate is None or not others:
+            return None
+        companions = [(self._allowance(model), e, t * self._calls * PROMPT_GROWTH) for model, e, t in others]
+        parts = [first.part(estimate_usd, tokens_ahead), *(a.part(e, t) for a, e, t in companions)]
+        aheads = self._gate.admit_together(self._task, parts, deadline)
+        if aheads is None:
+            return None
+        for (allowance, _, tokens), ahead in zip(companions, aheads[1:], strict=True):
+            allowance.credit(ahead, tokens)
+        return aheads[0]
+
+    def _allowance(self, model: str) -> Allowance:
+        allowance = self.for_model(model)
+        assert allowance is not None  # there is a gate
+        return allowance
 
     def close(self) -> None:
         """Settle every model's allowance: one write per day's counters they held dollars on.

@@ -26,12 +26,14 @@ from __future__ import annotations
 import math
 import threading
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from lockgate.capacity.ratelimit import BucketUnavailable, RateLimited, RateLimiter, Take
 from lockgate.capacity.spend import AheadTooLarge, Hold, Reservation, SpendCaps
+from lockgate.capacity.spend_item import usd
 from lockgate.clock import Clock
 from lockgate.dynamo import error_code
 
@@ -47,6 +49,16 @@ class _Failed(Exception):
     def __init__(self, reasons: list[dict[str, Any] | None]) -> None:
         super().__init__("conditions failed")
         self.reasons = reasons
+
+
+@dataclass(frozen=True)
+class Part:
+    """One model's share of a joint admission: its buckets, one call's estimate, its calls and tokens."""
+
+    scopes: tuple[str, ...]
+    estimate_usd: float
+    calls: int
+    tokens: int  # taken from each of its buckets for all its calls
 
 
 @dataclass(frozen=True)
@@ -131,6 +143,44 @@ class Gate:
                     self.limiter.taken(take)
                 return Ahead(self.spend.reservation(task, holds) if self.spend and holds else None, calls)
             raise RateLimited("rate buckets are contended: retry shortly", max(1, math.ceil(interval)))
+
+    def admit_together(self, task: str, parts: list[Part], deadline: float) -> list[Ahead] | None:
+        """Admit several models' next calls of one run in ONE write (the day's counters and a shared
+        source bucket written once), or None, with nothing written, when that does not fit now.
+
+        Only the plain case is tried: every bucket gives at once, every counter has room beyond
+        its near-cap margin, nothing is contended. Anything else is None, and the caller admits one
+        model at a time (``admit_ahead``), which handles waits, refusals and damaged items.
+        """
+        with self._turn:
+            now = self._clock.now()
+            wants: dict[str, tuple[int, int]] = {}  # scope -> (tokens, requests), summed over parts
+            for part in parts:
+                for scope in part.scopes:
+                    tokens, requests = wants.get(scope, (0, 0))
+                    wants[scope] = (tokens + part.tokens, requests + part.calls)
+            takes = []
+            for scope, (tokens, requests) in wants.items():
+                plan = self.limiter.plan(scope, tokens, now, requests) if self.limiter is not None else None
+                if isinstance(plan, float):
+                    return None
+                if plan is not None:
+                    takes.append(plan)
+            shares = [usd(part.estimate_usd * part.calls) for part in parts]  # exact: they add up to the hold
+            total = float(sum(shares, Decimal(0)))
+            holds = self.spend.holds(task, total, now, frozenset()) if self.spend is not None else []
+            try:
+                self._write([h.update for h in holds] + [t.update for t in takes])
+            except (_Failed, ClientError, BotoCoreError):
+                return None
+            for take in takes:
+                assert self.limiter is not None  # takes come only from the limiter
+                self.limiter.taken(take)
+            day = holds[0].day if holds else ""
+            return [
+                Ahead(self.spend.part_of(task, day, share) if self.spend else None, part.calls)
+                for part, share in zip(parts, shares, strict=True)
+            ]
 
     def settle(self, reservation: Reservation | None, actual_usd: float) -> None:
         """Replace the held estimate by the actual cost on every counter, in one write."""

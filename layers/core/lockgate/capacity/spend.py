@@ -169,6 +169,10 @@ class SpendCaps:
                 near.add(counter)
         return frozenset(near)
 
+    def part_of(self, task: str, day: str, share_usd: Decimal) -> Reservation:
+        """One model's share of a joint hold (the shares add up exactly to what was held)."""
+        return Reservation(day, task, share_usd, self._counters(task))
+
     def reservation(self, task: str, holds: list[Hold]) -> Reservation:
         """The reservation that the (now written) holds make."""
         return Reservation(holds[0].day, task, holds[0].estimate, holds[0].counters)
