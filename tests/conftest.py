@@ -15,7 +15,7 @@ import pytest
 from moto import mock_aws
 
 from lockgate.clock import FixedClock
-from tests.support import Aws, Harness, make_config
+from tests.support import Aws, Harness, OnDemand, make_config
 
 if TYPE_CHECKING:
     from lockgate_infra.local.template import LocalPlan
@@ -101,13 +101,25 @@ def template_plan() -> LocalPlan:
 
 @pytest.fixture
 def aws(template_plan: LocalPlan) -> Iterator[Aws]:
-    """moto in-process, with every table, queue and bucket of template.yaml created."""
-    from lockgate_infra.local.provision import create_resources
+    """moto in-process with template.yaml's resources: its queues, and each table, bucket and
+    secret created when a call first names it (a test pays only for what it uses)."""
+    from lockgate_infra.api_calls import intercepted
 
     with mock_aws():
         session = boto3.session.Session(region_name="us-east-1")
-        names = create_resources(template_plan, session)
-        yield Aws(session=session, names=names)
+        on_demand = OnDemand(template_plan, session)
+        for queue in template_plan.queues:
+            on_demand.provisioner.create(queue)
+        names = {
+            **{
+                r.logical_id: r.name
+                for plan in (template_plan.tables, template_plan.buckets, template_plan.secrets)
+                for r in plan.values()
+            },
+            **on_demand.provisioner.created,
+        }
+        with intercepted(on_demand):
+            yield Aws(session=session, names=names)
 
 
 @pytest.fixture

@@ -26,6 +26,8 @@ from lockgate.runtime.worker import inbox_worker
 from lockgate.secrets import SecretResolver
 from lockgate.settings import ReceiverSettings, WorkerSettings
 from lockgate.telemetry import CountingMetrics
+from lockgate_infra.local.provision import Provisioner
+from lockgate_infra.local.template import LocalPlan
 
 LOG = logging.getLogger("lockgate.tests")
 
@@ -112,6 +114,58 @@ class Aws:
                 sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=m["ReceiptHandle"])
             out.extend(got)
         return out
+
+
+ALREADY_THERE = {"ResourceInUseException", "ResourceExistsException", "BucketAlreadyOwnedByYou"}
+
+
+class OnDemand:
+    """Creates a table, bucket or secret of the template the first time an AWS call names it.
+
+    A test's moto account then holds only what the test uses (its queues, which it names by a
+    URL moto gives, are created up front). Every boto3 client in the process is covered, not only
+    the test's session: the code under test may build its own.
+    """
+
+    def __init__(self, plan: LocalPlan, session: boto3.session.Session) -> None:
+        self.provisioner = Provisioner(plan, session)
+        self._lazy = {
+            r.name: r.logical_id
+            for r in (*plan.tables.values(), *plan.buckets.values(), *plan.secrets.values())
+        }
+        self._lock = threading.RLock()
+        self._inside = threading.local()  # this thread is creating: its own calls pass straight through
+
+    def __call__(self, client: Any, operation: str, params: dict[str, Any], send: Callable[[], Any]) -> Any:
+        if not getattr(self._inside, "creating", False):
+            for name in _named(params):
+                logical_id = self._lazy.get(name)
+                if logical_id is not None and logical_id not in self.provisioner.created:
+                    self._create(logical_id)
+        return send()
+
+    def _create(self, logical_id: str) -> None:
+        with self._lock:
+            self._inside.creating = True
+            try:
+                self.provisioner.create(logical_id)
+            except ClientError as exc:  # the test made it itself (e.g. `lockgate secrets set`)
+                if exc.response["Error"]["Code"] not in ALREADY_THERE:
+                    raise
+                self.provisioner.created[logical_id] = logical_id
+            finally:
+                self._inside.creating = False
+
+
+def _named(params: dict[str, Any]) -> list[str]:
+    """The resource names an AWS call's parameters mention (tables, buckets, secrets)."""
+    names = [params[key] for key in ("TableName", "Bucket", "SecretId") if isinstance(params.get(key), str)]
+    names += list(params.get("RequestItems", {}))  # BatchGetItem, BatchWriteItem
+    for item in params.get("TransactItems", []):
+        names += [
+            part["TableName"] for part in item.values() if isinstance(part, dict) and "TableName" in part
+        ]
+    return names
 
 
 def function_env(aws: Aws) -> dict[str, str]:
