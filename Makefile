@@ -28,12 +28,14 @@ demo: $(STAMP)
 
 # The inner loop: every test but the slow suites, on every core, with branch coverage recorded
 # (so `make check` adds the slow suites to it instead of running everything a second time).
+# worksteal: an idle worker takes queued tests from a busy one, so one long module (the attack
+# table) does not leave the other core idle at the end.
 test: $(STAMP)
-	$(BIN)/pytest -m "not slow and not deploy" -n auto --cov --cov-report= --cov-fail-under=0
+	$(BIN)/pytest -m "not slow and not deploy" -n auto --dist worksteal --cov --cov-report= --cov-fail-under=0
 
 # Fuzzing, chaos, load, the browser test and the benchmark smoke tests, appended to test's coverage.
 slow: $(STAMP)
-	$(BIN)/pytest -m "slow and not deploy" -n auto --cov --cov-append --cov-report= --cov-fail-under=0
+	$(BIN)/pytest -m "slow and not deploy" -n auto --dist worksteal --cov --cov-append --cov-report= --cov-fail-under=0
 
 # Branch coverage of `make test` + `make slow`; fails below [tool.coverage.report] fail_under.
 coverage: $(STAMP)
