@@ -150,7 +150,9 @@ class Gate:
 
         Only the plain case is tried: every bucket gives at once, every counter has room beyond
         its near-cap margin, nothing is contended. Anything else is None, and the caller admits one
-        model at a time (``admit_ahead``), which handles waits, refusals and damaged items.
+        model at a time (``admit_ahead``), which handles waits, refusals and damaged items. An
+        error whose outcome is unknown (a timeout) is None too: whatever it may have held stays
+        charged until the day ends, the safe direction, as for a run that crashes before it settles.
         """
         with self._turn:
             now = self._clock.now()
