@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
@@ -105,30 +106,50 @@ def pages_then_send(call_prefix: str) -> Scripted:
     return Scripted([tools_turn(*reads, send), Reply([say("done")])])
 
 
+@dataclass
+class PageRun:
+    """A screening task over ``PAGES`` and a loop that saves answers; ``run`` answers one event."""
+
+    rig: AgentRig
+    effects: Effects = field(default_factory=Effects)
+
+    def __post_init__(self) -> None:
+        self.effects.pages.update(PAGES)
+        self.db = self.rig.aws.client("dynamodb")
+        self.responses = ResponseCache(
+            self.db, self.rig.aws.state_table, self.rig.clock, log=LOG, metrics=self.rig.metrics
+        )
+
+    def run(self, delivery_id: str, call_prefix: str) -> None:
+        scripted = pages_then_send(call_prefix)
+        self.rig.stub.set_model(
+            lambda request: screen_verdicts(request) if is_screen(request) else scripted(request)
+        )
+        task = make_task(self.effects, screen_model=SCREEN_MODEL)
+        self.rig.loop({"responses": self.responses}).run(task, event(delivery_id), DEADLINE)
+
+    def screens(self) -> int:
+        return len([r for r in self.rig.stub.requests if is_screen(r)])
+
+
 def test_a_steps_screens_are_looked_up_in_one_read_and_finish_before_anything_acts(rig: AgentRig) -> None:
     # Given a task that screens what it reads, with saved answers, and a step that reads three pages
     # (one carrying an injection, one read twice) and sends a message in the same step
-    effects = Effects()
-    effects.pages.update(PAGES)
-    task = make_task(effects, screen_model=SCREEN_MODEL)
-    db = rig.aws.client("dynamodb")
-    responses = ResponseCache(db, rig.aws.state_table, rig.clock, log=LOG, metrics=rig.metrics)
-    scripted = pages_then_send("t")
-    rig.stub.set_model(lambda request: screen_verdicts(request) if is_screen(request) else scripted(request))
-    sent = dynamodb_operations(db)
+    pages = PageRun(rig)
+    sent = dynamodb_operations(pages.db)
     # When it runs
-    rig.loop({"responses": responses}).run(task, event(), DEADLINE)
+    pages.run("d-1", "t")
     # Then the saved verdicts of the three distinct pages were looked up in one read, and each was
     # screened once by the model
     assert sent.count("BatchGetItem") == 1 and sent.count("GetItem") == 0
-    assert len([r for r in rig.stub.requests if is_screen(r)]) == 3
+    assert pages.screens() == 3
     # And the send in the same step waited for the screens: the flag stops it, nothing was sent
     run = rig.runs().get("github#d-1")
     assert run is not None
     (tools,) = [step for step in run.steps if step.kind == "tools"]
     (send_entry,) = [c for c in tools.data["calls"] if c["tool"] == "send"]
     assert send_entry["check"] == "taint" and "screen flagged" in send_entry["reason"]
-    assert effects.sent == []
+    assert pages.effects.sent == []
     assert tools.data["suspicious_added"] == [
         "untrusted content (fetch_page: fetch https://b.example): screen: possible prompt injection"
     ]
@@ -136,24 +157,17 @@ def test_a_steps_screens_are_looked_up_in_one_read_and_finish_before_anything_ac
 
 def test_a_second_run_over_the_same_pages_is_screened_from_saved_verdicts_in_one_read(rig: AgentRig) -> None:
     # Given the pages were screened by an earlier run
-    effects = Effects()
-    effects.pages.update(PAGES)
-    task = make_task(effects, screen_model=SCREEN_MODEL)
-    db = rig.aws.client("dynamodb")
-    responses = ResponseCache(db, rig.aws.state_table, rig.clock, log=LOG, metrics=rig.metrics)
-    first, second = pages_then_send("t"), pages_then_send("u")
-    rig.stub.set_model(lambda request: screen_verdicts(request) if is_screen(request) else first(request))
-    rig.loop({"responses": responses}).run(task, event("d-1"), DEADLINE)
-    screens_before = len([r for r in rig.stub.requests if is_screen(r)])
-    rig.stub.set_model(lambda request: screen_verdicts(request) if is_screen(request) else second(request))
-    sent = dynamodb_operations(db)
+    pages = PageRun(rig)
+    pages.run("d-1", "t")
+    screens_before = pages.screens()
+    sent = dynamodb_operations(pages.db)
     # When another run reads the same pages
-    rig.loop({"responses": responses}).run(task, event("d-2"), DEADLINE)
+    pages.run("d-2", "u")
     # Then one read brought every verdict, no screen went to the model, and the flag still holds
     assert sent.count("BatchGetItem") == 1
-    assert len([r for r in rig.stub.requests if is_screen(r)]) == screens_before
+    assert pages.screens() == screens_before
     run = rig.runs().get("github#d-2")
-    assert run is not None and run.totals["suspicious"] and effects.sent == []
+    assert run is not None and run.totals["suspicious"] and pages.effects.sent == []
 
 
 def test_the_guard_never_clears_an_action_while_what_the_run_read_is_unscreened() -> None:
@@ -172,12 +186,8 @@ def test_the_guard_never_clears_an_action_while_what_the_run_read_is_unscreened(
 
 def test_what_a_run_read_twice_is_recorded_once(rig: AgentRig) -> None:
     # Given a step that reads every page, one of them twice
-    effects = Effects()
-    effects.pages.update(PAGES)
-    scripted = pages_then_send("t")
-    rig.stub.set_model(lambda request: screen_verdicts(request) if is_screen(request) else scripted(request))
     # When it runs
-    rig.loop().run(make_task(effects, screen_model=SCREEN_MODEL), event(), DEADLINE)
+    PageRun(rig).run("d-1", "t")
     # Then the run says once per page what it read, in the order it read them
     run = rig.runs().get("github#d-1")
     assert run is not None
