@@ -12,7 +12,8 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from lockgate.dynamo import conditional_failed, error_code
+from lockgate.dynamo import conditional_failed, error_code, read_keys
+from lockgate.errors import StoreUnavailable
 from shop.data import ShopUnavailable, from_item, iso, to_item
 
 RETENTION_SECONDS = 90 * 86_400
@@ -100,21 +101,13 @@ class Mailbox:
         An id missing from the answer (unknown, not a received email, or left unprocessed by
         DynamoDB) is simply absent: ``get`` asks for it again.
         """
-        found: dict[str, Email] = {}
-        ids = list(dict.fromkeys(message_ids))
-        for start in range(0, len(ids), 100):
-            keys = [{"message_id": {"S": message_id}} for message_id in ids[start : start + 100]]
-            try:
-                response = self._db.batch_get_item(
-                    RequestItems={self.table: {"Keys": keys, "ConsistentRead": True}}
-                )
-            except (ClientError, BotoCoreError) as exc:
-                raise ShopUnavailable(f"mail: {type(exc).__name__}") from exc
-            for item in response.get("Responses", {}).get(self.table, []):
-                email = _received(from_item(item))
-                if email is not None:
-                    found[email.message_id] = email
-        return found
+        keys = [{"message_id": {"S": message_id}} for message_id in dict.fromkeys(message_ids)]
+        try:
+            items = read_keys(self._db, self.table, keys, consistent=True)
+        except StoreUnavailable as exc:
+            raise ShopUnavailable(f"mail: {exc}") from exc
+        emails = (_received(from_item(item)) for item in items)
+        return {email.message_id: email for email in emails if email is not None}
 
     def sender_of(self, message_id: str) -> str | None:
         """Who sent a received email, or None."""

@@ -1,8 +1,9 @@
-"""The one DynamoDB helper: read a page, make a conditional write, read error codes and numbers."""
+"""The one DynamoDB helper: read a page or a batch of keys, make a conditional write, read error
+codes and numbers."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -11,6 +12,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from lockgate.errors import StoreUnavailable
 
 Page = tuple[list[dict[str, Any]], dict[str, Any] | None]
+BATCH_GET_KEYS = 100  # BatchGetItem's limit per request
 
 
 def read_page(call: Callable[..., Any], start: dict[str, Any] | None, **request: Any) -> Page:
@@ -34,6 +36,25 @@ def read_all(call: Callable[..., Any], **request: Any) -> list[dict[str, Any]]:
         page, start = read_page(call, start, **request)
         items.extend(page)
     return items
+
+
+def read_keys(
+    db: Any, table: str, keys: Sequence[Mapping[str, Any]], *, consistent: bool = False
+) -> list[dict[str, Any]]:
+    """The items stored under ``keys`` (distinct), 100 keys a ``BatchGetItem``. A key DynamoDB left
+    unprocessed is absent, as one with no item is: the caller reads it alone if it must.
+    StoreUnavailable when the table cannot be read."""
+    found: list[dict[str, Any]] = []
+    for start in range(0, len(keys), BATCH_GET_KEYS):
+        request: dict[str, Any] = {"Keys": list(keys[start : start + BATCH_GET_KEYS])}
+        if consistent:
+            request["ConsistentRead"] = True
+        try:
+            response = db.batch_get_item(RequestItems={table: request})
+        except (ClientError, BotoCoreError) as exc:
+            raise StoreUnavailable(type(exc).__name__) from exc
+        found += response.get("Responses", {}).get(table, [])
+    return found
 
 
 def count_all(call: Callable[..., Any], **request: Any) -> int:

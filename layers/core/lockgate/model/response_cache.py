@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from lockgate.clock import Clock
-from lockgate.dynamo import conditional_failed
+from lockgate.dynamo import conditional_failed, read_keys
+from lockgate.errors import StoreUnavailable
 from lockgate.model.client import ModelReply, ModelRequest, Usage
 from lockgate.telemetry import Log, Metrics
 
@@ -27,7 +28,6 @@ if TYPE_CHECKING:
 DEFAULT_TTL_SECONDS = 7 * 86_400
 MAX_ANSWER_BYTES = 300_000  # a DynamoDB item holds 400 KB; bigger answers are simply not saved
 KEY_PREFIX = "respcache#"
-BATCH_GET_LIMIT = 100  # keys per BatchGetItem
 
 
 def request_key(request: ModelRequest) -> str:
@@ -77,7 +77,7 @@ class ResponseCache:
         keys = [request_key(request) for request in requests]
         try:
             items = self._items(list(dict.fromkeys(keys)))
-        except (ClientError, BotoCoreError) as exc:
+        except (ClientError, BotoCoreError, StoreUnavailable) as exc:
             self._unavailable("read", exc)
             return [None] * len(requests)
         return [self._saved(items.get(key)) for key in keys]
@@ -87,15 +87,8 @@ class ResponseCache:
         if len(keys) == 1:
             item = self._db.get_item(TableName=self._table, Key=_key(keys[0])).get("Item")
             return {keys[0]: item} if item is not None else {}
-        found: dict[str, dict[str, Any]] = {}
-        for start in range(0, len(keys), BATCH_GET_LIMIT):
-            chunk = keys[start : start + BATCH_GET_LIMIT]
-            response = self._db.batch_get_item(
-                RequestItems={self._table: {"Keys": [_key(key) for key in chunk]}}
-            )
-            for item in response.get("Responses", {}).get(self._table, []):
-                found[item["pk"]["S"].removeprefix(KEY_PREFIX)] = item
-        return found
+        items = read_keys(self._db, self._table, [_key(key) for key in keys])
+        return {item["pk"]["S"].removeprefix(KEY_PREFIX): item for item in items}
 
     def _saved(self, item: dict[str, Any] | None) -> ModelReply | None:
         if item is None or int(item.get("ttl", {}).get("N", "0")) <= self._clock.now():
