@@ -141,10 +141,10 @@ class OnDemand:
             for name in _named(params):
                 logical_id = self._lazy.get(name)
                 if logical_id is not None and logical_id not in self.provisioner.created:
-                    self._create(logical_id)
+                    self._create(logical_id, name)
         return send()
 
-    def _create(self, logical_id: str) -> None:
+    def _create(self, logical_id: str, name: str) -> None:
         with self._lock:
             self._inside.creating = True
             try:
@@ -152,7 +152,7 @@ class OnDemand:
             except ClientError as exc:  # the test made it itself (e.g. `lockgate secrets set`)
                 if exc.response["Error"]["Code"] not in ALREADY_THERE:
                     raise
-                self.provisioner.created[logical_id] = logical_id
+                self.provisioner.created[logical_id] = name
             finally:
                 self._inside.creating = False
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from decimal import Decimal
+from typing import Any
 
 import pytest
 
@@ -28,6 +29,14 @@ def metrics() -> CountingMetrics:
     return CountingMetrics()
 
 
+def open_day(aws: Aws, clock: FixedClock, metrics: CountingMetrics, rpm: int) -> tuple[Any, Gate]:
+    """A gate on an open day (its counters made by a first, free admission), and its client."""
+    db = aws.client("dynamodb")
+    g = gate(aws, clock, metrics, db=db, rpm=rpm)
+    g.settle(g.admit("triage", SCOPES, 0.0, 0, FAR), 0.0)
+    return db, g
+
+
 def req_tat(aws: Aws, scope: str) -> Decimal:
     item = state_row(aws, f"bucket#{scope}", "rate")
     assert item is not None
@@ -38,9 +47,7 @@ def test_four_calls_cost_one_write_before_and_one_after_and_the_counters_keep_wh
     aws: Aws, clock: FixedClock, metrics: CountingMetrics
 ) -> None:
     # Given an open day (global $10, task $5, 100 requests a minute per bucket) and a run's allowance
-    db = aws.client("dynamodb")
-    g = gate(aws, clock, metrics, db=db, rpm=100)
-    g.settle(g.admit("triage", SCOPES, 0.0, 0, FAR), 0.0)
+    db, g = open_day(aws, clock, metrics, rpm=100)
     sent = dynamodb_operations(db)
     run = Allowance(g, "triage", SCOPES, calls=5)
     now = int(clock.now())
@@ -62,9 +69,7 @@ def test_a_run_on_two_models_gives_back_both_holds_in_one_write_and_keeps_what_e
     aws: Aws, clock: FixedClock, metrics: CountingMetrics
 ) -> None:
     # Given an open day and a run that calls a small model and a large one, five calls ahead each
-    db = aws.client("dynamodb")
-    g = gate(aws, clock, metrics, db=db, rpm=100)
-    g.settle(g.admit("triage", SCOPES, 0.0, 0, FAR), 0.0)
+    db, g = open_day(aws, clock, metrics, rpm=100)
     run = RunAllowances(g, "triage", "github", calls=5)
     small, large = run.for_model("claude-haiku-5-5"), run.for_model("claude-sonnet-5-5")
     assert small is not None and large is not None
@@ -188,9 +193,7 @@ def test_a_run_expecting_two_models_admits_both_in_one_write_and_settles_both_in
     aws: Aws, clock: FixedClock, metrics: CountingMetrics
 ) -> None:
     # Given an open day and a run that expects its large model while its first call is on the small one
-    db = aws.client("dynamodb")
-    g = gate(aws, clock, metrics, db=db, rpm=100)
-    g.settle(g.admit("triage", SCOPES, 0.0, 0, FAR), 0.0)
+    db, g = open_day(aws, clock, metrics, rpm=100)
     run = RunAllowances(g, "triage", "github", calls=5)
     run.expect("claude-sonnet-5-5", 0.5, 100)
     sent = dynamodb_operations(db)
@@ -217,9 +220,7 @@ def test_a_joint_admission_that_does_not_fit_at_once_writes_nothing_and_each_mod
     aws: Aws, clock: FixedClock, metrics: CountingMetrics
 ) -> None:
     # Given a source bucket of 3 requests a minute: it cannot give both models' ten calls now
-    db = aws.client("dynamodb")
-    g = gate(aws, clock, metrics, db=db, rpm=3)
-    g.settle(g.admit("triage", SCOPES, 0.0, 0, FAR), 0.0)
+    db, g = open_day(aws, clock, metrics, rpm=3)
     run = RunAllowances(g, "triage", "github", calls=5)
     run.expect("claude-sonnet-5-5", 0.5, 100)
     sent = dynamodb_operations(db)
