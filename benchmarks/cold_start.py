@@ -44,7 +44,7 @@ from benchmarks.cold_start_children import (
 )
 from benchmarks.importtime import ImportLine, parse_importtime, ranked, table
 
-TARGET_OVERHEAD = 0.15
+TARGET_OVERHEAD = 0.10  # issue 13: the receiver stays within 1.10x a bare boto3 handler
 
 
 @dataclass

@@ -1,7 +1,8 @@
 """Webhook receiver Lambda: POST /webhooks/{source} → verified, stored once, queued.
 
 Settings and clients are read once per cold start; ``lockgate.runtime.receiver`` builds the
-Receiver from them. Deliberately imports nothing of the agent (anthropic, pydantic).
+Receiver from them. Deliberately imports nothing of the agent (anthropic, pydantic), and reads
+only the config sections it uses (``[sources]``, ``[inbox]``): its import time is a benchmark.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics
 
-from lockgate.config import load_config
+from lockgate.config import load_receipt_config
 from lockgate.errors import LockgateError
 from lockgate.http import RawRequest, error_response
 from lockgate.runtime.deps import lambda_deps
@@ -24,7 +25,7 @@ metrics = Metrics()
 settings = ReceiverSettings.from_env(os.environ)
 receiver = build_receiver(
     settings,
-    load_config(Path(__file__).parent / settings.config_path, settings.stage),
+    load_receipt_config(Path(__file__).parent / settings.config_path, settings.stage),
     lambda_deps(os.environ, logger, metrics, timeout_seconds=settings.timeout_seconds),
 )
 # Read every source's secret once, up front. A source whose secret is missing, empty or unusable

@@ -159,15 +159,34 @@ def test_a_source_without_its_secret_fails_closed_alone(aws: Aws, monkeypatch: p
     assert [i["pk"]["S"] for i in aws.inbox_items()] == ["partner#p-1"]
 
 
-def test_receiver_does_not_import_the_agent_stack() -> None:
-    # The receiver's cold start must not pay for anthropic or pydantic
+def test_the_receiver_handler_imports_neither_the_agent_stack_nor_the_other_sections_config(
+    tmp_path: Path,
+) -> None:
+    # Given the receiver's handler imported in a fresh interpreter as Lambda does (its folder and
+    # the layer on sys.path), with a config whose secrets are env: ones and no AWS to reach
+    config = tmp_path / "lockgate.toml"
+    config.write_text('[sources.github]\nscheme = "github"\nsecrets = ["env:GITHUB_SECRET"]\n', encoding="utf-8")
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "LOCKGATE_CONFIG": str(config),
+        "GITHUB_SECRET": "s3cret-for-the-import",
+        "INBOX_TABLE": "inbox",
+        "INBOX_QUEUE_URL": "http://127.0.0.1:9/queue/inbox",
+        "BODY_BUCKET": "bodies",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_ENDPOINT_URL": "http://127.0.0.1:9",
+    }
     code = (
         "import sys\n"
-        "import lockgate.inbox.receipt, lockgate.http, lockgate.settings, lockgate.secrets\n"
-        "import aws_lambda_powertools\n"
-        "from aws_lambda_powertools import Logger, Metrics\n"
-        "bad = [m for m in ('anthropic', 'pydantic', 'httpx') if m in sys.modules]\n"
-        "print(','.join(bad))\n"
+        f"sys.path[:0] = [{str(ROOT / 'functions' / 'webhook_receiver')!r}, {str(ROOT / 'layers' / 'core')!r}]\n"
+        "import app\n"
+        "heavy = ('anthropic', 'pydantic', 'httpx', 'lockgate.config.model', 'lockgate.config.parsing')\n"
+        "print('loaded:', *[m for m in heavy if m in sys.modules])\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == ""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    # Then it started (its one source ready) and paid neither for the model SDK nor for the config
+    # types it never reads
+    assert '"message":"source ready"' in out.stdout
+    assert out.stdout.splitlines()[-1] == "loaded:"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from lockgate.config import load_config, merge_tables
+from lockgate.config import load_config, load_receipt_config, merge_tables
 from lockgate.errors import ConfigError
 from lockgate.settings import ApprovalSettings, JobsSettings, ReceiverSettings, WorkerSettings
 
@@ -119,3 +119,42 @@ def test_given_lockgate_stage_then_every_function_settings_carries_it():
     for settings in (ReceiverSettings, WorkerSettings, ApprovalSettings, JobsSettings):
         assert settings.from_env(environ).stage == "prod", settings
         assert settings.from_env({**environ, "LOCKGATE_STAGE": " "}).stage is None, settings
+
+
+@pytest.mark.parametrize("stage", [None, "dev", "prod"])
+def test_given_the_shipped_file_then_the_receiver_reads_the_same_sources_and_inbox_as_every_function(stage):
+    # Given the shipped lockgate.toml, per stage
+    whole = load_config(ROOT / "lockgate.toml", stage)
+    # When the receiver reads only its sections
+    receipt = load_receipt_config(ROOT / "lockgate.toml", stage)
+    # Then its sources (the stage's secrets included) and inbox limits are the whole file's
+    assert (receipt.sources, receipt.inbox) == (whole.sources, whole.inbox)
+    assert receipt.source("github") == whole.source("github") and receipt.source("nope") is None
+
+
+def test_given_a_mistake_in_another_section_then_only_the_receiver_still_loads(tmp_path):
+    # Given a file whose [capacity] has an unknown key, and whose sources are fine
+    path = tmp_path / "lockgate.toml"
+    path.write_text(BASE + "\n[capacity]\ncalls_per_turn = 3\n", encoding="utf-8")
+    # Then every function that reads the whole file refuses it, naming the key
+    with pytest.raises(ConfigError, match="calls_per_turn"):
+        load_config(path)
+    # And the receiver still loads its sources, so deliveries are still verified and stored
+    assert sorted(load_receipt_config(path).sources) == ["github", "partner"]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('[sources.github]\nscheme = "gitlab"\nsecrets = ["env:X"]\n', "scheme must be one of"),
+        ('[sources.github]\nscheme = "github"\nsecrets = []\n', "non-empty list"),
+        ("[inbox]\nmax_attempts = 0\n", "inbox.max_attempts must be a positive whole number"),
+        ("[inbox]\nretries = 3\n", r"unknown key\(s\) \['retries'\]"),
+        ('sources = "github"\n', r"\[sources\] must be a table"),
+    ],
+)
+def test_given_a_mistake_in_the_receivers_sections_then_the_receiver_refuses_the_file(tmp_path, text, message):
+    path = tmp_path / "lockgate.toml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError, match=message):
+        load_receipt_config(path)

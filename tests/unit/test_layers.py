@@ -33,6 +33,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "lockgate.config",
         "lockgate.dynamo",
         "lockgate.errors",
+        "lockgate.exports",
         "lockgate.freshness",
         "lockgate.http",
         "lockgate.restore",

@@ -18,7 +18,7 @@ Packages, each importing only from those below it (``tests/unit/test_layers.py``
     inbox               receipt, the idempotent inbox store and queue, the worker's lease loop, routing
     webhooks            the signature schemes and delivery identity
     foundations         clock, errors, config, settings, secrets, dynamo, telemetry, http, freshness,
-                        restore, schema
+                        restore, schema, exports
 
 Names load on first use, so importing a submodule (the receiver imports ``lockgate.inbox.receipt``)
 never pays for pydantic or the agent.
@@ -26,8 +26,9 @@ never pays for pydantic or the agent.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from lockgate.exports import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -99,9 +100,4 @@ if TYPE_CHECKING:
     from lockgate.workflows import Setup
 
 
-def __getattr__(name: str) -> Any:
-    """Import a public name's module the first time the name is asked for."""
-    module = _PUBLIC.get(name)
-    if module is None:
-        raise AttributeError(f"module 'lockgate' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_exports(__name__, _PUBLIC)

@@ -2,7 +2,7 @@
 
 One class per function, listing every variable that function reads; the composition roots in
 ``lockgate.runtime`` take these, never ``os.environ``. Frozen dataclasses rather than pydantic
-models: the receiver's cold start budget (≤15% over a bare boto3 handler) cannot afford pydantic's
+models: the receiver's cold start budget (≤10% over a bare boto3 handler) cannot afford pydantic's
 import.
 """
 
@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
-from lockgate.config import BudgetConfig
 from lockgate.errors import ConfigError
+
+if TYPE_CHECKING:  # only a type here: importing it would build every config type at the receiver's cold start
+    from lockgate.config import BudgetConfig
 
 
 def _required(environ: Mapping[str, str], name: str) -> str:

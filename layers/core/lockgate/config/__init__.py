@@ -1,26 +1,48 @@
-"""The deployment's configuration (``lockgate.toml``): the types in ``model``, reading in ``parsing``."""
+"""The deployment's configuration (``lockgate.toml``).
 
-from lockgate.config.model import (
-    DEFAULT_MAX_BODY_BYTES,
-    PATTERNS,
-    REVIEWER_ID,
-    SCHEMES,
-    SECRET_PREFIXES,
-    SOURCE_NAME,
-    ApprovalsConfig,
-    BudgetConfig,
-    CapacityConfig,
-    InboxConfig,
-    LockgateConfig,
-    RateLimitConfig,
-    Reviewer,
-    ScheduleConfig,
-    SlackApprovals,
-    SourceConfig,
-    ToolApproval,
-)
-from lockgate.config.parsing import load_config, merge_tables, parse_config, stage_overlay
+- ``sources``: what the webhook receiver reads, ``[sources]`` and ``[inbox]``, and their parsing;
+- ``model``: the other sections and the whole file, as frozen dataclasses;
+- ``parsing``: reading and validating the whole file; ``files``: the TOML and its stage overlay.
 
+Names load on first use, so the receiver (``load_receipt_config``) never builds the others' types.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lockgate.exports import lazy_exports
+
+_SOURCES = "lockgate.config.sources"
+_MODEL = "lockgate.config.model"
+_PARSING = "lockgate.config.parsing"
+_FILES = "lockgate.config.files"
+# Public name → the module that defines it.
+_PUBLIC = {
+    "ApprovalsConfig": _MODEL,
+    "BudgetConfig": _MODEL,
+    "CapacityConfig": _MODEL,
+    "DEFAULT_MAX_BODY_BYTES": _SOURCES,
+    "InboxConfig": _SOURCES,
+    "LockgateConfig": _MODEL,
+    "PATTERNS": _MODEL,
+    "REVIEWER_ID": _MODEL,
+    "RateLimitConfig": _MODEL,
+    "ReceiptConfig": _SOURCES,
+    "Reviewer": _MODEL,
+    "SCHEMES": _SOURCES,
+    "SECRET_PREFIXES": _SOURCES,
+    "SOURCE_NAME": _SOURCES,
+    "ScheduleConfig": _MODEL,
+    "SlackApprovals": _MODEL,
+    "SourceConfig": _SOURCES,
+    "ToolApproval": _MODEL,
+    "load_config": _PARSING,
+    "load_receipt_config": _SOURCES,
+    "merge_tables": _FILES,
+    "parse_config": _PARSING,
+    "stage_overlay": _FILES,
+}
 __all__ = [
     "ApprovalsConfig",
     "BudgetConfig",
@@ -31,6 +53,7 @@ __all__ = [
     "PATTERNS",
     "REVIEWER_ID",
     "RateLimitConfig",
+    "ReceiptConfig",
     "Reviewer",
     "SCHEMES",
     "SECRET_PREFIXES",
@@ -40,7 +63,37 @@ __all__ = [
     "SourceConfig",
     "ToolApproval",
     "load_config",
+    "load_receipt_config",
     "merge_tables",
     "parse_config",
     "stage_overlay",
 ]
+
+if TYPE_CHECKING:
+    from lockgate.config.files import merge_tables, stage_overlay
+    from lockgate.config.model import (
+        PATTERNS,
+        REVIEWER_ID,
+        ApprovalsConfig,
+        BudgetConfig,
+        CapacityConfig,
+        LockgateConfig,
+        RateLimitConfig,
+        Reviewer,
+        ScheduleConfig,
+        SlackApprovals,
+        ToolApproval,
+    )
+    from lockgate.config.parsing import load_config, parse_config
+    from lockgate.config.sources import (
+        DEFAULT_MAX_BODY_BYTES,
+        SCHEMES,
+        SECRET_PREFIXES,
+        SOURCE_NAME,
+        InboxConfig,
+        ReceiptConfig,
+        SourceConfig,
+        load_receipt_config,
+    )
+
+__getattr__ = lazy_exports(__name__, _PUBLIC)

@@ -1,5 +1,6 @@
-"""What ``lockgate.toml`` says, as frozen dataclasses: sources, inbox, approvals, budget, capacity,
-schedules. Parsing and validation are in ``lockgate.config.parsing``."""
+"""What ``lockgate.toml`` says, as frozen dataclasses: approvals, budget, capacity, schedules, and
+the whole file; sources and inbox (what the receiver reads) are in ``lockgate.config.sources``.
+Parsing and validation are in ``lockgate.config.parsing``."""
 
 from __future__ import annotations
 
@@ -7,45 +8,39 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-SCHEMES = frozenset({"github", "stripe", "standard", "slack", "shopify", "hmac"})
-SECRET_PREFIXES = ("env:", "secretsmanager:")
-SOURCE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+from lockgate.config.sources import (
+    DEFAULT_MAX_BODY_BYTES,
+    SCHEMES,
+    SECRET_PREFIXES,
+    SOURCE_NAME,
+    InboxConfig,
+    ReceiptConfig,
+    SourceConfig,
+)
+
 PATTERNS = ("queue", "veto", "draft")
 REVIEWER_ID = re.compile(r"^[A-Za-z0-9._@-]{1,64}$")
-DEFAULT_MAX_BODY_BYTES = 1_048_576
 
-
-@dataclass(frozen=True)
-class SourceConfig:
-    """One webhook provider: how its deliveries are signed and identified."""
-
-    name: str
-    scheme: str  # github, stripe, standard (Standard Webhooks / Svix), slack, shopify or hmac
-    secrets: tuple[str, ...]  # "env:NAME" or "secretsmanager:ID" references; two while rotating
-    tolerance_seconds: int = 300  # how far a signed timestamp may be from now, either way
-    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES  # larger deliveries are refused (413)
-    # Options of the generic ``hmac`` scheme: the signature header, its prefix and encoding.
-    header: str | None = None
-    encoding: str = "hex"  # hex or base64
-    prefix: str = ""  # e.g. "sha256=" before the signature
-    algorithm: str = "sha256"  # sha1, sha256 or sha512
-    id_header: str | None = None  # the delivery id's header (else id_field, else the body's hash)
-    id_field: str | None = None  # the delivery id's JSON field (dotted path)
-    event_type_header: str | None = None  # the event type's header
-    event_type_field: str | None = None  # the event type's JSON field (dotted path)
-
-
-@dataclass(frozen=True)
-class InboxConfig:
-    """How deliveries are retried and kept."""
-
-    max_attempts: int = 5  # attempts before a delivery is set aside in the dead-letter queue
-    backoff_base_seconds: int = 2  # first retry delay; doubles each attempt (full jitter)
-    backoff_cap_seconds: int = 900  # longest retry delay
-    requeue_after_seconds: int = 120  # the sweeper re-queues a delivery left this long unclaimed
-    retention_days: int = 14  # how long deliveries are kept (TTL), longer than any provider retries
-    max_item_body_bytes: int = 200_000  # larger bodies go to S3 with a pointer
-    defer_limit_hours: int = 48  # how long a deferred delivery may keep waiting after it arrived
+__all__ = [
+    "DEFAULT_MAX_BODY_BYTES",
+    "SCHEMES",
+    "SECRET_PREFIXES",
+    "SOURCE_NAME",
+    "ApprovalsConfig",
+    "BudgetConfig",
+    "CapacityConfig",
+    "InboxConfig",
+    "LockgateConfig",
+    "PATTERNS",
+    "REVIEWER_ID",
+    "RateLimitConfig",
+    "ReceiptConfig",
+    "Reviewer",
+    "ScheduleConfig",
+    "SlackApprovals",
+    "SourceConfig",
+    "ToolApproval",
+]
 
 
 @dataclass(frozen=True)
@@ -146,17 +141,11 @@ class ScheduleConfig:
 
 
 @dataclass(frozen=True)
-class LockgateConfig:
-    """The whole file."""
+class LockgateConfig(ReceiptConfig):
+    """The whole file: the receiver's sections (``sources``, ``inbox``) and everything else."""
 
-    sources: Mapping[str, SourceConfig]
-    inbox: InboxConfig = field(default_factory=InboxConfig)
     workflows_package: str | None = None
     approvals: ApprovalsConfig = field(default_factory=ApprovalsConfig)
     budget: BudgetConfig = field(default_factory=BudgetConfig)
     capacity: CapacityConfig = field(default_factory=CapacityConfig)
     schedules: Mapping[str, ScheduleConfig] = field(default_factory=dict)
-
-    def source(self, name: str) -> SourceConfig | None:
-        """The source called ``name``, or None."""
-        return self.sources.get(name)

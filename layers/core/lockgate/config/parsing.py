@@ -1,103 +1,56 @@
-"""Reading ``lockgate.toml``: each section parsed and validated into its config type.
+"""Reading the whole ``lockgate.toml``: each section parsed and validated into its config type.
 
-Stdlib only on purpose: the webhook receiver loads this at cold start, and
-pydantic would add ~25% to its import time (see benchmarks/cold_start.py).
+The receiver's sections (``[sources]``, ``[inbox]``) are parsed in ``lockgate.config.sources``,
+the file read in ``lockgate.config.files``; stdlib only, as the receiver loads both at cold start.
 """
 
 from __future__ import annotations
 
-import re
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from lockgate.config.files import no_unknown, positive_int, read_config, table
 from lockgate.config.model import (
     PATTERNS,
     REVIEWER_ID,
-    SCHEMES,
-    SECRET_PREFIXES,
-    SOURCE_NAME,
     ApprovalsConfig,
     BudgetConfig,
     CapacityConfig,
-    InboxConfig,
     LockgateConfig,
     RateLimitConfig,
     Reviewer,
     ScheduleConfig,
-    SourceConfig,
     ToolApproval,
 )
 from lockgate.config.slack import parse_slack, parse_slack_user, unique_slack_users
+from lockgate.config.sources import parse_inbox, parse_sources
 from lockgate.errors import ConfigError
 
-# The template's Stage pattern: a stage names a file, so nothing else may reach the path.
-STAGE_NAME = re.compile(r"[a-z][a-z0-9-]{0,15}")
-_SOURCE_KEYS = {f for f in SourceConfig.__dataclass_fields__ if f != "name"}
-_INBOX_KEYS = set(InboxConfig.__dataclass_fields__)
+_SECTIONS = {"sources", "inbox", "workflows", "approvals", "budget", "capacity", "schedules"}
 
 
 def load_config(path: str | Path, stage: str | None = None) -> LockgateConfig:
     """Read and validate a ``lockgate.toml``, with ``stages/<stage>.toml`` beside it merged over it."""
-    p = Path(path)
-    raw, origin = _read(p), str(p)
-    overlay = stage_overlay(p, stage) if stage else None
-    if overlay is not None and overlay.is_file():
-        raw, origin = merge_tables(raw, _read(overlay)), f"{p} + {overlay}"
+    raw, origin = read_config(path, stage)
     return parse_config(raw, origin=origin)
-
-
-def stage_overlay(path: str | Path, stage: str) -> Path:
-    """Where a stage's overlay of ``path`` lives: ``stages/<stage>.toml`` in the same directory."""
-    if not STAGE_NAME.fullmatch(stage):
-        raise ConfigError(f"stage {stage!r} is not a stage name (lowercase letters, digits and -)")
-    return Path(path).parent / "stages" / f"{stage}.toml"
-
-
-def merge_tables(base: Mapping[str, Any], overlay: Mapping[str, Any]) -> dict[str, Any]:
-    """``overlay`` over ``base``: tables merge key by key; any other value (arrays too) replaces."""
-    merged = dict(base)
-    for key, value in overlay.items():
-        below = merged.get(key)
-        if isinstance(value, Mapping) and isinstance(below, Mapping):
-            merged[key] = merge_tables(below, value)
-        else:
-            merged[key] = value
-    return merged
-
-
-def _read(p: Path) -> dict[str, Any]:
-    try:
-        return tomllib.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise ConfigError(f"config file not found: {p}") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{p}: not valid TOML: {exc}") from exc
 
 
 def parse_config(raw: Mapping[str, Any], origin: str = "lockgate.toml") -> LockgateConfig:
     """Validate an already-parsed TOML document."""
-    unknown = set(raw) - {"sources", "inbox", "workflows", "approvals", "budget", "capacity", "schedules"}
+    unknown = set(raw) - _SECTIONS
     if unknown:
         raise ConfigError(f"{origin}: unknown section(s) {sorted(unknown)}")
-    sources_raw = _table(raw.get("sources", {}), f"{origin}: [sources]")
-    sources = {
-        name: _source(name, _table(body, f"{origin}: [sources.{name}]"), origin)
-        for name, body in sources_raw.items()
-    }
-    inbox_raw = _table(raw.get("inbox", {}), f"{origin}: [inbox]")
-    _no_unknown(inbox_raw, _INBOX_KEYS, f"{origin}: [inbox]")
-    inbox = InboxConfig(**{k: _positive_int(v, f"{origin}: inbox.{k}") for k, v in inbox_raw.items()})
-    workflows = _table(raw.get("workflows", {}), f"{origin}: [workflows]")
-    _no_unknown(workflows, {"package"}, f"{origin}: [workflows]")
+    sources, inbox = parse_sources(raw, origin), parse_inbox(raw, origin)
+    workflows = table(raw.get("workflows", {}), f"{origin}: [workflows]")
+    no_unknown(workflows, {"package"}, f"{origin}: [workflows]")
     package = workflows.get("package")
     if package is not None and not (isinstance(package, str) and package.isidentifier()):
         raise ConfigError(f"{origin}: workflows.package must be a Python package name")
-    approvals = _approvals(_table(raw.get("approvals", {}), f"{origin}: [approvals]"), origin)
-    budget = _budget(_table(raw.get("budget", {}), f"{origin}: [budget]"), origin)
-    capacity = _capacity(_table(raw.get("capacity", {}), f"{origin}: [capacity]"), origin)
-    schedules = _schedules(_table(raw.get("schedules", {}), f"{origin}: [schedules]"), origin)
+    approvals = _approvals(table(raw.get("approvals", {}), f"{origin}: [approvals]"), origin)
+    budget = _budget(table(raw.get("budget", {}), f"{origin}: [budget]"), origin)
+    capacity = _capacity(table(raw.get("capacity", {}), f"{origin}: [capacity]"), origin)
+    schedules = _schedules(table(raw.get("schedules", {}), f"{origin}: [schedules]"), origin)
     return LockgateConfig(
         sources=sources,
         inbox=inbox,
@@ -111,11 +64,11 @@ def parse_config(raw: Mapping[str, Any], origin: str = "lockgate.toml") -> Lockg
 
 def _capacity(body: Mapping[str, Any], origin: str) -> CapacityConfig:
     where = f"{origin}: [capacity]"
-    _no_unknown(body, set(CapacityConfig.__dataclass_fields__), where)
+    no_unknown(body, set(CapacityConfig.__dataclass_fields__), where)
     limits = {
         kind: {
-            name: _rate_limit(_table(entry, f"{where} {kind}.{name}"), f"{where} {kind}.{name}")
-            for name, entry in _table(body.get(kind, {}), f"{where} {kind}").items()
+            name: _rate_limit(table(entry, f"{where} {kind}.{name}"), f"{where} {kind}.{name}")
+            for name, entry in table(body.get(kind, {}), f"{where} {kind}").items()
         }
         for kind in ("models", "sources")
     }
@@ -125,10 +78,10 @@ def _capacity(body: Mapping[str, Any], origin: str) -> CapacityConfig:
     count_tokens = body.get("count_tokens", False)
     if not isinstance(count_tokens, bool):
         raise ConfigError(f"{where} count_tokens must be true or false, got {count_tokens!r}")
-    fallback = _positive_int(
+    fallback = positive_int(
         body.get("fallback_requests_per_minute", 5), f"{where} fallback_requests_per_minute"
     )
-    ahead = _positive_int(body.get("calls_per_admission", 5), f"{where} calls_per_admission")
+    ahead = positive_int(body.get("calls_per_admission", 5), f"{where} calls_per_admission")
     return CapacityConfig(
         models=limits["models"],
         sources=limits["sources"],
@@ -140,13 +93,13 @@ def _capacity(body: Mapping[str, Any], origin: str) -> CapacityConfig:
 
 
 def _rate_limit(entry: Mapping[str, Any], where: str) -> RateLimitConfig:
-    _no_unknown(entry, {"requests_per_minute", "tokens_per_minute"}, where)
+    no_unknown(entry, {"requests_per_minute", "tokens_per_minute"}, where)
     if "requests_per_minute" not in entry:
         raise ConfigError(f"{where}: requests_per_minute is required (tokens_per_minute is optional)")
     tokens = entry.get("tokens_per_minute")
     return RateLimitConfig(
-        requests_per_minute=_positive_int(entry["requests_per_minute"], f"{where}.requests_per_minute"),
-        tokens_per_minute=None if tokens is None else _positive_int(tokens, f"{where}.tokens_per_minute"),
+        requests_per_minute=positive_int(entry["requests_per_minute"], f"{where}.requests_per_minute"),
+        tokens_per_minute=None if tokens is None else positive_int(tokens, f"{where}.tokens_per_minute"),
     )
 
 
@@ -154,8 +107,8 @@ def _schedules(body: Mapping[str, Any], origin: str) -> dict[str, ScheduleConfig
     schedules = {}
     for name, raw in body.items():
         where = f"{origin}: [schedules.{name}]"
-        entry = _table(raw, where)
-        _no_unknown(entry, set(ScheduleConfig.__dataclass_fields__), where)
+        entry = table(raw, where)
+        no_unknown(entry, set(ScheduleConfig.__dataclass_fields__), where)
         expression, catch_up = entry.get("expression"), entry.get("catch_up", "each")
         if not isinstance(expression, str) or not expression.startswith(("rate(", "cron(")):
             raise ConfigError(f"{where}: expression must be a rate(...) or cron(...) expression")
@@ -169,10 +122,10 @@ def _schedules(body: Mapping[str, Any], origin: str) -> dict[str, ScheduleConfig
 
 def _budget(body: Mapping[str, Any], origin: str) -> BudgetConfig:
     where = f"{origin}: [budget]"
-    _no_unknown(body, {"daily_usd", "tasks"}, where)
+    no_unknown(body, {"daily_usd", "tasks"}, where)
     daily = body.get("daily_usd")
     tasks = {
-        name: _dollars(v, f"{where} tasks.{name}") for name, v in _table(body.get("tasks", {}), where).items()
+        name: _dollars(v, f"{where} tasks.{name}") for name, v in table(body.get("tasks", {}), where).items()
     }
     return BudgetConfig(
         daily_usd=None if daily is None else _dollars(daily, f"{where} daily_usd"), tasks=tasks
@@ -187,13 +140,11 @@ def _dollars(value: Any, where: str) -> float:
 
 def _approvals(body: Mapping[str, Any], origin: str) -> ApprovalsConfig:
     where = f"{origin}: [approvals]"
-    _no_unknown(
-        body, {"reviewers", "tools", "max_pending_per_task", "max_pending_per_sender", "slack"}, where
-    )
+    no_unknown(body, {"reviewers", "tools", "max_pending_per_task", "max_pending_per_sender", "slack"}, where)
     reviewers = []
     for n, item in enumerate(body.get("reviewers", [])):
-        entry = _table(item, f"{where} reviewers[{n}]")
-        _no_unknown(entry, {"id", "name", "roles", "email", "slack_user"}, f"{where} reviewers[{n}]")
+        entry = table(item, f"{where} reviewers[{n}]")
+        no_unknown(entry, {"id", "name", "roles", "email", "slack_user"}, f"{where} reviewers[{n}]")
         rid = entry.get("id")
         if not isinstance(rid, str) or not REVIEWER_ID.match(rid):
             raise ConfigError(f"{where} reviewers[{n}]: id is letters, digits, '.', '_', '-', '@'")
@@ -208,11 +159,11 @@ def _approvals(body: Mapping[str, Any], origin: str) -> ApprovalsConfig:
         raise ConfigError(f"{where}: reviewer ids must be unique")
     unique_slack_users(reviewers, where)
     tools = {}
-    for name, item in _table(body.get("tools", {}), f"{where} tools").items():
-        entry = _table(item, f"{where} tools.{name}")
-        _no_unknown(entry, set(ToolApproval.__dataclass_fields__), f"{where} tools.{name}")
+    for name, item in table(body.get("tools", {}), f"{where} tools").items():
+        entry = table(item, f"{where} tools.{name}")
+        no_unknown(entry, set(ToolApproval.__dataclass_fields__), f"{where} tools.{name}")
         numbers = {
-            k: _positive_int(v, f"{where} tools.{name}.{k}")
+            k: positive_int(v, f"{where} tools.{name}.{k}")
             for k, v in entry.items()
             if k not in ("roles", "pattern")
         }
@@ -222,9 +173,9 @@ def _approvals(body: Mapping[str, Any], origin: str) -> ApprovalsConfig:
         if numbers.get("reviewers_required", 1) > 2:
             raise ConfigError(f"{where} tools.{name}: reviewers_required is 1 or 2")
         tools[name] = ToolApproval(roles=tuple(entry.get("roles", ())), pattern=pattern, **numbers)
-    cap = _positive_int(body.get("max_pending_per_task", 20), f"{where} max_pending_per_task")
+    cap = positive_int(body.get("max_pending_per_task", 20), f"{where} max_pending_per_task")
     slack = parse_slack(body.get("slack"), f"{where} slack")
-    per_sender = _positive_int(body.get("max_pending_per_sender", 3), f"{where} max_pending_per_sender")
+    per_sender = positive_int(body.get("max_pending_per_sender", 3), f"{where} max_pending_per_sender")
     if per_sender > cap:
         raise ConfigError(
             f"{where} max_pending_per_sender ({per_sender}) is above max_pending_per_task ({cap})"
@@ -236,63 +187,3 @@ def _approvals(body: Mapping[str, Any], origin: str) -> ApprovalsConfig:
         max_pending_per_sender=per_sender,
         slack=slack,
     )
-
-
-def _source(name: str, body: Mapping[str, Any], origin: str) -> SourceConfig:
-    where = f"{origin}: [sources.{name}]"
-    if not SOURCE_NAME.match(name):
-        raise ConfigError(f"{where}: source names are lowercase letters, digits, '-' and '_'")
-    _no_unknown(body, _SOURCE_KEYS, where)
-    scheme = body.get("scheme")
-    if scheme not in SCHEMES:
-        raise ConfigError(f"{where}: scheme must be one of {sorted(SCHEMES)}, got {scheme!r}")
-    secrets = body.get("secrets")
-    if not isinstance(secrets, list) or not secrets:
-        raise ConfigError(f'{where}: secrets must be a non-empty list, e.g. ["env:NAME"]')
-    for ref in secrets:
-        if not isinstance(ref, str) or not ref.startswith(SECRET_PREFIXES) or ref.endswith(":"):
-            raise ConfigError(f'{where}: each secret is "env:NAME" or "secretsmanager:NAME"')
-    options: dict[str, Any] = {}
-    for key in ("tolerance_seconds", "max_body_bytes"):
-        if key in body:
-            options[key] = _positive_int(body[key], f"{where} {key}")
-    for key in (
-        "header",
-        "encoding",
-        "prefix",
-        "algorithm",
-        "id_header",
-        "id_field",
-        "event_type_header",
-        "event_type_field",
-    ):
-        if key in body:
-            if not isinstance(body[key], str):
-                raise ConfigError(f"{where}: {key} must be a string")
-            options[key] = body[key]
-    if scheme == "hmac":
-        if not options.get("header"):
-            raise ConfigError(f'{where}: the hmac scheme needs header = "X-Signature-Header"')
-        if options.get("encoding", "hex") not in ("hex", "base64"):
-            raise ConfigError(f'{where}: encoding must be "hex" or "base64"')
-        if options.get("algorithm", "sha256") not in ("sha1", "sha256", "sha512"):
-            raise ConfigError(f"{where}: algorithm must be sha1, sha256 or sha512")
-    return SourceConfig(name=name, scheme=scheme, secrets=tuple(secrets), **options)
-
-
-def _table(value: Any, where: str) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise ConfigError(f"{where} must be a table")
-    return value
-
-
-def _no_unknown(body: Mapping[str, Any], allowed: set[str], where: str) -> None:
-    unknown = set(body) - allowed
-    if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}")
-
-
-def _positive_int(value: Any, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ConfigError(f"{where} must be a positive whole number, got {value!r}")
-    return value

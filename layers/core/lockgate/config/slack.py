@@ -6,7 +6,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from lockgate.config.model import SECRET_PREFIXES, Reviewer, SlackApprovals
+from lockgate.config.model import Reviewer, SlackApprovals
+from lockgate.config.sources import SECRET_PREFIXES
 from lockgate.errors import ConfigError
 
 # Slack's ids: users U… (W… on Enterprise Grid), channels C… (G… for older private channels).

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from lockgate.clock import Clock
-from lockgate.config import DEFAULT_MAX_BODY_BYTES, LockgateConfig, SourceConfig
+from lockgate.config import DEFAULT_MAX_BODY_BYTES, ReceiptConfig, SourceConfig
 from lockgate.errors import ConfigError, InvalidSignature, QueueUnavailable, SecretUnavailable, UnknownSource
 from lockgate.http import HttpResponse, RawRequest, json_response
 from lockgate.inbox.bodies import BodyStore
@@ -35,7 +35,7 @@ class Receiver:
     def __init__(
         self,
         *,
-        config: LockgateConfig,
+        config: ReceiptConfig,
         secrets: SecretResolver,
         inbox: InboxStore,
         queue: InboxQueue,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lockgate.config import LockgateConfig
+from lockgate.config import ReceiptConfig
 from lockgate.inbox.bodies import BodyStore
 from lockgate.inbox.queue import InboxQueue
 from lockgate.inbox.receipt import Receiver
@@ -11,7 +11,7 @@ from lockgate.runtime.deps import Deps
 from lockgate.settings import ReceiverSettings
 
 
-def build_receiver(settings: ReceiverSettings, config: LockgateConfig, deps: Deps) -> Receiver:
+def build_receiver(settings: ReceiverSettings, config: ReceiptConfig, deps: Deps) -> Receiver:
     """Verify, store once, queue a pointer: the receiver for ``settings``."""
     return Receiver(
         config=config,
