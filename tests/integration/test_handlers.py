@@ -165,7 +165,7 @@ def test_the_receiver_handler_imports_neither_the_agent_stack_nor_the_other_sect
     # Given the receiver's handler imported in a fresh interpreter as Lambda does (its folder and
     # the layer on sys.path), with a config whose secrets are env: ones and no AWS to reach
     config = tmp_path / "lockgate.toml"
-    config.write_text('[sources.github]\nscheme = "github"\nsecrets = ["env:GITHUB_SECRET"]\n', encoding="utf-8")
+    config.write_text('[sources.github]\nscheme = "github"\nsecrets = ["env:GITHUB_SECRET"]\n', "utf-8")
     env = {
         "PATH": "/usr/bin:/bin",
         "LOCKGATE_CONFIG": str(config),
@@ -178,9 +178,10 @@ def test_the_receiver_handler_imports_neither_the_agent_stack_nor_the_other_sect
         "AWS_SECRET_ACCESS_KEY": "testing",
         "AWS_ENDPOINT_URL": "http://127.0.0.1:9",
     }
+    folders = [str(ROOT / "functions" / "webhook_receiver"), str(ROOT / "layers" / "core")]
     code = (
         "import sys\n"
-        f"sys.path[:0] = [{str(ROOT / 'functions' / 'webhook_receiver')!r}, {str(ROOT / 'layers' / 'core')!r}]\n"
+        f"sys.path[:0] = {folders!r}\n"
         "import app\n"
         "heavy = ('anthropic', 'pydantic', 'httpx', 'lockgate.config.model', 'lockgate.config.parsing')\n"
         "print('loaded:', *[m for m in heavy if m in sys.modules])\n"

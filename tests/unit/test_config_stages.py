@@ -153,7 +153,7 @@ def test_given_a_mistake_in_another_section_then_only_the_receiver_still_loads(t
         ('sources = "github"\n', r"\[sources\] must be a table"),
     ],
 )
-def test_given_a_mistake_in_the_receivers_sections_then_the_receiver_refuses_the_file(tmp_path, text, message):
+def test_given_a_mistake_in_the_receivers_sections_then_the_receiver_refuses_it(tmp_path, text, message):
     path = tmp_path / "lockgate.toml"
     path.write_text(text, encoding="utf-8")
     with pytest.raises(ConfigError, match=message):
