@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lockgate.config.model import InboxConfig
+from lockgate.config import InboxConfig
 from lockgate_infra.docsite.reference import DOCS, PAGES, field_comments
 
 

@@ -8,39 +8,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from lockgate.config.sources import (
-    DEFAULT_MAX_BODY_BYTES,
-    SCHEMES,
-    SECRET_PREFIXES,
-    SOURCE_NAME,
-    InboxConfig,
-    ReceiptConfig,
-    SourceConfig,
-)
+from lockgate.config.sources import ReceiptConfig
 
 PATTERNS = ("queue", "veto", "draft")
 REVIEWER_ID = re.compile(r"^[A-Za-z0-9._@-]{1,64}$")
-
-__all__ = [
-    "DEFAULT_MAX_BODY_BYTES",
-    "SCHEMES",
-    "SECRET_PREFIXES",
-    "SOURCE_NAME",
-    "ApprovalsConfig",
-    "BudgetConfig",
-    "CapacityConfig",
-    "InboxConfig",
-    "LockgateConfig",
-    "PATTERNS",
-    "REVIEWER_ID",
-    "RateLimitConfig",
-    "ReceiptConfig",
-    "Reviewer",
-    "ScheduleConfig",
-    "SlackApprovals",
-    "SourceConfig",
-    "ToolApproval",
-]
 
 
 @dataclass(frozen=True)
