@@ -151,6 +151,7 @@ def test_given_a_mistake_in_another_section_then_only_the_receiver_still_loads(t
         ("[inbox]\nmax_attempts = 0\n", "inbox.max_attempts must be a positive whole number"),
         ("[inbox]\nretries = 3\n", r"unknown key\(s\) \['retries'\]"),
         ('sources = "github"\n', r"\[sources\] must be a table"),
+        ('[source.github]\nscheme = "github"\nsecrets = ["env:X"]\n', r"unknown section\(s\) \['source'\]"),
     ],
 )
 def test_given_a_mistake_in_the_receivers_sections_then_the_receiver_refuses_it(tmp_path, text, message):

@@ -14,6 +14,7 @@ from typing import Any
 
 from lockgate.errors import ConfigError
 
+SECTIONS = frozenset({"sources", "inbox", "workflows", "approvals", "budget", "capacity", "schedules"})
 # The template's Stage pattern: a stage names a file, so nothing else may reach the path.
 STAGE_NAME = re.compile(r"[a-z][a-z0-9-]{0,15}")
 
@@ -54,6 +55,13 @@ def _read(p: Path) -> dict[str, Any]:
         raise ConfigError(f"config file not found: {p}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{p}: not valid TOML: {exc}") from exc
+
+
+def known_sections(raw: Mapping[str, Any], origin: str) -> None:
+    """ConfigError naming the document's top-level sections that lockgate.toml does not have."""
+    unknown = set(raw) - SECTIONS
+    if unknown:
+        raise ConfigError(f"{origin}: unknown section(s) {sorted(unknown)}")
 
 
 def table(value: Any, where: str) -> Mapping[str, Any]:

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from lockgate.config.files import no_unknown, positive_int, read_config, table
+from lockgate.config.files import known_sections, no_unknown, positive_int, read_config, table
 from lockgate.config.model import (
     PATTERNS,
     REVIEWER_ID,
@@ -27,8 +27,6 @@ from lockgate.config.slack import parse_slack, parse_slack_user, unique_slack_us
 from lockgate.config.sources import parse_inbox, parse_sources
 from lockgate.errors import ConfigError
 
-_SECTIONS = {"sources", "inbox", "workflows", "approvals", "budget", "capacity", "schedules"}
-
 
 def load_config(path: str | Path, stage: str | None = None) -> LockgateConfig:
     """Read and validate a ``lockgate.toml``, with ``stages/<stage>.toml`` beside it merged over it."""
@@ -38,9 +36,7 @@ def load_config(path: str | Path, stage: str | None = None) -> LockgateConfig:
 
 def parse_config(raw: Mapping[str, Any], origin: str = "lockgate.toml") -> LockgateConfig:
     """Validate an already-parsed TOML document."""
-    unknown = set(raw) - _SECTIONS
-    if unknown:
-        raise ConfigError(f"{origin}: unknown section(s) {sorted(unknown)}")
+    known_sections(raw, origin)
     sources, inbox = parse_sources(raw, origin), parse_inbox(raw, origin)
     workflows = table(raw.get("workflows", {}), f"{origin}: [workflows]")
     no_unknown(workflows, {"package"}, f"{origin}: [workflows]")

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lockgate.config.files import no_unknown, positive_int, read_config, table
+from lockgate.config.files import known_sections, no_unknown, positive_int, read_config, table
 from lockgate.errors import ConfigError
 
 SCHEMES = frozenset({"github", "stripe", "standard", "slack", "shopify", "hmac"})
@@ -81,10 +81,12 @@ class ReceiptConfig:
 def load_receipt_config(path: str | Path, stage: str | None = None) -> ReceiptConfig:
     """Read and validate ``[sources]`` and ``[inbox]`` of a ``lockgate.toml`` (with its stage overlay).
 
-    The other sections are not read here: every other function reads the whole file at its own
-    cold start (``load_config``), and so does ``lockgate check``.
+    The other sections are only checked to be sections lockgate.toml has (a misspelt
+    ``[source.github]`` is an error, not a missing source): every other function reads the whole
+    file at its own cold start (``load_config``).
     """
     raw, origin = read_config(path, stage)
+    known_sections(raw, origin)
     return ReceiptConfig(sources=parse_sources(raw, origin), inbox=parse_inbox(raw, origin))
 
 
