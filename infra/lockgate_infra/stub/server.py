@@ -14,10 +14,10 @@ import json
 import threading
 from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Any, cast
 
 from lockgate.clock import Clock, SystemClock
+from lockgate_infra.serving import Serving
 from lockgate_infra.stub.accounting import PromptCache, count_input_tokens, estimate_tokens
 from lockgate_infra.stub.batches import BATCHES_PATH, BatchDesk
 from lockgate_infra.stub.replies import STOP_REASONS, Model, Reply, StubError
@@ -29,7 +29,7 @@ COUNT_TOKENS_PATH = "/v1/messages/count_tokens"
 USAGE_KEYS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 
 
-class StubAnthropic:
+class StubAnthropic(Serving):
     """A local Messages API server; use as a context manager and point the SDK at ``base_url``."""
 
     def __init__(
@@ -61,14 +61,14 @@ class StubAnthropic:
         if self._server is None:
             self._server = _Server(("127.0.0.1", self._port), self)
             server = self._server
-            # A short poll interval so close() (and every test's teardown) returns quickly.
+            # A short poll interval so stop() (and every test's teardown) returns quickly.
             self._thread = threading.Thread(
                 target=lambda: server.serve_forever(poll_interval=0.02), name="stub-anthropic", daemon=True
             )
             self._thread.start()
         return self
 
-    def close(self) -> None:
+    def stop(self) -> None:
         """Stop serving; requests still waiting out a delay are dropped unanswered."""
         self._stopping.set()
         if self._server is not None:
@@ -78,14 +78,6 @@ class StubAnthropic:
             self._thread.join(timeout=5)
         self._server = None
         self._thread = None
-
-    def __enter__(self) -> StubAnthropic:
-        return self.start()
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> None:
-        self.close()
 
     @property
     def base_url(self) -> str:
