@@ -37,6 +37,11 @@ def open_day(aws: Aws, clock: FixedClock, metrics: CountingMetrics, rpm: int) ->
     return db, g
 
 
+def left(aws: Aws) -> tuple[Decimal, Decimal]:
+    """The day's remaining dollars: all tasks together, then the triage task's."""
+    return remaining(aws, "global"), remaining(aws, "task#triage")
+
+
 def req_tat(aws: Aws, scope: str) -> Decimal:
     item = state_row(aws, f"bucket#{scope}", "rate")
     assert item is not None
@@ -57,12 +62,12 @@ def test_four_calls_cost_one_write_before_and_one_after_and_the_counters_keep_wh
         run.spent(0.1)
     # Then one transaction admitted them all: five estimates held, five requests taken per bucket
     assert sent == ["TransactWriteItems"]
-    assert remaining(aws, "global") == Decimal("7.5") and remaining(aws, "task#triage") == Decimal("2.5")
+    assert left(aws) == (Decimal("7.5"), Decimal("2.5"))
     assert all(req_tat(aws, scope) == now + 6 * Decimal("0.6") for scope in SCOPES)  # 1 + 5
     # And when the run stops, one more write leaves exactly what the four calls cost
     run.close()
     assert sent == ["TransactWriteItems", "UpdateItem"]
-    assert remaining(aws, "global") == Decimal("9.6") and remaining(aws, "task#triage") == Decimal("4.6")
+    assert left(aws) == (Decimal("9.6"), Decimal("4.6"))
 
 
 def test_a_run_on_two_models_gives_back_both_holds_in_one_write_and_keeps_what_each_cost(
@@ -77,13 +82,13 @@ def test_a_run_on_two_models_gives_back_both_holds_in_one_write_and_keeps_what_e
     small.spent(0.01)
     large.admit(0.5, 100, FAR)
     large.spent(0.2)
-    assert remaining(aws, "global") == Decimal("7") and remaining(aws, "task#triage") == Decimal("2")
+    assert left(aws) == (Decimal("7"), Decimal("2"))
     sent = dynamodb_operations(db)
     # When the run stops
     run.close()
     # Then one write gave back both models' holds, leaving exactly what the two calls cost
     assert sent == ["UpdateItem"]
-    assert remaining(aws, "global") == Decimal("9.79") and remaining(aws, "task#triage") == Decimal("4.79")
+    assert left(aws) == (Decimal("9.79"), Decimal("4.79"))
 
 
 def test_a_sixth_call_admits_the_next_five_and_the_settle_counts_both_holds(
@@ -99,7 +104,7 @@ def test_a_sixth_call_admits_the_next_five_and_the_settle_counts_both_holds(
     assert remaining(aws, "task#triage") == Decimal("5.0")
     # And after it stops the counters hold the six calls' $1.20
     run.close()
-    assert remaining(aws, "global") == Decimal("18.8") and remaining(aws, "task#triage") == Decimal("8.8")
+    assert left(aws) == (Decimal("18.8"), Decimal("8.8"))
 
 
 def test_near_the_cap_the_allowance_holds_one_call_and_never_passes_the_cap(
@@ -145,7 +150,7 @@ def test_a_call_that_may_have_been_billed_keeps_its_estimate_when_the_run_stops(
     run.admit(0.5, 100, FAR)
     run.spent(0.0)  # an API error: nothing billed
     run.close()
-    assert remaining(aws, "global") == Decimal("9.5") and remaining(aws, "task#triage") == Decimal("4.5")
+    assert left(aws) == (Decimal("9.5"), Decimal("4.5"))
 
 
 def test_runs_on_many_lambdas_never_hold_more_than_the_cap(
@@ -208,12 +213,12 @@ def test_a_run_expecting_two_models_admits_both_in_one_write_and_settles_both_in
     # Then one transaction held both models' five calls ($0.50 + $2.50) and took the shared source
     # bucket once for all ten calls; the large model's calls needed no write of their own
     assert sent == ["TransactWriteItems"]
-    assert remaining(aws, "global") == Decimal("7") and remaining(aws, "task#triage") == Decimal("2")
+    assert left(aws) == (Decimal("7"), Decimal("2"))
     assert req_tat(aws, "source#github") == int(clock.now()) + 11 * Decimal("0.6")  # 1 + 10 requests
     # And when the run stops, one write leaves exactly what the six calls cost
     run.close()
     assert sent == ["TransactWriteItems", "UpdateItem"]
-    assert remaining(aws, "global") == Decimal("8.99") and remaining(aws, "task#triage") == Decimal("3.99")
+    assert left(aws) == (Decimal("8.99"), Decimal("3.99"))
 
 
 def test_a_joint_admission_that_does_not_fit_at_once_writes_nothing_and_each_model_is_admitted_alone(
