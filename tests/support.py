@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -313,6 +313,16 @@ def serialized_moto() -> Iterator[None]:
         yield
     finally:
         BotocoreStubber.process_request = original  # type: ignore[method-assign]
+
+
+def race(works: Iterable[Callable[[], object]]) -> None:
+    """Start every one of ``works`` in its own thread at once, moto's dispatch serialised; wait for all."""
+    threads = [threading.Thread(target=work) for work in works]
+    with serialized_moto():
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
 
 
 def state_row(aws: Aws, pk: str, sk: str) -> dict[str, Any] | None:

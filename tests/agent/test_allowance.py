@@ -21,7 +21,7 @@ from tests.agent.conftest import AgentRig, event
 from tests.agent.test_gate import DAY, FAR, SCOPES, gate, remaining
 from tests.agent.test_loop import DEADLINE, tools_turn, use
 from tests.agent.toolkit import Effects, make_task
-from tests.support import LOG, Aws, dynamodb_operations, serialized_moto, state_row
+from tests.support import LOG, Aws, dynamodb_operations, race, state_row
 
 
 @pytest.fixture
@@ -177,12 +177,7 @@ def test_runs_on_many_lambdas_never_hold_more_than_the_cap(
             run.close()
             sent.append(calls)
 
-    with serialized_moto():
-        threads = [threading.Thread(target=one_run) for _ in range(8)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+    race([one_run] * 8)
     # Then, whatever the interleaving, no more than the cap's ten calls went and the counters hold
     # exactly what went (at least eight: two runs may each hold five calls' estimates while they
     # use four, the price of admitting ahead)
@@ -267,12 +262,7 @@ def test_runs_admitting_two_models_together_on_many_lambdas_never_hold_more_than
             run.close()
             went.append(spent)
 
-    with serialized_moto():
-        threads = [threading.Thread(target=one_run) for _ in range(8)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+    race([one_run] * 8)
     # Then, whatever the interleaving, the task's counter never went below zero and holds exactly
     # what the calls that went cost
     total = sum(went, Decimal(0))

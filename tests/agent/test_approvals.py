@@ -30,7 +30,7 @@ from lockgate_infra.stub.replies import Reply
 from tests.agent.conftest import AgentRig, event
 from tests.agent.test_loop import DEADLINE, say, tools_turn, use
 from tests.agent.toolkit import Effects, make_task
-from tests.support import LOG, serialized_moto
+from tests.support import LOG, race
 
 SECRET = b"approval-link-secret-for-tests-0123456789"
 CONFIG = ApprovalsConfig(
@@ -261,12 +261,7 @@ def test_two_concurrent_posts_and_executions_give_one_decision_and_one_effect(fl
         barrier.wait()
         statuses.append(flow.desk.decide(approval_id, query, form).status)
 
-    with serialized_moto():
-        threads = [threading.Thread(target=post) for _ in range(2)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+    race([post] * 2)
     assert sorted(statuses) == [200, 409] and len(decisions_table(flow)) == 1
     events = flow.queued_events()
     assert len(events) == 1
@@ -281,12 +276,7 @@ def test_two_concurrent_posts_and_executions_give_one_decision_and_one_effect(fl
         except Deferred:  # the other execution holds the ledger entry: this one waits, as the worker would
             outcomes.append("deferred")
 
-    with serialized_moto():
-        runners = [threading.Thread(target=execute) for _ in range(2)]
-        for t in runners:
-            t.start()
-        for t in runners:
-            t.join()
+    race([execute] * 2)
     assert len(flow.effects.paid) == 1 and len(outcomes) == 2
 
 

@@ -16,7 +16,7 @@ from lockgate.clock import FixedClock
 from lockgate.errors import Deferred
 from lockgate.model.retrybudget import RetryBudget
 from lockgate.telemetry import CountingMetrics
-from tests.support import LOG, Aws, Sleeper, dynamodb_operations, fail_calls, serialized_moto, state_row
+from tests.support import LOG, Aws, Sleeper, dynamodb_operations, fail_calls, race, state_row
 
 MODEL = "claude-haiku"
 SCOPE = f"model#{MODEL}"
@@ -186,12 +186,7 @@ def test_eight_threads_against_three_a_minute_admit_exactly_three(
             results.append("limited")
 
     # When 8 Lambdas ask at once (moto serialised: see docs/design.md)
-    with serialized_moto():
-        threads = [threading.Thread(target=call) for _ in range(8)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+    race([call] * 8)
     # Then exactly 3 go and the bucket holds exactly 3 requests
     assert results.count("ok") == 3 and results.count("limited") == 5
     t0 = Decimal(int(clock.now()))
@@ -368,12 +363,7 @@ def test_half_open_admits_exactly_one_probe_among_concurrent_callers(
         except CircuitOpen:
             results.append("refused")
 
-    with serialized_moto():
-        threads = [threading.Thread(target=call) for _ in range(2)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+    race([call] * 2)
     assert sorted(results) == ["probe", "refused"]
     assert breaker_row(aws)["state"]["S"] == "half_open"
 

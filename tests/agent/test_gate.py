@@ -13,7 +13,7 @@ from lockgate.capacity.ratelimit import Bucket, RateLimited, RateLimiter
 from lockgate.capacity.spend import SpendCapReached, SpendCaps, SpendUnavailable
 from lockgate.clock import FixedClock
 from lockgate.telemetry import CountingMetrics
-from tests.support import LOG, Aws, dynamodb_operations, fail_calls, serialized_moto, state_row
+from tests.support import LOG, Aws, dynamodb_operations, fail_calls, race, state_row
 
 DAY = "2026-01-01"
 SCOPES = ["source#github", "model#claude-haiku"]
@@ -174,12 +174,7 @@ def test_eight_lambdas_against_three_a_minute_admit_exactly_three(
         except RateLimited:
             results.append("limited")
 
-    with serialized_moto():
-        threads = [threading.Thread(target=call) for _ in range(8)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+    race([call] * 8)
     # Then exactly 3 went, and exactly their 3 holds are on the counters
     assert results.count("ok") == 3 and results.count("limited") == 5
     assert remaining(aws, "global") == Decimal("9.7") and remaining(aws, "task#triage") == Decimal("4.7")

@@ -11,7 +11,7 @@ from lockgate.actions.ledger import Ledger, LedgerConflict, OpState, idempotency
 from lockgate.actions.tools import OutcomeUnknown, ToolError
 from lockgate.clock import FixedClock
 from lockgate.errors import Deferred
-from tests.support import Aws, serialized_moto
+from tests.support import Aws, race
 
 
 @pytest.fixture
@@ -129,12 +129,7 @@ def test_two_concurrent_executions_produce_one_side_effect(aws: Aws, clock: Fixe
         except Deferred:
             outcomes.append("deferred")
 
-    with serialized_moto():
-        threads = [threading.Thread(target=attempt) for _ in range(8)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+    race([attempt] * 8)
     assert len(effects) == 1
     assert outcomes.count("SUCCEEDED") >= 1 and len(outcomes) == 8
 

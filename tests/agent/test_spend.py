@@ -17,7 +17,7 @@ from lockgate.capacity.spend import Reservation, SpendCapReached, SpendCaps, Spe
 from lockgate.clock import FixedClock
 from lockgate.errors import Deferred
 from lockgate.telemetry import CountingMetrics
-from tests.support import LOG, Aws, fail_calls, serialized_moto
+from tests.support import LOG, Aws, fail_calls, race
 
 FAR = 10_000_000_000.0  # a deadline that never limits
 DAY = "2026-01-01"  # FixedClock's default start is 2026-01-01T00:00:00Z
@@ -259,12 +259,7 @@ def test_ten_threads_against_a_cap_that_fits_four(
             results.append("capped")
 
     # When 10 Lambdas reserve $0.25 at once (moto serialised: see docs/design.md)
-    with serialized_moto():
-        threads = [threading.Thread(target=call) for _ in range(10)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+    race([call] * 10)
     # Then exactly 4 get through and the counters are exact
     assert results.count("ok") == 4 and results.count("capped") == 6
     assert remaining(aws, "task#triage") == 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import threading
 from dataclasses import replace
+from functools import partial
 
 import pytest
 
@@ -19,7 +20,7 @@ from tests.support import (
     fail_calls,
     function_env,
     make_config,
-    serialized_moto,
+    race,
 )
 
 
@@ -97,12 +98,7 @@ def test_twenty_simultaneous_copies_store_one_item(harness: Harness) -> None:
         barrier.wait()
         statuses.append(harness.post("github", body, headers, receiver=receiver).status)  # type: ignore[arg-type]
 
-    with serialized_moto():
-        threads = [threading.Thread(target=send, args=(r,)) for r in receivers]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+    race(partial(send, r) for r in receivers)
     # Then all are answered 200, exactly one item exists and exactly one pointer was queued
     assert statuses == [200] * 20
     assert len(harness.aws.inbox_items()) == 1

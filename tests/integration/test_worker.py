@@ -14,7 +14,7 @@ from lockgate.inbox.models import Delivery, Status
 from lockgate.inbox.routing import InboxEvent, TaskContext
 from lockgate.inbox.worker import RetryLater
 from lockgate.webhooks.signing import sign
-from tests.support import SECRETS, Harness, serialized_moto
+from tests.support import SECRETS, Harness, race
 
 
 def store(harness: Harness, n: int, source: str = "github") -> list[str]:
@@ -90,12 +90,7 @@ def test_four_workers_share_sixty_deliveries_each_handled_once(harness: Harness)
                 client.delete_message(QueueUrl=harness.aws.queue_url, ReceiptHandle=m["ReceiptHandle"])
 
     # When four workers drain the queue concurrently
-    with serialized_moto():
-        threads = [threading.Thread(target=run_worker) for _ in range(4)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+    race([run_worker] * 4)
     # Then every delivery was handled exactly once and every row is done
     assert handled == Counter({pk: 1 for pk in keys})
     assert all(item(harness, pk).status is Status.DONE for pk in keys)
