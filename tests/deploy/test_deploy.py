@@ -205,11 +205,13 @@ def test_given_the_build_then_each_jobs_function_carries_what_its_jobs_load(depl
         "shop/evals/support_inbox.toml",
     ):
         assert (evals / needed).exists(), needed
-    # and only the harness: none of the other tools (the CLI, the local stack, chaos, the cost meter)
+    # and only the harness (with serving.py, the base its stub server shares): none of the other
+    # tools (the CLI, the local stack, chaos, the cost meter)
     assert sorted(p.name for p in (evals / "lockgate_infra").iterdir() if p.name != "__pycache__") == [
         "__init__.py",
         "evals",
         "local",
+        "serving.py",
         "stub",
     ]
     assert not (evals / "lockgate_infra" / "local" / "stack.py").exists()
