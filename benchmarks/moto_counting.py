@@ -67,8 +67,8 @@ def timed_moto(timer: MotoTimer) -> Iterator[None]:
 def moto_stack() -> Iterator[tuple[Any, dict[str, str]]]:
     """In-process moto with template.yaml's tables, queues and bucket; yields (session, names)."""
     import boto3
-    from moto import mock_aws
 
+    from lockgate_infra.local.fidelity import embedded_aws
     from lockgate_infra.local.provision import create_resources
     from lockgate_infra.local.template import LocalPlan, load_template
 
@@ -84,7 +84,7 @@ def moto_stack() -> Iterator[tuple[Any, dict[str, str]]]:
         "AWS_SESSION_TOKEN": "testing",
         "AWS_DEFAULT_REGION": "us-east-1",
     }
-    with mock.patch.dict(os.environ, {**scrubbed, **fake}, clear=True), mock_aws():
+    with mock.patch.dict(os.environ, {**scrubbed, **fake}, clear=True), embedded_aws():
         session = boto3.session.Session(region_name="us-east-1")
         plan = LocalPlan.from_template(load_template(TEMPLATE))
         yield session, create_resources(plan, session)

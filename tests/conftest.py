@@ -12,9 +12,9 @@ import boto3
 import botocore.loaders
 import botocore.session
 import pytest
-from moto import mock_aws
 
 from lockgate.clock import FixedClock
+from lockgate_infra.local.fidelity import embedded_aws
 from tests.support import Aws, Harness, OnDemand, make_config
 
 if TYPE_CHECKING:
@@ -105,7 +105,7 @@ def aws(template_plan: LocalPlan) -> Iterator[Aws]:
     secret created when a call first names it (a test pays only for what it uses)."""
     from lockgate_infra.api_calls import intercepted
 
-    with mock_aws():
+    with embedded_aws():
         session = boto3.session.Session(region_name="us-east-1")
         on_demand = OnDemand(template_plan, session)
         for queue in template_plan.queues:

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import boto3
 import pytest
-from moto import mock_aws
 
 from lockgate_infra.cli import main as cli
 from lockgate_infra.cli.targets import samconfig_region
+from lockgate_infra.local.fidelity import embedded_aws
 from tests.unit.test_cli_help import commands
 
 # With no arguments these serve or measure for a while (other tests run them); bad input is still tried.
@@ -309,7 +309,7 @@ def prod_stack(no_aws: Path) -> Iterator[str]:
             }
         }
     }
-    with mock_aws():
+    with embedded_aws():
         boto3.client(
             "cloudformation",
             region_name="eu-west-1",

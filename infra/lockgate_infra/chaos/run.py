@@ -36,8 +36,8 @@ class Row:
 def account(plan: FaultPlan, clock: FixedClock) -> Iterator[World]:
     """A fresh moto account from template.yaml, the shop seeded, the functions composed on it."""
     import boto3
-    from moto import mock_aws
 
+    from lockgate_infra.local.fidelity import embedded_aws
     from lockgate_infra.local.provision import create_resources
     from lockgate_infra.local.template import LocalPlan, load_template
     from lockgate_infra.stub import StubAnthropic, StubError
@@ -54,7 +54,7 @@ def account(plan: FaultPlan, clock: FixedClock) -> Iterator[World]:
         headers = {"retry-after": str(retry_after)} if retry_after else {}
         return StubError(status, kind, "injected fault", headers)
 
-    with mock_aws(), sqs_on(clock), StubAnthropic(model) as stub:
+    with embedded_aws(), sqs_on(clock), StubAnthropic(model) as stub:
         session = boto3.session.Session(region_name="us-east-1")
         names = create_resources(LocalPlan.from_template(load_template(ROOT / "template.yaml")), session)
         seed_shop(session.client("dynamodb"), names["ShopOrdersTable"], ses=session.client("ses"))

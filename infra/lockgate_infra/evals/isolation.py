@@ -16,7 +16,7 @@ def isolated_aws(region: str) -> Iterator[Any]:
     a local stack, LocalStack) would send boto3 past moto's interception to that endpoint, so
     they are cleared for as long as the eval runs.
     """
-    from moto import mock_aws
+    from lockgate_infra.local.fidelity import embedded_aws
 
     saved = {
         k: v for k, v in os.environ.items() if k == "AWS_ENDPOINT_URL" or k.startswith("AWS_ENDPOINT_URL_")
@@ -24,7 +24,7 @@ def isolated_aws(region: str) -> Iterator[Any]:
     for key in saved:
         del os.environ[key]
     try:
-        with mock_aws():
+        with embedded_aws():
             import boto3
 
             # One session for every world: botocore then loads each service model once.

@@ -115,15 +115,15 @@ def shop_rig(
     a call needing a person is refused.
     """
     import boto3
-    from moto import mock_aws
 
+    from lockgate_infra.local.fidelity import embedded_aws
     from lockgate_infra.local.provision import create_resources
     from lockgate_infra.stub import StubAnthropic
 
     clock = clock or SystemClock()
     log = logging.getLogger("lockgate.shoprig")
     log.setLevel(logging.ERROR)
-    with mock_aws(), StubAnthropic(model, clock=clock) as stub:
+    with embedded_aws(), StubAnthropic(model, clock=clock) as stub:
         session: Any = boto3.session.Session(region_name="us-east-1")
         plan, config = plan_and_config()
         names = create_resources(plan, session)

@@ -1,9 +1,8 @@
-"""moto's server on loopback, in a thread, with DynamoDB requests handled one at a time.
+"""moto's server on loopback, in a thread, keeping the AWS promises of ``local.fidelity``.
 
-moto's conditional writes are not atomic under threads (two concurrent
-conditional puts can both win), so DynamoDB calls are serialised: the local
-stack then tests our logic, not moto's races. Other services stay concurrent,
-so an SQS long poll never holds up a table write.
+Among them, DynamoDB requests are handled one at a time (moto's conditional writes are not
+atomic under threads); other services stay concurrent, so an SQS long poll never holds up a
+table write.
 """
 
 from __future__ import annotations
@@ -12,7 +11,7 @@ import logging
 import threading
 import urllib.request
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Self
 
 from moto.moto_server.werkzeug_app import (
     DomainDispatcherApplication,
@@ -20,6 +19,9 @@ from moto.moto_server.werkzeug_app import (
     create_backend_app,
 )
 from werkzeug.serving import BaseWSGIServer, make_server
+
+from lockgate_infra.local.fidelity import install
+from lockgate_infra.serving import Serving
 
 log = logging.getLogger("lockgate_infra.local")
 
@@ -33,33 +35,19 @@ class _QuietRequestHandler(MotoRequestHandler):
         log.debug("moto %s %s", self.requestline, code)
 
 
-def _serialise_dynamodb(app: _WsgiApp) -> _WsgiApp:
-    lock = threading.Lock()
-
-    def wrapped(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-        if not str(environ.get("HTTP_X_AMZ_TARGET", "")).startswith("DynamoDB"):
-            return app(environ, start_response)
-        with lock:
-            return list(app(environ, start_response))  # the body is produced inside the lock too
-
-    return wrapped
-
-
-class MotoServer:
+class MotoServer(Serving):
     """A moto server on ``host:port`` (port 0 picks a free one)."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, serialise_dynamodb: bool = True) -> None:
+    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
         self._host = host
         self._port = port
-        self._serialise = serialise_dynamodb
         self._server: BaseWSGIServer | None = None
         self._thread: threading.Thread | None = None
 
-    def start(self) -> None:
+    def start(self) -> Self:
         """Bind and serve in a daemon thread; returns once the port is open."""
+        install()
         app: _WsgiApp = DomainDispatcherApplication(create_backend_app)
-        if self._serialise:
-            app = _serialise_dynamodb(app)
         self._server = make_server(
             self._host, self._port, app, threaded=True, request_handler=_QuietRequestHandler
         )
@@ -67,6 +55,7 @@ class MotoServer:
             target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="moto-server", daemon=True
         )
         self._thread.start()
+        return self
 
     @property
     def endpoint_url(self) -> str:

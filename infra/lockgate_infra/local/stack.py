@@ -57,7 +57,6 @@ class LocalStack(Serving):
         host: str = "127.0.0.1",
         environment: Mapping[str, str] | None = None,
         reset: bool = True,
-        serialise_dynamodb: bool = True,
     ) -> None:
         self.template_path = Path(template_path or default_template_path()).resolve()
         self.root = self.template_path.parent  # the repository root
@@ -65,7 +64,7 @@ class LocalStack(Serving):
         self._parameters = dict(parameters or {})
         self._overrides = dict(environment or {})  # applied over every function's environment
         self._reset = reset
-        self._server = MotoServer(host, port, serialise_dynamodb=serialise_dynamodb)
+        self._server = MotoServer(host, port)
         self._env = EnvironmentPatch()
         self._functions: dict[str, LocalFunction] = {}
         self._env_owners: dict[str, str] = {}  # variable → the function that set it

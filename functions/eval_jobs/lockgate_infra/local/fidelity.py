@@ -1,0 +1,1 @@
+../../../../infra/lockgate_infra/local/fidelity.py
