@@ -10,7 +10,7 @@ PYTHON313 := $(shell command -v python3.13)
 endif
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: setup demo test slow coverage check lint typecheck cfn build deploy-test chaos bench clean deploy destroy lock screenshots docs
+.PHONY: setup demo test slow conformance-aws coverage check lint typecheck cfn build deploy-test chaos bench clean deploy destroy lock screenshots docs
 
 setup: $(STAMP)
 
@@ -36,6 +36,17 @@ test: $(STAMP)
 # Fuzzing, chaos, load, the browser test and the benchmark smoke tests, appended to test's coverage.
 slow: $(STAMP)
 	$(BIN)/pytest -m "slow and not deploy" -n auto --dist worksteal --cov --cov-append --cov-report= --cov-fail-under=0
+
+# The conformance suite (tests/conformance, part of `make test` against the embedded stack) against a
+# real AWS account: `make conformance-aws PROFILE=name [REGION=eu-west-1]`. Each test creates and
+# deletes its own small tables and queues. CONFORMANCE_ARGS passes more pytest options (e.g. -k).
+PROFILE ?=
+REGION ?=
+CONFORMANCE_ARGS ?=
+conformance-aws: $(STAMP)
+	$(if $(PROFILE),,$(error make conformance-aws needs the AWS profile to test against, e.g. make conformance-aws PROFILE=dev (it creates and deletes small tables and queues there)))
+	LOCKGATE_CONFORMANCE_PROFILE='$(PROFILE)' LOCKGATE_CONFORMANCE_REGION='$(REGION)' \
+		$(BIN)/pytest tests/conformance -p no:randomly -n 4 $(CONFORMANCE_ARGS)
 
 # Branch coverage of `make test` + `make slow`; fails below [tool.coverage.report] fail_under.
 coverage: $(STAMP)
