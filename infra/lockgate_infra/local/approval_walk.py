@@ -45,17 +45,23 @@ def pending_proposals(stack: LocalStack) -> list[Proposal]:
 
 def walk(link: str) -> list[Step]:
     """Open the link, check the page, approve, then click Approve again."""
+    return decide(link, "approve", again=True)
+
+
+def decide(link: str, decision: str, *, again: bool = False) -> list[Step]:
+    """Open the link, then submit its form with ``decision`` (``approve`` or ``reject``); ``again``: twice."""
     status, page = _request(link)
     steps = [Step("open the link (GET: changes nothing)", status, _title(page))]
     fields = {unescape(k): unescape(v) for k, v in HIDDEN.findall(page)}
     if status != 200 or "form_token" not in fields:
         return steps
     action = urllib.parse.urlsplit(link)._replace(query="").geturl()
-    form = urllib.parse.urlencode({**fields, "decision": "approve"}).encode()
-    status, page = _request(action, form)
-    steps.append(Step("click Approve (POST)", status, _title(page)))
-    status, page = _request(action, form)
-    steps.append(Step("click Approve again", status, _title(page)))
+    form = urllib.parse.urlencode({**fields, "decision": decision}).encode()
+    for label in (f"click {decision.capitalize()} (POST)", f"click {decision.capitalize()} again")[
+        : 1 + again
+    ]:
+        status, page = _request(action, form)
+        steps.append(Step(label, status, _title(page)))
     return steps
 
 
