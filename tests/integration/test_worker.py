@@ -323,7 +323,7 @@ def test_large_body_is_read_back_from_s3(harness: Harness) -> None:
 
 def test_inbox_status_reports_the_oldest_waiting_delivery(harness: Harness) -> None:
     from lockgate.inbox.queue import InboxQueue
-    from lockgate_infra.cli.ops import InboxOps
+    from lockgate_infra.inbox_ops import InboxOps
 
     # Given three deliveries stored a minute apart, the first one already processed
     (first,) = store(harness, 1)

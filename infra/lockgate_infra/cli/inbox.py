@@ -10,10 +10,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from lockgate_infra.cli.ops import InboxOps
 from lockgate_infra.cli.runs import add_runs_parser, runs_list, runs_show
 from lockgate_infra.cli.send_test import add_send_test_parser, send_test
 from lockgate_infra.cli.targets import Target
+from lockgate_infra.inbox_ops import InboxOps
 
 ROOT = Path(__file__).resolve().parents[3]  # the checkout: lockgate.toml
 

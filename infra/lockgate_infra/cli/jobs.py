@@ -27,8 +27,8 @@ from lockgate.runtime.jobs import build_jobs
 from lockgate.secrets import SecretResolver
 from lockgate.settings import JobsSettings
 from lockgate.telemetry import CountingMetrics
-from lockgate_infra.cli.options import utc_time
 from lockgate_infra.cli.targets import Target, TargetError, stack_config
+from lockgate_infra.options import utc_time
 
 FUNCTION = "ScheduledJobsFunction"
 log = logging.getLogger("lockgate.jobs")

@@ -11,15 +11,15 @@ from pathlib import Path
 from typing import Any
 
 from lockgate_infra.cli.approvals import add_approvals_parser, run_approvals
-from lockgate_infra.cli.failures import COULD_NOT_RUN, INTERRUPTED, explain
 from lockgate_infra.cli.inbox import add_inbox_parsers
 from lockgate_infra.cli.jobs import add_jobs_parser, run_jobs
-from lockgate_infra.cli.options import non_negative_float, port_number
 from lockgate_infra.cli.secrets import add_secrets_parser, run_secrets
 from lockgate_infra.cli.spend import add_spend_parser
-from lockgate_infra.cli.targets import LOCAL, Target, add_target_options, deployed_target, local_target
+from lockgate_infra.cli.targets import Target, add_target_options, deployed_target, local_target
 from lockgate_infra.cost.report import add_cost_parser, run_cost
 from lockgate_infra.evals.cli import add_eval_parser, run_eval
+from lockgate_infra.failures import COULD_NOT_RUN, INTERRUPTED, LOCAL, explain
+from lockgate_infra.options import non_negative_float, port_number
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -13,7 +13,7 @@ from decimal import Decimal
 from typing import Any
 
 from lockgate.model.usage import day_of, read_day
-from lockgate_infra.cli.options import positive_int
+from lockgate_infra.options import positive_int
 
 COLUMNS = ("runs", "calls", "usd", "input_tokens", "output_tokens", "cache_creation_input_tokens",
            "cache_read_input_tokens", "cache_hits", "batched")  # fmt: skip

@@ -14,11 +14,10 @@ import boto3
 from botocore.exceptions import ClientError, ProfileNotFound
 
 from lockgate.config import LockgateConfig
+from lockgate_infra.failures import LOCAL, CommandError
 
-LOCAL = "the local stack"
 
-
-class TargetError(Exception):
+class TargetError(CommandError):
     """The CLI cannot find the stack it was asked to operate on."""
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from lockgate_infra.cli.options import at_least_one, non_negative_float, positive_int
 from lockgate_infra.cost.bill import FULL_CPU_MB, Assumptions, Bill, bill
 from lockgate_infra.cost.meter import LOG_BYTES_PER_EVENT, Usage, measure
 from lockgate_infra.cost.prices import PRICES_CHECKED, REGION
+from lockgate_infra.options import at_least_one, non_negative_float, positive_int
 
 
 def render(usage: Usage, result: Bill, months: list[int], assume: Assumptions, out: TextIO) -> None:

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from lockgate.evals import CaseFileError, EvalReport, ResultsStore, calibrate, compare, load_calibration
-from lockgate_infra.cli.failures import one_line
-from lockgate_infra.cli.options import positive_int
 from lockgate_infra.evals.models import EvalSetupError, Models
 from lockgate_infra.evals.rig import ROOT, run_task_evals
+from lockgate_infra.failures import one_line
+from lockgate_infra.options import positive_int
 
 RESULTS_DIR = ROOT / ".lockgate" / "evals"
 

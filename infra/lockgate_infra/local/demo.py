@@ -14,7 +14,7 @@ from lockgate.config import LockgateConfig, load_config
 from lockgate.inbox.queue import InboxQueue
 from lockgate.inbox.store import InboxStore
 from lockgate.webhooks.signing import sign
-from lockgate_infra.cli.ops import InboxOps
+from lockgate_infra.inbox_ops import InboxOps
 from lockgate_infra.local.console import routed_stdout
 from lockgate_infra.local.loopback import request
 from lockgate_infra.local.model import local_model

@@ -18,10 +18,14 @@ from botocore.exceptions import (
 from botocore.exceptions import ConnectionError as AwsConnectionError
 
 from lockgate.errors import DeliveryNotFound, LockgateError
-from lockgate_infra.cli.targets import LOCAL, TargetError
 
 OK, FAILED, COULD_NOT_RUN, INTERRUPTED = 0, 1, 2, 130
 MAX_CHARS = 400
+LOCAL = "the local stack"  # what ``where`` says for a `lockgate local` target
+
+
+class CommandError(Exception):
+    """A command cannot run for a reason its message already says in one line (e.g. no such stack)."""
 
 
 def explain(exc: Exception, where: str) -> str:
@@ -38,7 +42,7 @@ def one_line(text: str) -> str:
 def _explain(exc: Exception, where: str) -> str:
     if isinstance(exc, DeliveryNotFound):
         return f"no delivery {exc} in {where}; list them with `lockgate inbox status`"
-    if isinstance(exc, TargetError | LockgateError):
+    if isinstance(exc, CommandError | LockgateError):
         return str(exc)
     if isinstance(exc, BotoCoreError | ClientError):
         return _aws(exc, where)

@@ -10,7 +10,7 @@ from lockgate.inbox.events import replay_event
 from lockgate.inbox.models import Delivery, Status
 from lockgate.inbox.queue import InboxQueue
 from lockgate.inbox.store import InboxStore
-from lockgate_infra.cli.dead_letters import DeadLetterQueue
+from lockgate_infra.dead_letters import DeadLetterQueue
 
 MAX_REPLAYS = 100  # replays of one delivery: past this, something is wrong with the operator's script
 
