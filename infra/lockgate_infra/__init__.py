@@ -1,9 +1,17 @@
 """The tools around Lockgate, one package per tool; none of them is deployed but the eval rig.
 
-cli     the ``lockgate`` command (local stack, demo, inbox, runs, approvals, jobs, spend)
-local   the embedded stack from template.yaml: moto, the HTTP gateway, pollers, the demo
-stub    a stand-in Messages API on 127.0.0.1 with scripted and offline models
-chaos   seeded fault injection with invariants
-evals   the eval rig, ``lockgate eval`` and the weekly eval job (shipped in EvalJobsFunction)
-cost    ``lockgate cost``: the example traffic metered as deployed, priced
+Layers, each importing only from those below it (and from ``lockgate`` freely; the core never
+imports these). ``tests/unit/test_layers.py`` checks::
+
+    docsite         the docs' reference pages, generated from the CLI's parser, the config and the template
+    cli, deploy     the ``lockgate`` command: its parser and ``main``, dispatching to the tools below, and
+                    operating a stack (inbox, runs, approvals, jobs, spend, secrets); ``make deploy``
+    cost            ``lockgate cost``: the example traffic metered as deployed, priced
+    chaos           seeded fault injection with invariants
+    evals           the eval rig, ``lockgate eval`` and the weekly eval job (shipped in EvalJobsFunction)
+    local           the embedded stack from template.yaml (moto, the HTTP gateway, pollers), the demo
+    stub            a stand-in Messages API on 127.0.0.1 with scripted and offline models
+    foundations     what several tools share: options (argument types), failures (exit codes and
+                    one-line errors), inbox_ops and dead_letters (operating the inbox), serving (the
+                    loopback servers' base), api_calls (the seam below every AWS call)
 """
