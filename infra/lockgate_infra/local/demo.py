@@ -15,7 +15,7 @@ from lockgate.inbox.queue import InboxQueue
 from lockgate.inbox.store import InboxStore
 from lockgate.webhooks.signing import sign
 from lockgate_infra.inbox_ops import InboxOps
-from lockgate_infra.local.console import routed_stdout
+from lockgate_infra.local.console import Console, routed_output
 from lockgate_infra.local.loopback import request
 from lockgate_infra.local.model import local_model
 from lockgate_infra.local.run import seed_secrets
@@ -153,7 +153,7 @@ def run_demo(
         local_model(model, os.environ) as chosen,
         LocalStack(config_path=config_path, environment={**quiet, **chosen.environment}) as stack,
         # The functions' error logs (e.g. the broken delivery set aside) go to a file, not the summary.
-        routed_stdout(out, stack.template_path.parent / ".lockgate" / "demo.log", summaries=False),
+        routed_output(Console(out), stack.template_path.parent / ".lockgate" / "demo.log", summaries=False),
     ):
         config = load_config(stack.config_path)
         secrets = seed_secrets(stack)

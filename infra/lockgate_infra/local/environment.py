@@ -16,6 +16,8 @@ DUMMY_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "t
 _ESCAPES = ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN",
             "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS")  # fmt: skip
 # An HTTP API's deployed base URL as the plan resolves it (resources.local_api_url).
+# A secret given as ``env:NAME`` (in lockgate.toml or a function's environment) is read at each use.
+_ENV_REFERENCE = re.compile(r"\benv:([A-Za-z_][A-Za-z0-9_]*)")
 _LOCAL_API_URL = re.compile(
     rf"https://{re.escape(LOCAL_PREFIX)}[a-z0-9-]+\.execute-api\.{re.escape(REGION)}\.amazonaws\.com"
 )
@@ -78,3 +80,8 @@ def names_local_api(value: str) -> bool:
 def localise_api_url(value: str, gateway_url: str) -> str:
     """The value with every HTTP API URL replaced by the running gateway's."""
     return _LOCAL_API_URL.sub(gateway_url, value)
+
+
+def read_at_each_use(texts: Iterable[str]) -> set[str]:
+    """The variables ``texts`` name as ``env:NAME`` secrets: read when used, not once at cold start."""
+    return {name for text in texts for name in _ENV_REFERENCE.findall(text)}

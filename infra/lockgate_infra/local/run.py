@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -14,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from lockgate_infra.local.console import routed_stdout
+from lockgate_infra.local.console import Console, routed_output
 
 if TYPE_CHECKING:
     from lockgate_infra.local.gateway import Gateway
@@ -126,7 +127,7 @@ def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
 
 
 @contextmanager
-def _request_log(out: TextIO) -> Iterator[None]:
+def _request_log(out: Console) -> Iterator[None]:
     """One line per gateway request and poller batch on ``out``, unless logging is already set up."""
     logger = logging.getLogger("lockgate_infra.local")
     if logger.handlers or logging.getLogger().handlers:
@@ -177,13 +178,12 @@ def run_local(
     from lockgate_infra.local.slack_stub import local_slack
     from lockgate_infra.local.workflows import seed_workflows
 
+    console = Console(out)
     with (
         _stop_on_signals(stop),
-        _request_log(out),
+        _request_log(console),
         local_model(model, os.environ) as chosen,
-        local_slack(
-            config_path or template.parent / "lockgate.toml", lambda line: print(line, file=out)
-        ) as slack,
+        local_slack(config_path or template.parent / "lockgate.toml", console.line) as slack,
         LocalStack(
             template,
             config_path=config_path,
@@ -194,14 +194,17 @@ def run_local(
     ):
         dev_secrets = seed_secrets(stack)
         seed_workflows(stack)
-        print(f"  model:        {chosen.description}", file=out)
-        gateway = stack.start_gateway(port, always_base64=always_base64)
-        with routed_stdout(out, log_path(template.parent, gateway.port), verbose=verbose) as logs:
+        console.line(f"  model:        {chosen.description}")
+        gateway = stack.start_gateway(port, always_base64=always_base64, load_functions=False)
+        # Routed before the first handler loads: what it logs at its cold start is its log too.
+        with routed_output(console, log_path(template.parent, gateway.port), verbose=verbose) as logs:
+            stack.load_route_functions()
             stack.start_pollers()
             if clock_speed is not None:
                 stack.start_scheduler(clock_speed)
-            _serve(stack, gateway, lambda: _print_banner(stack, gateway, dev_secrets, logs, out), ready, stop)
-    print("local stack stopped", file=out)
+            banner = functools.partial(_print_banner, stack, gateway, dev_secrets, logs, console)
+            _serve(stack, gateway, banner, ready, stop)
+    console.line("local stack stopped")
     return 0
 
 
@@ -235,7 +238,7 @@ def seed_secrets(stack: LocalStack) -> dict[str, str]:
 
 
 def _print_banner(
-    stack: LocalStack, gateway: Gateway, dev_secrets: Mapping[str, str], logs: Path, out: TextIO
+    stack: LocalStack, gateway: Gateway, dev_secrets: Mapping[str, str], logs: Path, console: Console
 ) -> None:
     plan = stack.plan
     lines = [
@@ -256,4 +259,5 @@ def _print_banner(
     lines += [f"  dev secret:   {source} = {value}" for source, value in dev_secrets.items()]
     lines.append(f"  logs:         {logs}  (the functions' JSON logs; --verbose shows them here)")
     lines.append("Ctrl-C to stop.")
-    print("\n".join(lines), file=out, flush=True)
+    for line in lines:
+        console.line(line)

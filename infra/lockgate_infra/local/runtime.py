@@ -17,6 +17,7 @@ from typing import Any
 
 from lockgate_infra.local.console import inside
 from lockgate_infra.local.functions import FunctionPlan
+from lockgate_infra.local.log_keys import FunctionKeys
 
 log = logging.getLogger("lockgate_infra.local")
 _module_numbers = itertools.count(1)
@@ -73,13 +74,14 @@ def import_handler_module(plan: FunctionPlan) -> ModuleType:
 class LocalFunction:
     """A loaded handler; ``invoke`` is one Lambda invocation."""
 
-    def __init__(self, plan: FunctionPlan, module: ModuleType) -> None:
+    def __init__(self, plan: FunctionPlan, module: ModuleType, keys: FunctionKeys | None = None) -> None:
         handler = getattr(module, plan.handler_name, None)
         if not callable(handler):
             raise FunctionError(f"{plan.logical_id}: {plan.module_path} has no function {plan.handler_name}")
         self.plan = plan
         self.module = module
         self.handler: Callable[[Any, Any], Any] = handler
+        self.keys = keys or FunctionKeys()  # its log keys between invocations (local/log_keys.py)
         self._lock = threading.Lock()
         self.invocations = 0
 
@@ -99,9 +101,11 @@ class LocalFunction:
         context = self.context(request_id)
         with self._lock:
             self.invocations += 1
+            cold = self.invocations == 1
         started = time.monotonic()
         try:
-            with inside(self.plan.logical_id):  # what the handler prints is its log (local/console.py)
+            # What the handler prints is its log (local/console.py), and its log keys are its own.
+            with inside(self.plan.logical_id), self.keys.invocation(cold):
                 result = self.handler(payload, context)
         finally:
             elapsed = time.monotonic() - started

@@ -13,14 +13,17 @@ from typing import Any, Self
 
 import boto3
 
+from lockgate_infra.local.console import inside
 from lockgate_infra.local.environment import (
     DUMMY_CREDENTIALS,
     EnvironmentPatch,
     localise_api_url,
     names_local_api,
     point_at_moto,
+    read_at_each_use,
 )
 from lockgate_infra.local.gateway import Gateway
+from lockgate_infra.local.log_keys import FunctionKeys, adopt
 from lockgate_infra.local.moto_server import MotoServer
 from lockgate_infra.local.poller import SqsPoller
 from lockgate_infra.local.provision import create_resources
@@ -161,17 +164,20 @@ class LocalStack(Serving):
                 **self._overrides,
             }
             for key, value in environment.items():
-                current = os.environ.get(key)
-                if key in self._env_owners and current != value:
-                    # One process hosts every function; the last one loaded wins a clash.
-                    log.warning("%s sets %s=%r, replacing %r from %s", logical_id, key, value, current,
-                                self._env_owners[key])  # fmt: skip
+                if key in self._env_owners and os.environ.get(key) != value:
+                    self._clash(logical_id, key)
                 self._env_owners[key] = logical_id
                 self._env.set(key, value)
-            # Its cold start sees no variable that only other functions declare (JOBS=eval is
-            # EvalJobsFunction's alone), as in Lambda; calls later see the shared environment.
-            with self._env.hidden(k for k in self._env_owners if k not in environment):
-                function = LocalFunction(plan, import_handler_module(plan))
+            # What it logs while imported is its own log, under its own keys.
+            keys = FunctionKeys()
+            with (
+                self._env.hidden(k for k in self._env_owners if k not in environment),
+                inside(logical_id),
+                keys.invocation(),
+            ):
+                module = import_handler_module(plan)
+            adopt()  # the Powertools logger its import made, or reused: per invocation from now on
+            function = LocalFunction(plan, module, keys)
             self._functions[logical_id] = function
             return function
 
@@ -181,8 +187,14 @@ class LocalStack(Serving):
 
     # -- gateway and pollers --------------------------------------------------------------
 
-    def start_gateway(self, port: int = 0, *, always_base64: bool = False) -> Gateway:
-        """Serve the template's HttpApi routes on ``127.0.0.1:port`` (0 picks a free port)."""
+    def start_gateway(
+        self, port: int = 0, *, always_base64: bool = False, load_functions: bool = True
+    ) -> Gateway:
+        """Serve the template's HttpApi routes on ``127.0.0.1:port`` (0 picks a free port).
+
+        ``load_functions`` False leaves loading the routes' functions to ``load_route_functions``
+        (``lockgate local`` first routes their output to a log file named after the port).
+        """
         if self.gateway is not None:
             raise RuntimeError(f"the gateway is already serving on {self.gateway.url}")
         # Started before the functions load, so that an API URL in their environment
@@ -190,15 +202,20 @@ class LocalStack(Serving):
         gateway = Gateway(self.plan.routes, self.invoke, port=port, always_base64=always_base64)
         gateway.start()
         self.gateway = gateway
-        try:
-            self._relocalise_loaded_environment()
-            for route in self.plan.routes:
-                self.load_function(route.function)  # an import error shows now, not at the first request
-        except BaseException:
-            gateway.stop()
-            self.gateway = None
-            raise
+        if load_functions:
+            try:
+                self.load_route_functions()
+            except BaseException:
+                gateway.stop()
+                self.gateway = None
+                raise
         return gateway
+
+    def load_route_functions(self) -> None:
+        """Load every routed function now, so that an import error shows now, not at the first request."""
+        self._relocalise_loaded_environment()
+        for route in self.plan.routes:
+            self.load_function(route.function)
 
     def start_pollers(self, *, wait_seconds: int = 1) -> list[SqsPoller]:
         """One poller per enabled SQS event source, invoking its function as Lambda's mapping would.
@@ -242,6 +259,21 @@ class LocalStack(Serving):
                 return True
 
     # -- internals ------------------------------------------------------------------------
+
+    def _clash(self, logical_id: str, key: str) -> None:
+        """Two functions give ``key`` different values, and this process has one environment.
+
+        It matters only for a variable read while a function runs: each function reads its settings
+        once, when it loads (its cold start, as on Lambda), under its own values. The ones read at
+        each use are the ``env:NAME`` secrets; for those both functions now see the last value.
+        """
+        texts = [self.config_path.read_text(encoding="utf-8") if self.config_path.is_file() else ""]
+        texts += [v for f in self.plan.functions.values() for v in f.environment.values()]
+        if key not in read_at_each_use(texts):
+            return
+        log.warning("%s and %s set the secret %s differently; they share this process's environment, "
+                    "so both now use %s's value: give them one value to try this locally",
+                    self._env_owners[key], logical_id, key, logical_id)  # fmt: skip
 
     def _localise(self, value: str) -> str:
         """An HTTP API's deployed URL in an environment value becomes the gateway's, once it runs."""
