@@ -357,8 +357,11 @@ class Sleeper:
 
 
 @contextmanager
-def local_stack_in_thread() -> Iterator[Any]:
-    """`lockgate local` in a thread, as a person runs it in another terminal; yields the stack."""
+def local_stack_in_thread(out: Any = None, **options: Any) -> Iterator[Any]:
+    """`lockgate local` in a thread, as a person runs it in another terminal; yields the stack.
+
+    ``out`` gets its console; ``options`` go to ``run_local`` (e.g. ``config_path``, ``template_path``).
+    """
     import io
 
     from lockgate_infra.local.run import run_local
@@ -370,7 +373,7 @@ def local_stack_in_thread() -> Iterator[Any]:
         holder["stack"] = stack
         ready.set()
 
-    kwargs = {"port": 0, "out": io.StringIO(), "stop": stop, "ready": on_ready}
+    kwargs = {"port": 0, "out": out or io.StringIO(), "stop": stop, "ready": on_ready, **options}
     thread = threading.Thread(target=run_local, kwargs=kwargs, daemon=True)
     thread.start()
     assert ready.wait(60), "local stack did not start"
@@ -379,3 +382,16 @@ def local_stack_in_thread() -> Iterator[Any]:
     finally:
         stop.set()
         thread.join(20)
+
+
+def run_cli(*args: str) -> tuple[int, str]:
+    """``lockgate ARGS`` in this process: (exit code, what it printed on stdout)."""
+    import io
+    from contextlib import redirect_stdout
+
+    from lockgate_infra.cli import main as cli
+
+    out = io.StringIO()
+    with redirect_stdout(out):
+        code = cli.main(list(args))
+    return code, out.getvalue()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import json
 import time
-from contextlib import redirect_stderr, redirect_stdout
+from contextlib import redirect_stderr
 from pathlib import Path
 
 import pytest
@@ -15,7 +15,7 @@ from lockgate.inbox.models import Status
 from lockgate.inbox.store import InboxStore
 from lockgate_infra.cli import main as cli
 from lockgate_infra.local.demo import run_demo
-from tests.support import local_stack_in_thread
+from tests.support import local_stack_in_thread, run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -67,13 +67,6 @@ def running_stack(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-d
     with local_stack_in_thread() as stack:
         monkeypatch.setenv("LOCKGATE_LOCAL_PORT", str(stack.gateway.port))
         yield stack
-
-
-def run_cli(*args: str) -> tuple[int, str]:
-    out = io.StringIO()
-    with redirect_stdout(out):
-        code = cli.main(list(args))
-    return code, out.getvalue()
 
 
 def test_inbox_commands_against_a_running_local_stack(running_stack) -> None:  # type: ignore[no-untyped-def]

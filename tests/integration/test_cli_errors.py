@@ -49,13 +49,13 @@ def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, 
 
 
 def leaves() -> list[tuple[tuple[str, ...], argparse.ArgumentParser]]:
-    """Every runnable command (one without sub-commands) and its parser."""
+    """Every runnable command (one without sub-commands, or that runs when given none) and its parser."""
     found = []
     for path in commands(cli._parser()):  # noqa: SLF001 - the tree is the point
         parser = cli._parser()  # noqa: SLF001
         for word in path:
             parser = _subparsers(parser).choices[word]
-        if path and not _has_subparsers(parser):
+        if path and (not _has_subparsers(parser) or parser.get_default("run") is not None):
             found.append((path, parser))
     return found
 
@@ -71,7 +71,9 @@ def _has_subparsers(parser: argparse.ArgumentParser) -> bool:
 def bad_inputs(path: tuple[str, ...], parser: argparse.ArgumentParser) -> Iterator[list[str]]:
     """No arguments, an unknown flag, garbage for each typed option, a missing stack, no local stack."""
     actions = parser._actions  # noqa: SLF001
-    positionals = ["x" for a in actions if not a.option_strings]
+    positionals = [
+        "x" for a in actions if not a.option_strings and not isinstance(a, argparse._SubParsersAction)
+    ]
     flags = {flag for a in actions for flag in a.option_strings}
     if path not in LONG_RUNNING:
         yield [*path]
@@ -93,6 +95,9 @@ def test_the_walk_reaches_every_leaf_command() -> None:
     paths = {path for path, _ in leaves()}
     assert {
         ("spend",),
+        ("local",),
+        ("local", "status"),
+        ("local", "slack", "click"),
         ("iam-report",),
         ("eval",),
         ("inbox", "show"),

@@ -20,15 +20,24 @@ import pytest
 
 from lockgate.approvals.notify import send_post
 from lockgate.approvals.slack_api import SlackApiError, SlackWebApi
+from lockgate.config import load_config
 from lockgate_infra.local.approval_walk import pending_proposals
 from lockgate_infra.local.demo import _send, samples
-from lockgate_infra.local.devsecrets import SLACK_DEV_SECRETS
+from lockgate_infra.local.devsecrets import SLACK_DEV_SECRETS, dev_secret
 from lockgate_infra.local.loopback import request
 from lockgate_infra.local.model import local_model
-from lockgate_infra.local.run import seed_secrets
-from lockgate_infra.local.slack_stub import SlackCall, SlackStub, click_payload, local_slack, signed_click
+from lockgate_infra.local.run import read_local_state, seed_secrets
+from lockgate_infra.local.slack_stub import (
+    SlackCall,
+    SlackStub,
+    click_payload,
+    local_slack,
+    signed_click,
+    slack_environment,
+)
 from lockgate_infra.local.stack import LocalStack
 from lockgate_infra.local.workflows import seed_workflows
+from tests.support import local_stack_in_thread, run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 SUMMARY = "refund $80.00 USD on order A-2001"  # code-built, with the currency
@@ -88,8 +97,6 @@ def slack_stack(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Stac
             gateway = stack.start_gateway(0)
             stack.start_pollers(wait_seconds=0)
             (email,) = [s for r in samples(int(time.time())) for s in r if s.delivery_id == "msg-demo-2"]
-            from lockgate.config import load_config
-
             status, reply = _send(
                 email, gateway.url, load_config(stack.config_path), secrets, int(time.time())
             )
@@ -274,15 +281,122 @@ def test_a_reject_click_settles_it_and_nothing_runs(slack_stack: Stack) -> None:
 
 
 def test_lockgate_local_runs_a_slack_stub_only_when_slack_approvals_are_configured(tmp_path: Path) -> None:
-    with local_slack(ROOT / "lockgate.toml") as environment:
-        assert environment == {}
+    with local_slack(ROOT / "lockgate.toml") as stub:
+        assert stub is None and slack_environment(stub) == {}
     lines: list[str] = []
-    with local_slack(_config(tmp_path, 1), lines.append) as environment:
+    with local_slack(_config(tmp_path, 1), lines.append) as stub:
         # The notifier's own client, over loopback HTTP, with the development bot token
-        api = SlackWebApi(lambda: SLACK_DEV_SECRETS["bot_token"], send_post, environment["SLACK_API_URL"])
-        assert api.post_message(CHANNEL, "hello", [])
+        api_url = slack_environment(stub)["SLACK_API_URL"]
+        api = SlackWebApi(lambda: SLACK_DEV_SECRETS["bot_token"], send_post, api_url)
+        ts = api.post_message(CHANNEL, "hello", [])
         with pytest.raises(SlackApiError, match="invalid_auth"):
-            SlackWebApi(lambda: "xoxb-wrong", send_post, environment["SLACK_API_URL"]).post_message(
-                CHANNEL, "x", []
-            )
-    assert lines == ["[slack] chat.postMessage: hello", "[slack] chat.postMessage: x"]
+            SlackWebApi(lambda: "xoxb-wrong", send_post, api_url).post_message(CHANNEL, "x", [])
+    assert lines == [
+        f"[slack] chat.postMessage to {CHANNEL} (message {ts}): hello",
+        "[slack] chat.postMessage refused (invalid_auth): x",
+    ]
+
+
+def test_the_stand_in_shows_each_message_with_its_buttons_and_how_to_click_one(tmp_path: Path) -> None:
+    # Given the notifier's message for a proposal, with its Approve / Reject buttons
+    lines: list[str] = []
+    value = "ap_1234|" + "f" * 64
+    blocks = [{"type": "actions", "elements": [
+        {"type": "button", "action_id": "lockgate_approve", "text": {"type": "plain_text", "text": "Approve"},
+         "value": value},
+        {"type": "button", "action_id": "lockgate_reject", "text": {"type": "plain_text", "text": "Reject"},
+         "value": value},
+    ]}]  # fmt: skip
+    with SlackStub(SLACK_DEV_SECRETS["bot_token"], sink=lines.append) as stub:
+        api = SlackWebApi(lambda: SLACK_DEV_SECRETS["bot_token"], send_post, stub.api_url)
+        # When it is posted, then answered through a click's response_url
+        ts = api.post_message(CHANNEL, "Approval needed: refund $80.00", blocks)
+        answer = json.dumps({"replace_original": True, "text": "Approved by alice"}).encode()
+        send_post(stub.response_url("click-1", ts), answer, {"content-type": "application/json"})
+        shown = stub.snapshot("/messages")
+    # Then the console shows the message, each button's label, action id and value, and the command
+    assert lines == [
+        f"[slack] chat.postMessage to {CHANNEL} (message {ts}): Approval needed: refund $80.00",
+        f"[slack]   button 'Approve': action_id lockgate_approve, value {value}",
+        f"[slack]   button 'Reject': action_id lockgate_reject, value {value}",
+        "[slack]   click: lockgate local slack click lockgate_approve ap_1234 --user SLACK_USER_ID",
+        f"[slack] answer to a click, replacing message {ts}: Approved by alice",
+    ]
+    # And the channel holds the message as the answer replaced it (what `lockgate local slack messages` reads)
+    assert shown == [{"channel": CHANNEL, "ts": ts, "text": "Approved by alice", "blocks": []}]
+
+
+@pytest.fixture
+def slack_local(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalStack]:
+    """`lockgate local` with [approvals.slack], grace's refund proposed and posted; this process's CLI
+    names its port."""
+    with local_stack_in_thread(config_path=_config(tmp_path, 1)) as stack:
+        monkeypatch.setenv("LOCKGATE_LOCAL_PORT", str(stack.gateway.port))
+        (email,) = [s for r in samples(int(time.time())) for s in r if s.delivery_id == "msg-demo-2"]
+        config = load_config(stack.config_path)
+        secrets = {name: dev_secret(source) for name, source in config.sources.items()}
+        status, reply = _send(email, stack.gateway.url, config, secrets, int(time.time()))
+        assert status == 200, reply
+        assert stack.drain(timeout=30)
+        yield stack
+
+
+def test_a_click_from_the_command_line_is_signed_as_slack_signs_it_and_decides(
+    slack_local: LocalStack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stack = slack_local
+    (proposal,) = pending_proposals(stack)
+    # Given the state file names the Slack stand-in, and it holds the notifier's message
+    state = read_local_state(stack.root, stack.gateway.port)  # type: ignore[union-attr]
+    assert state is not None
+    (slack,) = [s for s in state["status"]["stand_ins"] if s["kind"] == "slack"]
+    code, listed = run_cli("local", "slack", "messages")
+    assert code == 0 and f"value {proposal.approval_id}|{proposal.fingerprint}" in listed
+    # When alice clicks Approve from the command line, naming the button by the approval id
+    code, out = run_cli("local", "slack", "click", "lockgate_approve", proposal.approval_id, "--user", ALICE)
+    # Then the stack accepted it as Slack's, recorded her decision, and answered the click
+    assert code == 0, out
+    first, answered = out.splitlines()
+    assert first.startswith("clicked 'Approve' (lockgate_approve) on message ") and first.endswith(
+        f" as {ALICE}: POST {stack.gateway.url}/approvals/slack -> 200"
+    )
+    assert answered.startswith("answered (replaces the message): Approved by alice at ")
+    assert _decisions(stack) == [("alice", "approve", "slack")]
+    assert stack.drain(timeout=30)
+    assert len(_refunds(stack)) == 1
+    # And the message in the stand-in now shows the outcome, without buttons
+    code, listed = run_cli("local", "slack", "messages")
+    assert "Approved by alice at " in listed and "button" not in listed
+    assert slack["url"].startswith("http://127.0.0.1:")
+    # And a click on a button no message has, or as someone who is not a Slack user id, is one line, exit 2
+    capsys.readouterr()
+    assert run_cli("local", "slack", "click", "lockgate_approve", "ap_nope", "--user", ALICE)[0] == 2
+    assert (
+        run_cli("local", "slack", "click", "lockgate_reject", proposal.approval_id, "--user", "alice")[0] == 2
+    )
+    assert capsys.readouterr().err.splitlines() == [
+        "lockgate: no message in the Slack stand-in has a button lockgate_approve whose value starts with "
+        "'ap_nope'; `lockgate local slack messages` lists them",
+        "lockgate: --user 'alice' is not a Slack user id (like U0ALICE01): a reviewer's slack_user",
+    ]
+
+
+def test_a_slack_command_on_a_stack_without_slack_says_how_to_add_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from lockgate_infra.cli import main as cli
+    from lockgate_infra.local.run import state_path
+
+    # Given a running stack (this process) whose config has no [approvals.slack]
+    state = {"pid": os.getpid(), "port": 8799, "endpoint_url": "http://127.0.0.1:1", "resources": {},
+             "config": str(ROOT / "lockgate.toml"), "status": {"pollers": [], "stand_ins": []}}  # fmt: skip
+    state_path(tmp_path, 8799).parent.mkdir(parents=True)
+    state_path(tmp_path, 8799).write_text(json.dumps(state), encoding="utf-8")
+    monkeypatch.setattr(cli, "ROOT", tmp_path)
+    monkeypatch.delenv("LOCKGATE_LOCAL_PORT", raising=False)
+    # Then a click is one line saying what to add, exit 2
+    assert cli.main(["local", "slack", "click", "lockgate_approve", "ap_1", "--user", ALICE]) == 2
+    assert capsys.readouterr().err == (
+        "lockgate: the local stack on port 8799 runs no Slack stand-in: add [approvals.slack] to "
+        f"{ROOT / 'lockgate.toml'} (see docs/approvals.md) and start `lockgate local` again\n"
+    )

@@ -19,6 +19,7 @@ from lockgate_infra.cli.targets import Target, add_target_options, deployed_targ
 from lockgate_infra.cost.report import add_cost_parser, run_cost
 from lockgate_infra.evals.cli import add_eval_parser, run_eval
 from lockgate_infra.failures import COULD_NOT_RUN, INTERRUPTED, LOCAL, explain
+from lockgate_infra.local.commands import add_local_commands
 from lockgate_infra.options import non_negative_float, port_number
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -74,7 +75,12 @@ def _version() -> str:
 
 def _add_local_parsers(commands: Any) -> None:
     """``lockgate local`` and ``lockgate demo``."""
-    local = commands.add_parser("local", help="run the embedded stack in the foreground")
+    local = commands.add_parser(
+        "local",
+        help="run the embedded stack in the foreground",
+        description="With no COMMAND: run the embedded stack in the foreground until Ctrl-C. "
+        "The commands talk to a stack that runs (in another terminal).",
+    )
     local.add_argument("--config", type=Path, default=ROOT / "lockgate.toml", help="lockgate.toml to use")
     local.add_argument(
         "--port", type=port_number, default=8787, help="gateway port on 127.0.0.1 (default 8787)"
@@ -101,6 +107,7 @@ def _add_local_parsers(commands: Any) -> None:
         "(they always go to .lockgate/local-<port>.log)",
     )
     local.set_defaults(run=_run_local)
+    add_local_commands(local, status=_local_status, slack_messages=_slack_messages, slack_click=_slack_click)
     demo = commands.add_parser("demo", help="run signed sample deliveries through a fresh local stack")
     demo.add_argument("--config", type=Path, default=ROOT / "lockgate.toml")
     demo.add_argument(
@@ -118,6 +125,10 @@ def _target(args: argparse.Namespace) -> Target:
         samconfig = Path("samconfig.toml")
         samconfig = samconfig if samconfig.is_file() else ROOT / "samconfig.toml"
         return deployed_target(args.stack, args.region, args.profile, samconfig)
+    return _local(args)
+
+
+def _local(args: argparse.Namespace) -> Target:
     # LOCKGATE_LOCAL_PORT: a terminal (or a test process) that works with one of several local stacks.
     port = args.local_port or int(os.environ.get("LOCKGATE_LOCAL_PORT") or 0) or None
     return local_target(ROOT, port)
@@ -154,6 +165,26 @@ def _run_local(args: argparse.Namespace) -> int:
         clock_speed=args.clock_speed or None,
         verbose=args.verbose,
     )
+
+
+def _local_status(args: argparse.Namespace) -> int:
+    from lockgate_infra.local.status_text import report
+
+    return report(_local(args).state or {}, sys.stdout, as_json=args.json)
+
+
+def _slack_messages(args: argparse.Namespace) -> int:
+    from lockgate_infra.local.slack_click import messages
+
+    return messages(_local(args).state or {}, sys.stdout)
+
+
+def _slack_click(args: argparse.Namespace) -> int:
+    from lockgate_infra.local.slack_click import click
+
+    target = _local(args)
+    return click(target.state or {}, target.client("secretsmanager"), args.action_id, args.value, args.user,
+                 sys.stdout)  # fmt: skip
 
 
 def _run_demo(args: argparse.Namespace) -> int:

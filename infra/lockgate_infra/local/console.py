@@ -84,6 +84,10 @@ class Console:
             self._out.write(text + "\n")
             self._out.flush()
 
+    def stamped(self, text: str) -> None:
+        """``text`` after the time, as the functions' lines show it (the Slack stand-in's lines)."""
+        self.line(f"{_now()} {text}")
+
     def write(self, text: str) -> int:
         """Write ``text`` as it is, alone (a logging handler's record and its newline come in one call)."""
         with self._lock:

@@ -5,6 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from lockgate_infra.stub import StubAnthropic
 
 MODELS = ("demo", "gullible", "claude")
 STUB_KEY = "local-stub-key"  # the stub checks that a key is sent, not which
@@ -21,6 +25,7 @@ class ModelChoice:
     name: str
     description: str
     environment: dict[str, str] = field(default_factory=dict)
+    stand_in: StubAnthropic | None = None  # the local Messages API server, when the model is offline
 
 
 @contextmanager
@@ -52,4 +57,5 @@ def local_model(name: str | None, environ: Mapping[str, str]) -> Iterator[ModelC
                 "ANTHROPIC_API_KEY_REF": "env:LOCKGATE_STUB_KEY",
                 "LOCKGATE_STUB_KEY": STUB_KEY,
             },
+            stub,
         )

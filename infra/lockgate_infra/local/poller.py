@@ -12,6 +12,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from lockgate_infra.local.background import Background
+from lockgate_infra.local.health import Health
 
 log = logging.getLogger("lockgate_infra.local")
 
@@ -95,6 +96,7 @@ class SqsPoller(Background):
         wait_seconds: int = 1,
         region: str = "us-east-1",
         name: str = "",
+        function: str = "",
     ) -> None:
         self._sqs = sqs
         self.queue_url = queue_url
@@ -105,6 +107,8 @@ class SqsPoller(Background):
         self._wait_seconds = wait_seconds
         self._region = region
         self.name = name or queue_arn.rsplit(":", 1)[-1]
+        self.function = function  # its logical id, for the status (its Timeout)
+        self.health = Health()
         self._stop = threading.Event()
         self._progress = threading.Condition()
         self._cycles = 0  # receive calls completed, their batch handled
@@ -130,9 +134,11 @@ class SqsPoller(Background):
                 ).get("Messages", [])
             except (BotoCoreError, ClientError) as exc:
                 if not self._stop.is_set():
+                    self.health.read(exc)
                     log.warning("%s: receive failed (%s); retrying", self.name, exc)
                     self._stop.wait(1.0)
                 continue
+            self.health.read()
             if messages and self._stop.is_set():
                 break  # stopping: start no new work; they come back after the visibility timeout
             if messages:
@@ -149,15 +155,18 @@ class SqsPoller(Background):
         try:
             self.invocations += 1
             self.processed += len(messages)
+            self.health.invoking(len(messages), self.function)
             event = {"Records": [sqs_record(m, self.queue_arn, self._region) for m in messages]}
             try:
                 response = self._invoke(event)
                 failed = failed_message_ids(response, {m["MessageId"] for m in messages})
-            except Exception:  # noqa: BLE001 - as in Lambda: nothing is deleted, all come back later
+            except Exception as exc:  # noqa: BLE001 - as in Lambda: nothing is deleted, all come back later
                 self.failed_invocations += 1
+                self.health.invoked(exc)
                 log.exception("%s: batch of %d failed; the messages return after the visibility timeout",
                               self.name, len(messages))  # fmt: skip
                 return
+            self.health.invoked()
             if not self._report_failures:
                 failed = set()  # without ReportBatchItemFailures Lambda ignores the response
             elif failed:
@@ -178,6 +187,13 @@ class SqsPoller(Background):
             self.deleted += len(response.get("Successful", []))
             for failure in response.get("Failed", []):
                 log.warning("%s: could not delete a message: %s", self.name, failure.get("Message"))
+
+    def visible(self) -> int:
+        """How many messages wait, visible, in its queue now."""
+        attributes = self._sqs.get_queue_attributes(
+            QueueUrl=self.queue_url, AttributeNames=["ApproximateNumberOfMessages"]
+        )["Attributes"]
+        return int(attributes.get("ApproximateNumberOfMessages", 0))
 
     def _queue_is_empty(self, include_retries: bool) -> bool:
         names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesDelayed"]

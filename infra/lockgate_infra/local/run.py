@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import os
@@ -15,10 +14,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from lockgate_infra.local.banner import banner
 from lockgate_infra.local.console import Console, routed_output
+from lockgate_infra.local.status import REFRESH_SECONDS, Monitor, StandIn
 
 if TYPE_CHECKING:
     from lockgate_infra.local.gateway import Gateway
+    from lockgate_infra.local.model import ModelChoice
+    from lockgate_infra.local.slack_stub import SlackStub
     from lockgate_infra.local.stack import LocalStack
 
 STATE_VERSION = 2  # 2: one state file per gateway port
@@ -170,12 +173,11 @@ def run_local(
     out = out or sys.stdout
     stop = stop or threading.Event()
     template = Path(template_path or default_template_path()).resolve()
-    running = read_local_state(template.parent, port) if port else None
-    if running is not None:
+    if port and read_local_state(template.parent, port) is not None:
         print(f"lockgate: a local stack already runs on port {port}; pick another --port", file=out)
         return 2
     from lockgate_infra.local.model import local_model
-    from lockgate_infra.local.slack_stub import local_slack
+    from lockgate_infra.local.slack_stub import local_slack, slack_environment
     from lockgate_infra.local.workflows import seed_workflows
 
     console = Console(out)
@@ -183,50 +185,75 @@ def run_local(
         _stop_on_signals(stop),
         _request_log(console),
         local_model(model, os.environ) as chosen,
-        local_slack(config_path or template.parent / "lockgate.toml", console.line) as slack,
+        local_slack(config_path or template.parent / "lockgate.toml", console.stamped) as slack,
         LocalStack(
             template,
             config_path=config_path,
             parameters=parameters,
             port=moto_port,
-            environment={**chosen.environment, **slack, "APPROVAL_CHANNELS": "print"},
+            environment={**chosen.environment, **slack_environment(slack), "APPROVAL_CHANNELS": "print"},
         ) as stack,
     ):
         dev_secrets = seed_secrets(stack)
         seed_workflows(stack)
-        console.line(f"  model:        {chosen.description}")
         gateway = stack.start_gateway(port, always_base64=always_base64, load_functions=False)
+        monitor = Monitor(stack, stand_ins(chosen, slack), console.stamped)
         # Routed before the first handler loads: what it logs at its cold start is its log too.
         with routed_output(console, log_path(template.parent, gateway.port), verbose=verbose) as logs:
-            stack.load_route_functions()
-            stack.start_pollers()
-            if clock_speed is not None:
-                stack.start_scheduler(clock_speed)
-            banner = functools.partial(_print_banner, stack, gateway, dev_secrets, logs, console)
-            _serve(stack, gateway, banner, ready, stop)
+            _start(stack, clock_speed)
+            for line in banner(stack, gateway, chosen.description, dev_secrets, logs, monitor.status()):
+                console.line(line)
+            _serve(stack, gateway, monitor, ready, stop)
     console.line("local stack stopped")
     return 0
+
+
+def _start(stack: LocalStack, clock_speed: float | None) -> None:
+    """Load the routed functions, start the pollers and (unless ``clock_speed`` is None) the schedules."""
+    stack.load_route_functions()
+    stack.start_pollers()
+    if clock_speed is not None:
+        stack.start_scheduler(clock_speed)
+
+
+def stand_ins(chosen: ModelChoice, slack: SlackStub | None) -> list[StandIn]:
+    """The servers that play outside services: the offline model's Messages API, Slack."""
+    found = []
+    if chosen.stand_in is not None:
+        found.append(StandIn("model", f"Messages API stand-in ({chosen.name})", chosen.stand_in.base_url,
+                             chosen.stand_in))  # fmt: skip
+    if slack is not None:
+        found.append(StandIn("slack", "Slack stand-in (Web API, response_urls)", slack.url, slack))
+    return found
 
 
 def _serve(
     stack: LocalStack,
     gateway: Gateway,
-    banner: Callable[[], None],
+    monitor: Monitor,
     ready: Callable[[LocalStack], None] | None,
     stop: threading.Event,
 ) -> None:
-    """Publish the state file for ``--local`` CLI calls, then wait for ``stop``; the file goes with us."""
+    """Publish the state file for ``--local`` CLI calls, refreshing its status every second, until
+    ``stop``; the file goes with us."""
     state_file = state_path(stack.template_path.parent, gateway.port)
     state_file.parent.mkdir(parents=True, exist_ok=True)
-    state_file.write_text(json.dumps(local_state(stack, gateway), indent=2) + "\n", encoding="utf-8")
+    state = local_state(stack, gateway)
+    _write(state_file, {**state, "status": monitor.status()})
     try:
-        banner()
         if ready is not None:
             ready(stack)
-        while not stop.wait(0.5):
-            pass
+        while not stop.wait(REFRESH_SECONDS):
+            _write(state_file, {**state, "status": monitor.status()})
     finally:
         state_file.unlink(missing_ok=True)
+
+
+def _write(path: Path, state: Mapping[str, Any]) -> None:
+    """Replace the state file whole: a reader never sees half of it."""
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(json.dumps(state, indent=2) + "\n", encoding="utf-8")
+    os.replace(partial, path)
 
 
 def seed_secrets(stack: LocalStack) -> dict[str, str]:
@@ -235,29 +262,3 @@ def seed_secrets(stack: LocalStack) -> dict[str, str]:
     from lockgate_infra.local.devsecrets import seed_dev_secrets
 
     return seed_dev_secrets(load_config(stack.config_path), stack.client("secretsmanager"))
-
-
-def _print_banner(
-    stack: LocalStack, gateway: Gateway, dev_secrets: Mapping[str, str], logs: Path, console: Console
-) -> None:
-    plan = stack.plan
-    lines = [
-        f"Lockgate local stack ({stack.template_path.name}, config {stack.config_path})",
-        f"  gateway:      {gateway.url}",
-        f"  AWS endpoint: {stack.endpoint_url}  (region {stack.region})",
-    ]
-    lines += [f"  route:        {r.route_key} -> {r.function}" for r in plan.routes]
-    lines += [f"  queue:        {p.name} -> {p.queue_url}" for p in stack.pollers]
-    lines += [f"  stream:       {p.name} <- {p.table_name}" for p in stack.stream_pollers]
-    if stack.scheduler is not None:
-        speed = stack.scheduler.speed
-        lines += [
-            f"  schedule:     {s.name} {s.expression} -> {s.function}" for s in plan.schedules if s.enabled
-        ]
-        lines.append(f"  clock:        x{speed:g} (a day in {86_400 / speed / 60:.1f} min)")
-    lines += [f"  table:        {t.name}" for t in plan.tables.values()]
-    lines += [f"  dev secret:   {source} = {value}" for source, value in dev_secrets.items()]
-    lines.append(f"  logs:         {logs}  (the functions' JSON logs; --verbose shows them here)")
-    lines.append("Ctrl-C to stop.")
-    for line in lines:
-        console.line(line)

@@ -18,6 +18,7 @@ from typing import Any
 from lockgate.errors import LockgateError
 from lockgate.jobs.schedule import ScheduleExpression, iso
 from lockgate_infra.local.background import Background
+from lockgate_infra.local.health import Health
 from lockgate_infra.local.template import Schedule
 
 log = logging.getLogger("lockgate_infra.local")
@@ -50,6 +51,7 @@ class LocalScheduler(Background):
         self._tick = tick_seconds
         self._fired_until = {s.name: self._start for s, _ in self._schedules}
         self._stop = threading.Event()
+        self.health = Health()
         self.fired: list[tuple[str, str]] = []  # (schedule, simulated time), for the banner and tests
 
     @property
@@ -60,6 +62,14 @@ class LocalScheduler(Background):
     def now(self) -> float:
         """The simulated time, epoch seconds."""
         return self._start + (self._monotonic() - self._origin) * self._speed
+
+    def due(self) -> int:
+        """Occurrences due by the simulated clock and not fired yet (a tick fires them)."""
+        now = self.now()
+        return sum(
+            len(list(expression.occurrences(self._fired_until[schedule.name], now, anchor=self._start)))
+            for schedule, expression in self._schedules
+        )
 
     def fire_due(self) -> int:
         """Invoke every occurrence due since the last tick; returns how many were invoked."""
@@ -81,14 +91,18 @@ class LocalScheduler(Background):
     def _fire(self, schedule: Schedule, moment: float) -> None:
         raw = (schedule.input or "{}").replace(SCHEDULED_TIME, iso(moment))
         self.fired.append((schedule.name, iso(moment)))
+        self.health.invoking(1, schedule.function)
         try:
             result = self._invoke(schedule.function, json.loads(raw))
         except LockgateError as exc:  # a domain error says what is wrong in one line (e.g. not wired)
+            self.health.invoked(exc)
             log.error("schedule %s at %s: %s: %s", schedule.name, iso(moment), type(exc).__name__, exc)
             return
-        except Exception:  # noqa: BLE001 - Scheduler would retry and dead-letter; locally we report it
+        except Exception as exc:  # noqa: BLE001 - Scheduler would retry and dead-letter; locally we report it
+            self.health.invoked(exc)
             log.exception("schedule %s at %s: %s failed", schedule.name, iso(moment), schedule.function)
             return
+        self.health.invoked()
         log.info("schedule %s at %s -> %s %s", schedule.name, iso(moment), schedule.function, _short(result))
 
     def start(self) -> None:

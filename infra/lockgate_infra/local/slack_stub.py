@@ -1,8 +1,10 @@
 """A stand-in for Slack on loopback: the Web API's chat.postMessage / chat.update and response_urls.
 
-It records every call (method, JSON body, whether the bot token was right) so tests and the local
-stack can read the Slack messages Lockgate sent, and ``signed_click`` makes the interaction request
-Slack would send when someone clicks a button, signed with the app's signing secret.
+It records every call (method, JSON body, whether the bot token was right) and keeps each message
+as the channel would show it now, so tests and the local stack can read what Lockgate sent: the
+console shows each with its buttons, ``GET /messages`` and ``GET /calls`` answer other processes
+(``lockgate local slack``), and ``signed_click`` makes the interaction request Slack would send when
+someone clicks a button, signed with the app's signing secret.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from urllib.parse import urlencode
 from lockgate.config import SourceConfig, load_config
 from lockgate.webhooks.signing import sign
 from lockgate_infra.local.devsecrets import SLACK_DEV_SECRETS
-from lockgate_infra.serving import Serving
+from lockgate_infra.local.slack_view import call_lines
+from lockgate_infra.serving import Activity, Serving
 
 _MAX_BODY = 1_048_576
 
@@ -42,11 +45,13 @@ class SlackStub(Serving):
     def __init__(self, bot_token: str, port: int = 0, sink: Callable[[str], None] | None = None) -> None:
         self.bot_token = bot_token
         self.calls: list[SlackCall] = []
-        self._sink = sink  # one line per message, for the local stack's console
+        self.messages: dict[str, dict[str, Any]] = {}  # ts → channel, ts, text, blocks: as shown now
+        self._sink = sink  # the console's lines for each call
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", port), _handler(self))
         self._thread: threading.Thread | None = None
         self._ts = 0
+        self.activity = Activity()  # every request, for `lockgate local status`
 
     @property
     def url(self) -> str:
@@ -64,9 +69,21 @@ class SlackStub(Serving):
         """Under which response_urls live (``SLACK_RESPONSE_URL_PREFIX``)."""
         return f"{self.url}/actions/"
 
-    def response_url(self, name: str) -> str:
-        """A response_url for one click, as Slack puts one in each interaction payload."""
-        return f"{self.response_prefix}{name}"
+    @property
+    def running(self) -> bool:
+        """Whether its server thread is serving."""
+        return self._thread is not None and self._thread.is_alive()
+
+    def response_url(self, name: str, message_ts: str | None = None) -> str:
+        """A response_url for one click, as Slack puts one in each interaction payload.
+
+        With ``message_ts``, an answer that replaces the original replaces that message here.
+        """
+        return (
+            f"{self.response_prefix}{name}"
+            if message_ts is None
+            else f"{self.response_prefix}{message_ts}/{name}"
+        )
 
     def start(self) -> Self:
         """Serve in a daemon thread."""
@@ -91,21 +108,51 @@ class SlackStub(Serving):
 
     def record(self, path: str, body: dict[str, Any], authorization: str) -> dict[str, Any]:
         """Keep one call; the answer Slack would give."""
+        self.activity.count()
         kind = "response" if path.startswith("/actions/") else path.removeprefix("/api/")
         authorized = kind == "response" or authorization == f"Bearer {self.bot_token}"
         with self._lock:
             self.calls.append(SlackCall(kind, body, authorized, path))
+            answer, ts = self._apply(kind, path, body, authorized)
+        if self._sink is not None:
+            for line in call_lines(kind, body, answer, ts):
+                self._sink(line)
+        return answer
+
+    def _apply(
+        self, kind: str, path: str, body: dict[str, Any], authorized: bool
+    ) -> tuple[dict[str, Any], str]:
+        """What the call does to the channel (under the lock); Slack's answer and the message's ts."""
+        if kind == "response":  # /actions/<message ts>/<name>: the message the click was on
+            ts = path.removeprefix("/actions/").rpartition("/")[0]
+            if body.get("replace_original") and ts in self.messages:
+                self.messages[ts].update(text=body.get("text", ""), blocks=body.get("blocks") or [])
+            return {"ok": True}, ts
+        if kind not in ("chat.postMessage", "chat.update"):
+            return {"ok": False, "error": "unknown_method"}, ""
+        if not authorized:
+            return {"ok": False, "error": "invalid_auth"}, ""
+        if kind == "chat.update":
+            ts = str(body.get("ts", ""))
+            if ts not in self.messages:
+                return {"ok": False, "error": "message_not_found"}, ts
+        else:
             self._ts += 1
             ts = f"{int(time.time())}.{self._ts:06d}"
-        if self._sink is not None:
-            self._sink(f"[slack] {kind}: {str(body.get('text', ''))[:200]}")
-        if kind == "response":
-            return {"ok": True}
-        if kind not in ("chat.postMessage", "chat.update"):
-            return {"ok": False, "error": "unknown_method"}
-        if not authorized:
-            return {"ok": False, "error": "invalid_auth"}
-        return {"ok": True, "channel": body.get("channel", ""), "ts": body.get("ts") or ts}
+        channel = str(body.get("channel", ""))
+        self.messages[ts] = {"channel": channel, "ts": ts, "text": body.get("text", ""),
+                             "blocks": body.get("blocks") or []}  # fmt: skip
+        return {"ok": True, "channel": channel, "ts": ts}, ts
+
+    def snapshot(self, what: str) -> list[dict[str, Any]] | None:
+        """``GET /messages`` (the channel now) or ``GET /calls`` (every call), as JSON-ready lists."""
+        with self._lock:
+            if what == "/messages":
+                return [dict(m) for m in self.messages.values()]
+            if what == "/calls":
+                return [{"kind": c.kind, "path": c.path, "authorized": c.authorized, "body": c.body}
+                        for c in self.calls]  # fmt: skip
+        return None
 
 
 def _handler(stub: SlackStub) -> type[BaseHTTPRequestHandler]:
@@ -117,9 +164,19 @@ def _handler(stub: SlackStub) -> type[BaseHTTPRequestHandler]:
                 body = json.loads(raw or b"{}")
             except ValueError:
                 body = {"unparsed": raw.decode("utf-8", "replace")}
-            answer = stub.record(self.path, body, self.headers.get("authorization", ""))
+            # Slack answers 200 with ok: false for API errors
+            self._send(200, stub.record(self.path, body, self.headers.get("authorization", "")))
+
+        def do_GET(self) -> None:
+            found = stub.snapshot(self.path)
+            if found is None:
+                self._send(404, {"ok": False, "error": "not_found"})
+            else:
+                self._send(200, found)
+
+        def _send(self, status: int, answer: Any) -> None:
             data = json.dumps(answer).encode()
-            self.send_response(200)  # Slack answers 200 with ok: false for API errors
+            self.send_response(status)
             self.send_header("content-type", "application/json")
             self.send_header("content-length", str(len(data)))
             self.end_headers()
@@ -131,14 +188,22 @@ def _handler(stub: SlackStub) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def click_payload(user: str, action_id: str, value: str, response_url: str) -> dict[str, Any]:
+def click_payload(
+    user: str,
+    action_id: str,
+    value: str,
+    response_url: str,
+    *,
+    message_ts: str = "1.000001",
+    channel: str = "C0LOCAL",
+) -> dict[str, Any]:
     """A block_actions payload as Slack sends it for a button click (the fields Lockgate reads and more)."""
     return {
         "type": "block_actions",
         "user": {"id": user, "username": user.lower(), "team_id": "T0LOCAL"},
         "api_app_id": "A0LOCAL",
         "team": {"id": "T0LOCAL", "domain": "local"},
-        "container": {"type": "message", "message_ts": "1.000001", "channel_id": "C0LOCAL"},
+        "container": {"type": "message", "message_ts": message_ts, "channel_id": channel},
         "trigger_id": "1.2.local",
         "response_url": response_url,
         "actions": [
@@ -165,11 +230,18 @@ def signed_click(
 @contextmanager
 def local_slack(
     config_path: str | Path, sink: Callable[[str], None] | None = None
-) -> Iterator[dict[str, str]]:
-    """With ``[approvals.slack]`` configured: a stub for as long as the stack runs, and the environment
-    that points the functions at it (nothing when Slack approvals are off)."""
+) -> Iterator[SlackStub | None]:
+    """With ``[approvals.slack]`` configured, a stub for as long as the stack runs (None when Slack
+    approvals are off)."""
     if load_config(config_path).approvals.slack is None:
-        yield {}
+        yield None
         return
     with SlackStub(SLACK_DEV_SECRETS["bot_token"], sink=sink) as stub:
-        yield {"SLACK_API_URL": stub.api_url, "SLACK_RESPONSE_URL_PREFIX": stub.response_prefix}
+        yield stub
+
+
+def slack_environment(stub: SlackStub | None) -> dict[str, str]:
+    """What points the functions at the stub (nothing without one)."""
+    if stub is None:
+        return {}
+    return {"SLACK_API_URL": stub.api_url, "SLACK_RESPONSE_URL_PREFIX": stub.response_prefix}

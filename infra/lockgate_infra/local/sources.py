@@ -38,6 +38,7 @@ def start_sqs_pollers(
             wait_seconds=wait_seconds,
             region=plan.region,
             name=f"{source.function}.{source.event}",
+            function=source.function,
         )
         poller.start()
         pollers.append(poller)
@@ -88,6 +89,7 @@ def _stream_poller(
         function_arn=function.plan.arn,
         region=region,
         name=f"{stream.function}.{stream.event}",
+        function=stream.function,
     )
     poller.start()
     return poller

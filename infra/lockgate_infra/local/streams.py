@@ -22,7 +22,9 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from lockgate_infra.local.background import Background
+from lockgate_infra.local.health import Health
 from lockgate_infra.local.poller import failed_message_ids
+from lockgate_infra.local.stream_position import last_sequence_number
 
 log = logging.getLogger("lockgate_infra.local")
 
@@ -99,6 +101,7 @@ class StreamPoller(Background):
         retry_delay: float = 0.05,
         region: str = "us-east-1",
         name: str = "",
+        function: str = "",
     ) -> None:
         table = dynamodb.describe_table(TableName=table_name)["Table"]
         self.stream_arn: str | None = table.get("LatestStreamArn")
@@ -123,7 +126,10 @@ class StreamPoller(Background):
         self._retry_delay = retry_delay
         self._region = region
         self.name = name or table_name
-        self._shard_id = ""
+        self.function = function  # its logical id, for the status (its Timeout)
+        self.health = Health()
+        self.shard_id = ""
+        self.position: str | None = None  # the last record it moved past (None: none yet, from the start)
         self._iterator: str | None = None
         self._retry_from: str | None = None  # sequence number being retried
         self._attempts = 0
@@ -140,14 +146,18 @@ class StreamPoller(Background):
         """Take the shard iterator now (so LATEST means "from this call on"), then poll in a thread."""
         description = self._streams.describe_stream(StreamArn=self.stream_arn)["StreamDescription"]
         (shard,) = description["Shards"][-1:]  # moto keeps one shard per stream
-        self._shard_id = shard["ShardId"]
+        self.shard_id = shard["ShardId"]
         self._iterator = self._new_iterator(self._starting_position)
+        if self._starting_position == "LATEST":
+            # What the stream holds already is not for it. Read after taking the iterator, so that
+            # a record written in between counts as passed, never as waiting for ever.
+            self.position = last_sequence_number(self._streams, str(self.stream_arn), self.shard_id)
         self._start_thread(f"stream-poller {self.name}")
 
     def _new_iterator(self, kind: str, sequence_number: str | None = None) -> str:
         extra = {} if sequence_number is None else {"SequenceNumber": sequence_number}
         response = self._streams.get_shard_iterator(
-            StreamArn=self.stream_arn, ShardId=self._shard_id, ShardIteratorType=kind, **extra
+            StreamArn=self.stream_arn, ShardId=self.shard_id, ShardIteratorType=kind, **extra
         )
         return str(response["ShardIterator"])
 
@@ -160,6 +170,7 @@ class StreamPoller(Background):
                 idle = self._poll_once()
             except (BotoCoreError, ClientError) as exc:
                 if not self._stop.is_set():
+                    self.health.read(exc)
                     log.warning("%s: reading the stream failed (%s); retrying", self.name, exc)
                     self._stop.wait(1.0)
                 continue
@@ -172,6 +183,7 @@ class StreamPoller(Background):
     def _poll_once(self) -> bool:
         """One GetRecords and its batch; True if there was nothing to do."""
         response = self._streams.get_records(ShardIterator=self._iterator, Limit=self._limit)
+        self.health.read()
         records = response.get("Records") or []
         if not records:
             self._iterator = response.get("NextShardIterator") or self._iterator
@@ -181,6 +193,7 @@ class StreamPoller(Background):
         if failed_from is None:
             self._retry_from, self._attempts, self._limit = None, 0, self._batch_size
             self._iterator = response["NextShardIterator"]
+            self.position = str(records[-1]["dynamodb"]["SequenceNumber"])
             return False
         if failed_from != self._retry_from:
             self._retry_from, self._attempts = failed_from, 0
@@ -193,6 +206,7 @@ class StreamPoller(Background):
             self._send_failure(dropped)
             self._retry_from, self._attempts, self._limit = None, 0, self._batch_size
             self._iterator = response["NextShardIterator"]
+            self.position = str(records[-1]["dynamodb"]["SequenceNumber"])
             return False
         self._iterator = self._new_iterator("AT_SEQUENCE_NUMBER", failed_from)
         return False
@@ -204,15 +218,18 @@ class StreamPoller(Background):
         assert self.stream_arn is not None
         event = {"Records": [stream_record(r, self.stream_arn, self._region) for r in records]}
         numbers = [str(r["dynamodb"]["SequenceNumber"]) for r in records]
+        self.health.invoking(len(records), self.function)
         try:
             response = self._invoke(event)
             failed = failed_message_ids(response, set(numbers)) if self._report_failures else set()
-        except Exception:  # noqa: BLE001 - as in Lambda: the whole batch is retried
+        except Exception as exc:  # noqa: BLE001 - as in Lambda: the whole batch is retried
+            self.health.invoked(exc)
             self.failed_invocations += 1
             log.exception("%s: batch of %d stream records failed; retrying it", self.name, len(records))
             if self._bisect and len(records) > 1:
                 self._limit = max(1, len(records) // 2)
             return numbers[0]
+        self.health.invoked()
         if not failed:
             return None
         first = min(failed, key=int)
@@ -242,7 +259,7 @@ class StreamPoller(Background):
             "version": "1.0",
             "timestamp": now,
             "DDBStreamBatchInfo": {
-                "shardId": self._shard_id,
+                "shardId": self.shard_id,
                 "startSequenceNumber": records[0]["dynamodb"]["SequenceNumber"],
                 "endSequenceNumber": records[-1]["dynamodb"]["SequenceNumber"],
                 "approximateArrivalOfFirstRecord": arrival(records[0]),

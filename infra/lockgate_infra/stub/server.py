@@ -17,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, cast
 
 from lockgate.clock import Clock, SystemClock
-from lockgate_infra.serving import Serving
+from lockgate_infra.serving import Activity, Serving
 from lockgate_infra.stub.accounting import PromptCache, count_input_tokens, estimate_tokens
 from lockgate_infra.stub.batches import BATCHES_PATH, BatchDesk
 from lockgate_infra.stub.replies import STOP_REASONS, Model, Reply, StubError
@@ -55,6 +55,7 @@ class StubAnthropic(Serving):
         self._thread: threading.Thread | None = None
         self.model_failures: list[str] = []  # exceptions raised by a scripted model (answered as 500)
         self.batches = BatchDesk()  # Message Batches: see ``batches``
+        self.activity = Activity()  # every request, for `lockgate local status`
 
     def start(self) -> StubAnthropic:
         """Bind a port on 127.0.0.1 and serve in a background thread."""
@@ -85,6 +86,11 @@ class StubAnthropic(Serving):
         if self._server is None:
             raise RuntimeError("the stub server is not running; use it as a context manager or call start()")
         return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    @property
+    def running(self) -> bool:
+        """Whether its server thread is serving."""
+        return self._thread is not None and self._thread.is_alive()
 
     @property
     def requests(self) -> list[Any]:
@@ -119,6 +125,7 @@ class StubAnthropic(Serving):
         """Answer one HTTP request (called on the server's worker thread)."""
         with self._lock:
             number = next(self._ids)
+        self.activity.count()
         request_id = f"req_stub_{number:012d}"
         path = handler.path.split("?", 1)[0]
         raw = handler.rfile.read(int(handler.headers.get("content-length") or 0))

@@ -1,0 +1,126 @@
+"""``lockgate local slack messages|click``: the running stack's Slack stand-in, from another terminal.
+
+A click is what Slack sends when someone clicks a button: a ``block_actions`` payload for a button
+of a message the stand-in holds (its action id and value, the message's ts and channel), with a
+response_url on the stand-in, form-encoded and signed with the app's signing secret as the stack
+stores it; posted to the stack's interactivity route. What the stack answered through the
+response_url is printed. Exit codes: 0 the stack accepted the click (2xx); 1 it refused it;
+2 the click could not be sent (no stack, no Slack stand-in, no such button, a bad user id).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, TextIO
+
+from lockgate.config import load_config
+from lockgate.config.slack import SLACK_USER
+from lockgate.secrets import SecretResolver
+from lockgate_infra.local.loopback import request
+from lockgate_infra.local.slack_stub import click_payload, signed_click
+from lockgate_infra.local.slack_view import Button, buttons, message_lines
+
+INTERACTIVITY_ROUTE = "POST /approvals/slack"  # the Slack app's Interactivity Request URL
+
+
+class SlackClickError(ValueError):
+    """A Slack command that cannot run: no Slack stand-in, no such button, or a bad user id."""
+
+
+def slack_url(state: Mapping[str, Any]) -> str:
+    """The running stack's Slack stand-in (SlackClickError when it runs none)."""
+    for stand_in in (state.get("status") or {}).get("stand_ins", []):
+        if stand_in.get("kind") == "slack":
+            return str(stand_in["url"])
+    raise SlackClickError(
+        f"the local stack on port {state.get('port')} runs no Slack stand-in: add [approvals.slack] to "
+        f"{state.get('config')} (see docs/approvals.md) and start `lockgate local` again"
+    )
+
+
+def messages(state: Mapping[str, Any], out: TextIO) -> int:
+    """Print every message in the stand-in's channels as it stands, with its buttons."""
+    found = _get(slack_url(state), "/messages")
+    for message in found:
+        for line in message_lines(message):
+            print(line, file=out)
+    if not found:
+        print("[slack] no message yet", file=out)
+    return 0
+
+
+def click(
+    state: Mapping[str, Any], secretsmanager: Any, action_id: str, value: str, user: str, out: TextIO
+) -> int:
+    """Click the button ``action_id`` whose value is ``value`` (or starts with it) as Slack user ``user``."""
+    url = slack_url(state)
+    if not SLACK_USER.match(user):
+        raise SlackClickError(
+            f"--user {user!r} is not a Slack user id (like U0ALICE01): a reviewer's slack_user"
+        )
+    if not any(route.get("routeKey") == INTERACTIVITY_ROUTE for route in state.get("routes", [])):
+        raise SlackClickError(f"the local stack serves no {INTERACTIVITY_ROUTE} route for Slack's clicks")
+    message, button = find_button(_get(url, "/messages"), action_id, value)
+    payload = click_payload(
+        user,
+        button.action_id,
+        button.value,
+        f"{url}/actions/{message['ts']}/cli-{time.time_ns()}",
+        message_ts=str(message["ts"]),
+        channel=str(message.get("channel", "")),
+    )
+    body, headers = signed_click(payload, _signing_secret(state, secretsmanager))
+    target = f"{state['gateway_url']}/approvals/slack"
+    status, reply = request(target, body, headers)
+    print(f"clicked {button.text!r} ({button.action_id}) on message {message['ts']} as {user}: "
+          f"POST {target} -> {status}", file=out)  # fmt: skip
+    answers = [c for c in _get(url, "/calls") if c["path"] == payload["response_url"].removeprefix(url)]
+    for answer in answers:
+        seen_by = (
+            "replaces the message" if answer["body"].get("replace_original") else "only the clicker sees it"
+        )
+        print(f"answered ({seen_by}): {answer['body'].get('text', '')}", file=out)
+    if not answers and not 200 <= status < 300:
+        print(f"refused: {' '.join(reply.split())[:200]}", file=out)
+    return 0 if 200 <= status < 300 else 1
+
+
+def find_button(
+    found: Sequence[Mapping[str, Any]], action_id: str, value: str
+) -> tuple[Mapping[str, Any], Button]:
+    """The one message and button with ``action_id`` whose value is ``value`` or starts with it."""
+    matches = [
+        (message, button)
+        for message in found
+        for button in buttons(message.get("blocks"))
+        if button.action_id == action_id and button.value.startswith(value)
+    ]
+    exact = [(m, b) for m, b in matches if b.value == value]
+    if len(exact) == 1 or len(matches) == 1:
+        return (exact or matches)[0]
+    if not matches:
+        raise SlackClickError(
+            f"no message in the Slack stand-in has a button {action_id} whose value starts with {value!r}; "
+            "`lockgate local slack messages` lists them"
+        )
+    raise SlackClickError(
+        f"{value!r} starts the value of {len(matches)} {action_id} buttons: give more of it"
+    )
+
+
+def _signing_secret(state: Mapping[str, Any], secretsmanager: Any) -> str:
+    """The signing secret as the stack stores it ([approvals.slack] signing_secret)."""
+    slack = load_config(state["config"]).approvals.slack
+    if slack is None:
+        raise SlackClickError(f"{state['config']} has no [approvals.slack]: nothing to sign a click with")
+    return SecretResolver({}, secretsmanager=lambda: secretsmanager).resolve(slack.signing_secret)
+
+
+def _get(url: str, path: str) -> list[dict[str, Any]]:
+    status, text = request(f"{url}{path}")
+    if status != 200:
+        raise SlackClickError(f"the Slack stand-in at {url} answered {status} to GET {path}")
+    found: list[dict[str, Any]] = json.loads(text)
+    return found
