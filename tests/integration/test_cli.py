@@ -40,6 +40,15 @@ def test_demo_runs_every_case_as_expected() -> None:
     assert "refunds recorded after approval: [('A-2001', '80.00')]" in text
     assert "then emailed grace@example.com: Good news: our team approved your request" in text
     assert "Demo finished: every reply and outcome was as expected." in text
+    # And the links the notifier sent are in a section of their own, each whole on its line, after the
+    # agent's tables: none printed in the middle of them
+    lines = text.splitlines()
+    section = lines.index("Approval links sent (one per reviewer; deployed, they go by email or Slack)")
+    assert section > lines.index("Refunds recorded: 0 (the A-2001 refund waits for a person)")
+    assert [line.split(":")[0] for line in lines[section + 1 : section + 5 : 2]] == ["  alice", "  bob"]
+    assert all(line.startswith("    http://127.0.0.1:") and " " not in line.strip()
+               for line in lines[section + 2 : section + 5 : 2])  # fmt: skip
+    assert "[approval]" not in text
     # And the README and Getting started show this very output (ports and the approval link differ)
     for page in ("README.md", "docs/getting-started.md"):
         assert _shown(text) == _shown(_shown_demo(page)), page

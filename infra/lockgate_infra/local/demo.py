@@ -16,6 +16,7 @@ from lockgate.inbox.store import InboxStore
 from lockgate.webhooks.signing import sign
 from lockgate_infra.inbox_ops import InboxOps
 from lockgate_infra.local.console import Console, routed_output
+from lockgate_infra.local.demo_approval import SentLinks, approve_refund
 from lockgate_infra.local.loopback import request
 from lockgate_infra.local.model import local_model
 from lockgate_infra.local.run import seed_secrets
@@ -149,11 +150,12 @@ def run_demo(
         # cache in whatever order their calls happen to arrive, and the figures would vary per run.
         "WORKER_RECORD_CONCURRENCY": "1",
     }
+    sent = SentLinks()  # the notifier's links, shown in their own section, not amid the tables
     with (
         local_model(model, os.environ) as chosen,
         LocalStack(config_path=config_path, environment={**quiet, **chosen.environment}) as stack,
-        # The functions' error logs (e.g. the broken delivery set aside) go to a file, not the summary.
-        routed_output(Console(out), stack.template_path.parent / ".lockgate" / "demo.log", summaries=False),
+        # The functions' output (e.g. the broken delivery's error) goes to a file, not the summary.
+        routed_output(Console(out), stack.root / ".lockgate" / "demo.log", summaries=False, watch=sent),
     ):
         config = load_config(stack.config_path)
         secrets = seed_secrets(stack)
@@ -173,7 +175,8 @@ def run_demo(
         store = InboxStore(stack.client("dynamodb"), stack.resources["InboxTable"])
         ok &= _show_worker(store, out)
         ok &= _show_agent(stack, out)
-        ok &= _approve_refund(stack, gateway.url, config, out)
+        sent.show(out)
+        ok &= approve_refund(stack, sent, out)
         _show_status(stack, store, out)
     print(
         "\nDemo " + ("finished: every reply and outcome was as expected." if ok else "FAILED: see above."),
@@ -250,39 +253,3 @@ def _show_agent(stack: LocalStack, out: TextIO) -> bool:
     print(f"\nRefunds recorded: {len(payments)} (the A-2001 refund waits for a person)", file=out)
     recipients = sorted(to for m in sent for to in m.destinations.get("ToAddresses", []))
     return recipients == ["ada@example.com", "grace@example.com"] and not payments
-
-
-def _approve_refund(stack: LocalStack, gateway_url: str, config: LockgateConfig, out: TextIO) -> bool:
-    """A person approves the waiting refund through their link; it runs once, a second click does nothing."""
-    from lockgate_infra.local.approval_walk import local_signer, page_text, pending_proposals, walk
-
-    proposals = pending_proposals(stack)
-    print(f"\nWaiting for a person: {len(proposals)} proposal(s)", file=out)
-    if len(proposals) != 1:
-        return False
-    (proposal,) = proposals
-    link = local_signer(stack, config.approvals, f"{gateway_url}/approvals").links_for(proposal)["alice"]
-    print(f"  {proposal.summary} (why: {'; '.join(proposal.why)})", file=out)
-    print(f"  alice's link: {link[:90]}…", file=out)
-    html = page_text(link)
-    shown = proposal.summary in html and "unverified" in html
-    for step in walk(link):
-        print(f"  {step.status}  {step.label:<40} {step.title}", file=out)
-    stack.drain(timeout=30)
-    payments = stack.client("dynamodb").scan(TableName=stack.resources["ShopPaymentsTable"])["Items"]
-    refunded = [
-        (p["order_id"]["S"], p.get("amount", {}).get("S") or p.get("amount", {}).get("N")) for p in payments
-    ]
-    print(f"  refunds recorded after approval: {refunded}", file=out)
-    from moto.core.models import DEFAULT_ACCOUNT_ID
-    from moto.ses.models import ses_backends
-
-    updates = [
-        m
-        for m in ses_backends[DEFAULT_ACCOUNT_ID][stack.region].sent_messages
-        if m.subject == "An update on your request"
-    ]
-    for message in updates:
-        to = ", ".join(message.destinations.get("ToAddresses", []))
-        print(f"  then emailed {to}: {message.body.splitlines()[0]}", file=out)
-    return shown and len(payments) == 1 and len(updates) == 1
