@@ -200,3 +200,31 @@ def test_given_a_stack_that_stopped_refreshing_its_status_then_it_is_reported_an
     assert out.getvalue().splitlines()[-1] == (
         "the stack has not refreshed its status for 60 s: it may be hung (Ctrl-C it and start it again)"
     )
+
+
+def test_given_two_stacks_then_status_asks_which_and_shows_the_one_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from lockgate_infra.local.run import state_path
+
+    # Given two stacks described in one checkout (this process stands in for both)
+    for port in (8787, 8788):
+        row = {"kind": "queue", "name": f"Worker.Work{port}", "source": "q", "state": "alive", "reason": "",
+               "busy": False, "handled": port - 8787, "last_activity": None}  # fmt: skip
+        state = {"pid": os.getpid(), "port": port, "gateway_url": f"http://127.0.0.1:{port}", "resources": {},
+                 "endpoint_url": "http://127.0.0.1:1", "started_at": "2026-12-01T00:00:00Z",
+                 "status": {"updated_at": time.time(), "pollers": [row], "stand_ins": []}}  # fmt: skip
+        state_path(tmp_path, port).parent.mkdir(parents=True, exist_ok=True)
+        state_path(tmp_path, port).write_text(json.dumps(state), encoding="utf-8")
+    monkeypatch.setattr(cli, "ROOT", tmp_path)
+    monkeypatch.delenv("LOCKGATE_LOCAL_PORT", raising=False)
+    # Then naming none is one line saying how to choose, exit 2
+    assert run_cli("local", "status") == (2, "")
+    assert capsys.readouterr().err == (
+        "lockgate: 2 local stacks are running (gateway ports 8787, 8788): say which with --local-port\n"
+    )
+    # And naming one shows that one
+    code, out = run_cli("local", "status", "--local-port", "8788")
+    assert code == 0
+    assert out.splitlines()[0].startswith("lockgate local on http://127.0.0.1:8788 ")
+    assert out.splitlines()[1].split()[:4] == ["queue", "Worker.Work8788", "alive", "1"]
