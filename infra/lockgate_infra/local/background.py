@@ -12,6 +12,7 @@ class Background:
 
     _stop: threading.Event
     _thread: threading.Thread | None = None
+    name: str  # what the status calls it
     health: Health
 
     def _start_thread(self, name: str) -> None:

@@ -30,6 +30,8 @@ MAX_PER_TICK = 10  # occurrences fired per schedule per tick; older ones are dro
 class LocalScheduler(Background):
     """Fires each enabled schedule's occurrences; ``fire_due`` is one deterministic tick."""
 
+    name = "scheduler"
+
     def __init__(
         self,
         schedules: Sequence[Schedule],

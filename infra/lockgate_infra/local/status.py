@@ -95,7 +95,7 @@ class Monitor:
         verdict = health.verdict(poller.running, waiting, self._timeout, what)
         return {
             "kind": kind,
-            "name": getattr(poller, "name", "scheduler"),
+            "name": poller.name,
             "source": source,
             "state": verdict.state,
             "reason": verdict.reason,

@@ -43,11 +43,12 @@ def report(state: Mapping[str, Any], out: TextIO, *, as_json: bool = False, now:
     if as_json:
         print(json.dumps({**status, "age_seconds": round(age, 1), "healthy": code == OK}, indent=2), file=out)
         return code
-    print(f"lockgate local on {state.get('gateway_url')} (pid {state.get('pid')}, "
-          f"started {state.get('started_at')}); status of {max(age, 0):.0f} s ago", file=out)  # fmt: skip
+    started = f"pid {state.get('pid')}, started {state.get('started_at')}"
+    head = f"lockgate local on {state.get('gateway_url')} ({started})"
     if not status:
-        print("  this stack does not report its status (an older lockgate started it): restart it", file=out)
+        print(f"{head}; it does not report its status (an older lockgate started it): restart it", file=out)
         return STALLED
+    print(f"{head}; status of {max(age, 0):.0f} s ago", file=out)
     for line in rows(status):
         print(line, file=out)
     if age > STALE_SECONDS:
