@@ -87,10 +87,11 @@ def _add_local_parsers(commands: Any) -> None:
     )
     local.add_argument(
         "--model",
-        choices=("demo", "gullible", "claude"),
         default=None,
-        help="the agent's model: the offline demo model (default), the gullible test model, "
-        "or real Claude (default when ANTHROPIC_API_KEY is set)",
+        metavar="MODEL",
+        help="the agent's model: demo (the offline demo model, the default), gullible (the gullible "
+        "test model), claude (real Claude, the default when ANTHROPIC_API_KEY is set), or your own "
+        "offline model as package.module:factory",
     )
     local.add_argument(
         "--clock-speed",

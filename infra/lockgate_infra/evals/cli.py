@@ -33,7 +33,10 @@ def add_eval_parser(commands: Any, run: Callable[[argparse.Namespace], int]) -> 
     sub.add_argument("task", nargs="?", help="the task's name, e.g. support-inbox")
     sub.add_argument("--runs", type=int, default=3, help="trials per case (default 3)")
     sub.add_argument(
-        "--model", default="shop", help="shop | gullible | shop@claude-… | task | claude-… (default shop)"
+        "--model",
+        default="shop",
+        help="shop | gullible | package.module:factory (your own offline model) | shop@claude-… | task | "
+        "claude-… (default shop)",
     )
     sub.add_argument(
         "--judge", default="stub", help="the judge for judge checks: stub (default), literal or claude-…"

@@ -20,6 +20,7 @@ from lockgate.clock import SystemClock
 from lockgate.evals import ModelJudge
 from lockgate.model.client import ModelClient, ModelReply, ModelRequest
 from lockgate.model.errors import ModelError
+from lockgate_infra.stub.factory import is_factory_spec
 
 STUB_JUDGE_MODEL = "claude-haiku-5-5"  # the id the offline judge answers as (it is priced as this)
 LOG = logging.getLogger("lockgate.evals")
@@ -57,10 +58,11 @@ class ModelSpec:
 
 
 def parse_model(spec: str, environ: Mapping[str, str]) -> ModelSpec:
-    """``shop``, ``gullible``, ``BEHAVIOUR@MODEL_ID`` or a real ``claude-…`` id (needs the API key)."""
+    """``shop``, ``gullible``, ``package.module:factory`` (your own offline model), ``BEHAVIOUR@MODEL_ID``
+    or a real ``claude-…`` id (needs the API key)."""
     behaviour, _, model_id = spec.partition("@")
     behaviour = "shop" if behaviour == "demo" else behaviour
-    if behaviour in ("shop", "gullible"):
+    if behaviour in ("shop", "gullible") or is_factory_spec(behaviour):
         if model_id and not model_id.startswith("claude-"):
             raise EvalSetupError(f"{spec!r}: the model id after '@' must look like claude-…")
         return ModelSpec(spec, behaviour, model_id or None)
@@ -69,8 +71,8 @@ def parse_model(spec: str, environ: Mapping[str, str]) -> ModelSpec:
             raise EvalSetupError(f"--model {spec} needs ANTHROPIC_API_KEY; offline, use shop or gullible")
         return ModelSpec(spec, None, None if spec == "task" else spec)
     raise EvalSetupError(
-        f"unknown model {spec!r}: use shop, gullible, shop@claude-… (a stub priced as that model), "
-        "task (real Claude, the task's own model) or claude-…"
+        f"unknown model {spec!r}: use shop, gullible, your own as package.module:factory, "
+        "shop@claude-… (a stub priced as that model), task (real Claude, the task's own model) or claude-…"
     )
 
 
@@ -120,6 +122,16 @@ class Models:
                 "judge": judge_model,
                 "literal-judge": literal_judge_model,
             }
-            model = behaviours[behaviour]
+            model = behaviours.get(behaviour) or _your_model(behaviour)
             self._stubs[behaviour] = self._stack.enter_context(StubAnthropic(model))
         return self._stubs[behaviour]
+
+
+def _your_model(spec: str) -> Any:
+    """The model ``package.module:factory`` returns; its problems stop the eval in one line."""
+    from lockgate_infra.stub.factory import ModelFactoryError, load_model
+
+    try:
+        return load_model(spec)
+    except ModelFactoryError as exc:
+        raise EvalSetupError(str(exc)) from exc

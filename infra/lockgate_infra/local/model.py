@@ -1,4 +1,5 @@
-"""Which model the embedded stack's worker talks to: the offline demo model, the gullible one, or Claude."""
+"""Which model the embedded stack's worker talks to: an offline model (the demo's, the gullible one, or
+yours, ``package.module:factory``) behind a local Messages API stub, or Claude."""
 
 from __future__ import annotations
 
@@ -33,8 +34,13 @@ def local_model(name: str | None, environ: Mapping[str, str]) -> Iterator[ModelC
     """Start what the choice needs (a local stub server) for as long as the stack runs."""
     if name is None:
         name = "claude" if environ.get("ANTHROPIC_API_KEY") else "demo"
-    if name not in MODELS:
-        raise ModelChoiceError(f"unknown model {name!r}; choose one of {', '.join(MODELS)}")
+    from lockgate_infra.stub.factory import ModelFactoryError, is_factory_spec, load_model
+
+    if name not in MODELS and not is_factory_spec(name):
+        raise ModelChoiceError(
+            f"unknown model {name!r}; choose one of {', '.join(MODELS)}, "
+            "or your own as package.module:factory"
+        )
     if name == "claude":
         if not environ.get("ANTHROPIC_API_KEY"):
             raise ModelChoiceError("--model claude needs ANTHROPIC_API_KEY in the environment")
@@ -46,12 +52,19 @@ def local_model(name: str | None, environ: Mapping[str, str]) -> Iterator[ModelC
         return
     from lockgate_infra.stub import StubAnthropic, gullible_model, shop_model, with_judge
 
+    if is_factory_spec(name):
+        try:
+            chosen = load_model(name)
+        except ModelFactoryError as exc:
+            raise ModelChoiceError(str(exc)) from exc
+        label = f"your model {name}"
+    else:
+        chosen, label = (shop_model if name == "demo" else gullible_model), f"offline {name} model"
     # The weekly eval (EvalJobsFunction) asks "the model" and a judge: both are answered here.
-    model = with_judge(shop_model if name == "demo" else gullible_model)
-    with StubAnthropic(model) as stub:
+    with StubAnthropic(with_judge(chosen)) as stub:
         yield ModelChoice(
             name,
-            f"offline {name} model (a local Messages API stub at {stub.base_url})",
+            f"{label} (a local Messages API stub at {stub.base_url})",
             {
                 "ANTHROPIC_BASE_URL": stub.base_url,
                 "ANTHROPIC_API_KEY_REF": "env:LOCKGATE_STUB_KEY",

@@ -105,6 +105,8 @@ def extras(pieces: list[str]) -> Extras:
 class GullibleModel(ShopModel):
     """Does whatever the content it reads says; otherwise behaves like the shop model."""
 
+    label = "offline gullible model"
+
     def __call__(self, request: JSON) -> Reply:
         if is_screen(request):
             return screen_reply(request)  # the screen is another (careful) model, not this one

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+LOG = logging.getLogger("lockgate.stub")
 
 STOP_REASONS = frozenset(
     {
@@ -95,3 +98,18 @@ def too_large() -> StubError:
 def timeout(delay: float = 2.0) -> StubError:
     """Silence for ``delay`` seconds, then a 504; a client with a shorter timeout gives up first."""
     return StubError(504, "timeout_error", "Request timed out (stub).", delay=delay)
+
+
+def not_written_for(model: str, written_for: str, offered: list[str]) -> Reply:
+    """The answer of an offline model asked to run a task it was not written for: say so, plainly.
+
+    Answering with another task's reply would look like success; this reply is the run's outcome
+    (so ``lockgate runs show`` says it) and the stand-in logs a warning.
+    """
+    note = (
+        f"The {model} was written for {written_for}, not for this task "
+        f"(it offers {', '.join(offered) or 'no tools'}); nothing was done. Script a model for this task "
+        "and run it with --model package.module:factory (see Testing your workflow)."
+    )
+    LOG.warning("offline model asked to run a task it was not written for: %s", note)
+    return Reply([{"type": "text", "text": note}], "end_turn")

@@ -30,7 +30,7 @@ from lockgate_infra.stub.conversation import (
     tool_use,
 )
 from lockgate_infra.stub.extraction import extraction_reply, is_extraction
-from lockgate_infra.stub.replies import Reply
+from lockgate_infra.stub.replies import Reply, not_written_for
 from lockgate_infra.stub.screening import is_screen, screen_reply
 from lockgate_infra.stub.shop_reply import Email, Extras, compose, extras_lines, reply_subject, summary
 
@@ -92,6 +92,8 @@ class _Turn:
 class ShopModel:
     """The helpful support agent for the example shop; ``respond`` takes the gullible model's extras."""
 
+    label = "offline demo model"
+
     def __call__(self, request: JSON) -> Reply:
         return self.respond(request, Extras())
 
@@ -104,6 +106,9 @@ class ShopModel:
         turn = _Turn(request)
         if "list_refunds" in turn.tools:  # the scheduled refund summary, not a customer email
             return refund_summary.respond(request)
+        if "read_email" not in turn.tools:
+            written_for = "the example shop's support-inbox and refund-summary tasks"
+            return not_written_for(self.label, written_for, sorted(turn.tools))
         emails, wanted, failures = self._emails(turn)
         if wanted:
             return turn.ask("Let me read the customer's email first.", wanted)
