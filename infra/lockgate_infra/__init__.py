@@ -9,6 +9,7 @@ imports these). ``tests/unit/test_layers.py`` checks::
     cost            ``lockgate cost``: the example traffic metered as deployed, priced
     chaos           seeded fault injection with invariants
     evals           the eval rig, ``lockgate eval`` and the weekly eval job (shipped in EvalJobsFunction)
+    testing         testing your workflow: the scripted model, ``TestStack`` and the pytest plugin
     local           the embedded stack from template.yaml (moto, the HTTP gateway, pollers), the demo
     stub            a stand-in Messages API on 127.0.0.1 with scripted and offline models
     foundations     what several tools share: options (argument types), failures (exit codes and

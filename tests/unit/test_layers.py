@@ -83,7 +83,7 @@ INFRA = Tree(
         ("lockgate_infra.cli", "lockgate_infra.deploy"),
         ("lockgate_infra.cost",),
         ("lockgate_infra.chaos",),
-        ("lockgate_infra.evals",),
+        ("lockgate_infra.evals", "lockgate_infra.testing"),
         ("lockgate_infra.local",),
         ("lockgate_infra.stub",),
         (

@@ -1,0 +1,47 @@
+"""Testing your workflow: a scripted model for your tasks and your workflow on an embedded stack.
+
+Everything a workflow author needs, from one place::
+
+    from lockgate_infra.testing import ScriptedModel, TestStack, when
+
+- ``ScriptedModel`` and ``when``: an offline model that answers your task with calls to your tools.
+- ``TestStack``: your workflows on the embedded stack in this process, with that model.
+- The pytest plugin (installed with Lockgate, no import needed): the fixtures ``lockgate_model``
+  (override it to give your model) and ``lockgate_stack`` (a started ``TestStack`` per test).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lockgate.exports import lazy_exports
+
+_PUBLIC = {
+    "Call": "lockgate_infra.stub.scripted",
+    "LedgerView": "lockgate_infra.testing.ledger",
+    "Rule": "lockgate_infra.stub.scripted",
+    "ScriptError": "lockgate_infra.stub.scripted",
+    "ScriptedModel": "lockgate_infra.stub.scripted",
+    "Sent": "lockgate_infra.testing.stack",
+    "TestStack": "lockgate_infra.testing.stack",
+    "TestStackError": "lockgate_infra.testing.stack",
+    "when": "lockgate_infra.stub.scripted",
+}
+__all__ = [
+    "Call",
+    "LedgerView",
+    "Rule",
+    "ScriptError",
+    "ScriptedModel",
+    "Sent",
+    "TestStack",
+    "TestStackError",
+    "when",
+]
+
+if TYPE_CHECKING:
+    from lockgate_infra.stub.scripted import Call, Rule, ScriptedModel, ScriptError, when
+    from lockgate_infra.testing.ledger import LedgerView
+    from lockgate_infra.testing.stack import Sent, TestStack, TestStackError
+
+__getattr__ = lazy_exports(__name__, _PUBLIC)

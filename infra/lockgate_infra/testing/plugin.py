@@ -1,0 +1,43 @@
+"""Lockgate's pytest plugin: ``lockgate_stack`` and ``lockgate_model`` for testing your workflow.
+
+Registered under ``pytest11`` (pyproject.toml), so a test names the fixture and gets it::
+
+    @pytest.fixture
+    def lockgate_model():
+        return triage_model()          # your ScriptedModel
+
+    def test_a_crash_report_gets_the_bug_label(lockgate_stack):
+        lockgate_stack.send("github", {...}, event="issues")
+        assert lockgate_stack.ledger.ran("add_label")
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:  # loaded only when a test asks for a fixture: every pytest run loads this plugin
+    from lockgate_infra.stub import Model
+    from lockgate_infra.testing.stack import TestStack
+
+
+@pytest.fixture
+def lockgate_model() -> Model:
+    """The model your tasks talk to in ``lockgate_stack``; override this fixture to give yours.
+
+    The default is the example shop's offline demo model, which answers only the shop's tasks.
+    """
+    from lockgate_infra.stub import shop_model
+
+    return shop_model
+
+
+@pytest.fixture
+def lockgate_stack(lockgate_model: Model) -> Iterator[TestStack]:
+    """A started ``TestStack`` with ``lockgate_model``: your workflows on a fresh embedded stack."""
+    from lockgate_infra.testing.stack import TestStack
+
+    with TestStack(lockgate_model) as stack:
+        yield stack
