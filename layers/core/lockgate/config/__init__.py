@@ -2,6 +2,7 @@
 
 - ``sources``: what the webhook receiver reads, ``[sources]`` and ``[inbox]``, and their parsing;
 - ``model``: the other sections and the whole file, as frozen dataclasses;
+- ``prices``: ``[models]``, the deployment's own model prices;
 - ``parsing``: reading and validating the whole file; ``files``: the TOML and its stage overlay.
 
 Names load on first use, so the receiver (``load_receipt_config``) never builds the others' types.
@@ -25,6 +26,7 @@ _PUBLIC = {
     "DEFAULT_MAX_BODY_BYTES": _SOURCES,
     "InboxConfig": _SOURCES,
     "LockgateConfig": _MODEL,
+    "ModelConfig": _MODEL,
     "PATTERNS": _MODEL,
     "REVIEWER_ID": _MODEL,
     "RateLimitConfig": _MODEL,
@@ -50,6 +52,7 @@ __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
     "InboxConfig",
     "LockgateConfig",
+    "ModelConfig",
     "PATTERNS",
     "REVIEWER_ID",
     "RateLimitConfig",
@@ -78,6 +81,7 @@ if TYPE_CHECKING:
         BudgetConfig,
         CapacityConfig,
         LockgateConfig,
+        ModelConfig,
         RateLimitConfig,
         Reviewer,
         ScheduleConfig,

@@ -1,5 +1,5 @@
-"""What ``lockgate.toml`` says, as frozen dataclasses: approvals, budget, capacity, schedules, and
-the whole file; sources and inbox (what the receiver reads) are in ``lockgate.config.sources``.
+"""What ``lockgate.toml`` says, as frozen dataclasses: approvals, budget, capacity, schedules, model
+prices, and the whole file; sources and inbox (what the receiver reads) are in ``lockgate.config.sources``.
 Parsing and validation are in ``lockgate.config.parsing``."""
 
 from __future__ import annotations
@@ -112,6 +112,23 @@ class ScheduleConfig:
 
 
 @dataclass(frozen=True)
+class ModelConfig:
+    """Prices of a model id Lockgate has no published price for, in USD per million tokens.
+
+    Dated ids match by prefix, as the published ones do: `[models."claude-3-5-haiku"]` prices
+    `claude-3-5-haiku-latest` and the dated id the API answers as. An entry for a published id
+    replaces its published price (a negotiated rate).
+    """
+
+    input: float  # uncached input; a cache write costs this × 1.25 (5 minutes) or × 2 (1 hour)
+    output: float
+    cache_read: float  # input read from the prompt cache
+    # The shortest prefix the API caches for this model; None: Lockgate's figure for the family,
+    # else the largest it knows (so nothing is assumed cached that might not be).
+    min_cacheable_tokens: int | None = None
+
+
+@dataclass(frozen=True)
 class LockgateConfig(ReceiptConfig):
     """The whole file: the receiver's sections (``sources``, ``inbox``) and everything else."""
 
@@ -120,3 +137,4 @@ class LockgateConfig(ReceiptConfig):
     budget: BudgetConfig = field(default_factory=BudgetConfig)
     capacity: CapacityConfig = field(default_factory=CapacityConfig)
     schedules: Mapping[str, ScheduleConfig] = field(default_factory=dict)
+    models: Mapping[str, ModelConfig] = field(default_factory=dict)  # [models."<id>"]: extra prices

@@ -23,6 +23,7 @@ from lockgate.config.model import (
     ScheduleConfig,
     ToolApproval,
 )
+from lockgate.config.prices import parse_models
 from lockgate.config.slack import parse_slack, parse_slack_user, unique_slack_users
 from lockgate.config.sources import parse_inbox, parse_sources
 from lockgate.errors import ConfigError
@@ -47,6 +48,7 @@ def parse_config(raw: Mapping[str, Any], origin: str = "lockgate.toml") -> Lockg
     budget = _budget(table(raw.get("budget", {}), f"{origin}: [budget]"), origin)
     capacity = _capacity(table(raw.get("capacity", {}), f"{origin}: [capacity]"), origin)
     schedules = _schedules(table(raw.get("schedules", {}), f"{origin}: [schedules]"), origin)
+    models = parse_models(table(raw.get("models", {}), f"{origin}: [models]"), origin)
     return LockgateConfig(
         sources=sources,
         inbox=inbox,
@@ -55,6 +57,7 @@ def parse_config(raw: Mapping[str, Any], origin: str = "lockgate.toml") -> Lockg
         budget=budget,
         schedules=schedules,
         capacity=capacity,
+        models=models,
     )
 
 
