@@ -227,9 +227,11 @@ def _loop(
     from lockgate.actions.ledger import Ledger
     from lockgate.agent.loop import AgentLoop
     from lockgate.agent.runs import RunStore
+    from lockgate.model.price_table import PriceTable
 
     return AgentLoop(
         model=model,
+        prices=PriceTable.published(),
         runs=RunStore(db, table, clock),
         ledger=Ledger(db, table, clock),
         clock=clock,
@@ -287,12 +289,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     results = measure(args.events)
-    if args.json:
-        print(
-            json.dumps({n: {"per_model_call": f.per_model_call, **f.operations} for n, f in results.items()})
-        )
-    else:
-        print(render(results))
+    figures = {n: {"per_model_call": f.per_model_call, **f.operations} for n, f in results.items()}
+    print(json.dumps(figures) if args.json else render(results))
     return 0 if added(results, DEPLOYED) <= TARGET else 1
 
 

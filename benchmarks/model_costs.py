@@ -33,7 +33,7 @@ from typing import Any
 from lockgate.agent.intake import take_in
 from lockgate.agent.tasks import Task
 from lockgate.clock import FixedClock
-from lockgate.model.pricing import price_for
+from lockgate.model.price_table import PriceTable
 from lockgate_infra.evals.shoprig import Email, shop_rig
 
 EVENTS = [
@@ -75,7 +75,8 @@ def cheapest_passing(events: list[Email]) -> str:
     from lockgate.model.client import ModelClient
     from lockgate_infra.stub import shop_model
 
-    for model in sorted(CANDIDATES, key=lambda m: (price_for(m).output, price_for(m).input)):
+    price = PriceTable.published().price
+    for model in sorted(CANDIDATES, key=lambda m: (price(m).output, price(m).input)):
         with shop_rig(shop_model) as rig:
             intake = dataclasses.replace(rig.task.intake, models=(model,))  # type: ignore[arg-type]
             client = rig.loop._model  # the rig's ModelClient, straight to the stub

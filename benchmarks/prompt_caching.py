@@ -27,7 +27,7 @@ from typing import Any
 
 from lockgate.clock import FixedClock
 from lockgate.model.client import Usage
-from lockgate.model.pricing import cost_usd, price_for
+from lockgate.model.price_table import PriceTable
 from lockgate_infra.evals.shoprig import Email, shop_rig
 
 EMAILS = [
@@ -116,8 +116,9 @@ def measure(placement: str, timing: str, rounds: int) -> Row:
             for n, email in enumerate(EMAILS):
                 rig.answer(email, f"msg-bench-{r}-{n}")
                 clock.advance(GAPS[timing])
-    usd = sum(cost_usd(model, usage, "5m") for model, usage in calls)
-    output_usd = sum(usage.output_tokens * price_for(model).output for model, usage in calls) / 1e6
+    prices = PriceTable.published()
+    usd = sum(prices.cost_usd(model, usage, "5m") for model, usage in calls)
+    output_usd = sum(usage.output_tokens * prices.price(model).output for model, usage in calls) / 1e6
     return Row(
         runs=rounds * len(EMAILS),
         input_tokens=sum(u.input_tokens for _, u in calls),

@@ -20,6 +20,7 @@ from lockgate.inbox.receipt import Receiver
 from lockgate.inbox.routing import Router
 from lockgate.inbox.store import InboxStore
 from lockgate.inbox.worker import Leasing, Worker
+from lockgate.model.price_table import PriceTable
 from lockgate.runtime.deps import Deps
 from lockgate.runtime.receiver import build_receiver
 from lockgate.runtime.worker import inbox_worker
@@ -30,6 +31,7 @@ from lockgate_infra.local.provision import Provisioner
 from lockgate_infra.local.template import LocalPlan
 
 LOG = logging.getLogger("lockgate.tests")
+PRICES = PriceTable.published()  # the published prices only: a deployment without [models]
 
 SECRETS = {
     "GITHUB_SECRET": "It's a Secret to Everybody",

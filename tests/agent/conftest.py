@@ -19,7 +19,7 @@ from lockgate.inbox.routing import InboxEvent
 from lockgate.model.client import ModelClient
 from lockgate.telemetry import CountingMetrics
 from lockgate_infra.stub.server import StubAnthropic
-from tests.support import LOG, Aws
+from tests.support import LOG, PRICES, Aws
 
 
 @pytest.fixture
@@ -60,6 +60,7 @@ class AgentRig:
             )
         return AgentLoop(
             model=model,
+            prices=PRICES,
             runs=runs,
             ledger=ledger,
             clock=self.clock,

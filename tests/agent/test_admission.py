@@ -19,14 +19,13 @@ from lockgate.capacity.spend import SpendCaps, input_tokens_upper_bound
 from lockgate.clock import FixedClock
 from lockgate.errors import PermanentFailure
 from lockgate.model.client import ModelError, ModelRequest
-from lockgate.model.pricing import cost_usd
 from lockgate.model.retrybudget import RetryBudget
 from lockgate_infra.stub.accounting import count_input_tokens
 from lockgate_infra.stub.models import ByModel, Scripted
 from lockgate_infra.stub.replies import Reply, bad_request, overloaded, server_error
 from tests.agent.conftest import AgentRig, event
 from tests.agent.toolkit import Effects, make_task
-from tests.support import LOG, fail_calls
+from tests.support import LOG, PRICES, fail_calls
 
 PRIMARY, FALLBACK = "claude-sonnet-5-5", "claude-haiku-4-5"
 FAR = 10_000_000_000.0
@@ -45,7 +44,7 @@ def request(max_tokens: int = 4096, text: str = "Summarise the event.") -> Model
 
 def calls(rig: AgentRig, **kw: Any) -> Admission:
     return Admission(
-        rig.model_client(max_attempts=kw.pop("max_attempts", 2)), metrics=rig.metrics, log=LOG, **kw
+        rig.model_client(max_attempts=kw.pop("max_attempts", 2)), PRICES, metrics=rig.metrics, log=LOG, **kw
     )
 
 
@@ -150,8 +149,8 @@ def test_an_open_circuit_on_the_primary_sends_the_call_to_the_fallback_priced_as
     # And the day's spend is the fallback's price for the usage, not the primary's
     spent = state_row(rig, "spend#2026-01-01", "global")
     assert spent is not None
-    assert Decimal(spent["spent"]["N"]) == Decimal(f"{cost_usd(FALLBACK, reply.usage, '5m'):.6f}")
-    assert cost_usd(FALLBACK, reply.usage, "5m") != cost_usd(PRIMARY, reply.usage, "5m")
+    assert Decimal(spent["spent"]["N"]) == Decimal(f"{PRICES.cost_usd(FALLBACK, reply.usage, '5m'):.6f}")
+    assert PRICES.cost_usd(FALLBACK, reply.usage, "5m") != PRICES.cost_usd(PRIMARY, reply.usage, "5m")
     assert rig.metrics.totals["FallbackModelUsed"] == 1
 
 

@@ -13,7 +13,6 @@ from lockgate.capacity.gate import Gate
 from lockgate.capacity.spend import SpendCapReached, SpendCaps
 from lockgate.clock import FixedClock
 from lockgate.model.client import ModelError, ModelReply
-from lockgate.model.pricing import cost_usd
 from lockgate.telemetry import CountingMetrics
 from lockgate_infra.stub.models import Scripted
 from lockgate_infra.stub.replies import overloaded
@@ -21,7 +20,7 @@ from tests.agent.conftest import AgentRig, event
 from tests.agent.test_gate import DAY, FAR, SCOPES, gate, remaining
 from tests.agent.test_loop import DEADLINE, tools_turn, use
 from tests.agent.toolkit import Effects, make_task
-from tests.support import LOG, Aws, dynamodb_operations, race, state_row
+from tests.support import LOG, PRICES, Aws, dynamodb_operations, race, state_row
 
 
 @pytest.fixture
@@ -291,4 +290,6 @@ def test_a_run_that_fails_midway_gives_back_what_it_held_and_keeps_what_it_spent
     first = ModelReply.from_dict(run.steps[0].data)
     spent = state_row(rig.aws, f"spend#{DAY}", "global")
     assert spent is not None
-    assert Decimal(spent["spent"]["N"]) == Decimal(f"{cost_usd(first.model, first.usage, '5m'):.6f}") > 0
+    assert (
+        Decimal(spent["spent"]["N"]) == Decimal(f"{PRICES.cost_usd(first.model, first.usage, '5m'):.6f}") > 0
+    )

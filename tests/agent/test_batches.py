@@ -15,13 +15,12 @@ from lockgate.capacity.spend import SpendCaps
 from lockgate.jobs.builtin.collect_batches import BatchCollector
 from lockgate.jobs.contract import JobContext
 from lockgate.model.client import Usage
-from lockgate.model.pricing import cost_usd
 from lockgate_infra.stub.models import Scripted
 from lockgate_infra.stub.replies import Reply, bad_request
 from tests.agent.conftest import AgentRig, event
 from tests.agent.test_loop import DEADLINE, say, tools_turn, use
 from tests.agent.toolkit import Effects, make_task
-from tests.support import LOG, state_row
+from tests.support import LOG, PRICES, state_row
 
 SEND = use("t1", "send", {"to": "owner@example.com", "text": "Weekly digest"})
 
@@ -34,6 +33,7 @@ def batches(rig: AgentRig, gate: Gate | None = None) -> Batches:
         rig.aws.state_table,
         RunStore(db, rig.aws.state_table, rig.clock),
         rig.clock,
+        prices=PRICES,
         log=LOG,
         metrics=rig.metrics,
         gate=gate,
@@ -47,6 +47,7 @@ def collector(rig: AgentRig, gate: Gate | None = None) -> BatchCollector:
         db,
         rig.aws.state_table,
         RunStore(db, rig.aws.state_table, rig.clock),
+        prices=PRICES,
         log=LOG,
         gate=gate,
     )
@@ -106,9 +107,11 @@ def test_submit_then_collect_then_the_run_completes_once_at_half_price(rig: Agen
     assert first is not None and first.data["batch"] is True
     # And step 1 is billed at half price: the run's cost is half of step 1 plus step 2 in full
     usages = [Usage(**s.data["usage"]) for s in run.steps if s.kind == "model"]
-    half = cost_usd("claude-sonnet-5-5", usages[0], batch=True)
-    assert half == pytest.approx(cost_usd("claude-sonnet-5-5", usages[0]) / 2, abs=1e-6)
-    assert run.totals["cost_usd"] == pytest.approx(half + cost_usd("claude-sonnet-5-5", usages[1]), abs=1e-6)
+    half = PRICES.cost_usd("claude-sonnet-5-5", usages[0], batch=True)
+    assert half == pytest.approx(PRICES.cost_usd("claude-sonnet-5-5", usages[0]) / 2, abs=1e-6)
+    assert run.totals["cost_usd"] == pytest.approx(
+        half + PRICES.cost_usd("claude-sonnet-5-5", usages[1]), abs=1e-6
+    )
     assert run.totals["by_model"]["claude-sonnet-5-5"]["batched"] == 1
 
     # And collecting again or running the delivery again changes nothing
@@ -145,7 +148,7 @@ def test_the_batch_price_is_held_on_the_daily_caps_and_settled_to_the_actual(rig
     assert run is not None
     first = run.step(1, "model")
     assert first is not None
-    actual = cost_usd("claude-sonnet-5-5", Usage(**first.data["usage"]), batch=True)
+    actual = PRICES.cost_usd("claude-sonnet-5-5", Usage(**first.data["usage"]), batch=True)
     assert spent() == pytest.approx(Decimal(str(actual)), abs=Decimal("0.000002"))
     assert spent() < held
     assert collector(rig, gate)(job(rig)).counts["collected"] == 0 and spent() < held

@@ -13,14 +13,13 @@ from lockgate.capacity.gate import Gate
 from lockgate.capacity.spend import SpendCaps
 from lockgate.errors import ConfigError
 from lockgate.model.client import Usage
-from lockgate.model.pricing import cost_usd
 from lockgate_infra.stub.models import Scripted
 from lockgate_infra.stub.replies import Reply, bad_request
 from tests.agent.conftest import AgentRig, event
 from tests.agent.test_batches import SEND, batches, collector, job, pending
 from tests.agent.test_loop import DEADLINE, say, tools_turn, use
 from tests.agent.toolkit import Effects, make_task
-from tests.support import LOG, state_row
+from tests.support import LOG, PRICES, state_row
 
 LOOKUP = use("t0", "lookup", {"item_id": "I-123"})
 SONNET = "claude-sonnet-5-5"
@@ -83,7 +82,7 @@ def test_a_three_step_run_submits_one_batch_per_step_each_after_the_last_answer(
         # Then its answer is model step n at the batch price, and the hold became that price, once
         reply = the_run(rig).step(n, "model")
         assert reply is not None and reply.data["batch"] is True
-        actual += Decimal(str(cost_usd(SONNET, Usage(**reply.data["usage"]), batch=True)))
+        actual += Decimal(str(PRICES.cost_usd(SONNET, Usage(**reply.data["usage"]), batch=True)))
         assert spent(rig) == pytest.approx(actual, abs=Decimal("0.00001"))
         assert pending(rig) == []
 
@@ -101,7 +100,7 @@ def test_a_three_step_run_submits_one_batch_per_step_each_after_the_last_answer(
     usages = [Usage(**s.data["usage"]) for s in run.steps if s.kind == "model"]
     assert len(usages) == 3
     assert run.totals["cost_usd"] == pytest.approx(
-        sum(cost_usd(SONNET, u, batch=True) for u in usages), abs=1e-6
+        sum(PRICES.cost_usd(SONNET, u, batch=True) for u in usages), abs=1e-6
     )
     assert run.totals["by_model"][SONNET]["batched"] == 3
     # And collecting or redelivering again changes nothing: no submission, no effect, no spend
@@ -148,8 +147,8 @@ def test_a_failed_batch_for_step_two_makes_step_two_directly_and_step_three_is_b
     batched = {s.n: s.data.get("batch", False) for s in run.steps if s.kind == "model"}
     assert batched == {1: True, 2: False, 3: True}
     usages = {s.n: Usage(**s.data["usage"]) for s in run.steps if s.kind == "model"}
-    expected = cost_usd(SONNET, usages[1], batch=True) + cost_usd(SONNET, usages[2])
-    expected += cost_usd(SONNET, usages[3], batch=True)
+    expected = PRICES.cost_usd(SONNET, usages[1], batch=True) + PRICES.cost_usd(SONNET, usages[2])
+    expected += PRICES.cost_usd(SONNET, usages[3], batch=True)
     assert run.totals["cost_usd"] == pytest.approx(expected, abs=1e-6)
     assert run.totals["by_model"][SONNET]["batched"] == 2
 

@@ -34,7 +34,7 @@ from lockgate_infra.stub.models import Scripted
 from lockgate_infra.stub.replies import Model, Reply, billing, overloaded, rate_limited
 from lockgate_infra.stub.server import StubAnthropic
 from tests.agent.toolkit import Effects, make_task
-from tests.support import LOG, SECRETS, Harness, Sleeper
+from tests.support import LOG, PRICES, SECRETS, Harness, Sleeper
 
 DONE = Reply([{"type": "text", "text": "handled"}])
 REMAINING = 300.0  # seconds the Lambda has left for each delivery
@@ -69,6 +69,7 @@ class Pipeline:
         model = ModelClient(factory, clock, LOG, sleep=self.model_sleeps.append, max_attempts=2)
         loop = AgentLoop(
             model=model,
+            prices=PRICES,
             runs=RunStore(db, h.aws.state_table, clock),
             ledger=Ledger(db, h.aws.state_table, clock),
             clock=clock,

@@ -11,7 +11,6 @@ from lockgate.agent.tasks import Start, Task
 from lockgate.capacity.gate import Gate
 from lockgate.capacity.spend import SpendCapReached, SpendCaps
 from lockgate.model.client import Usage
-from lockgate.model.pricing import cost_usd
 from lockgate.model.response_cache import ResponseCache
 from lockgate.model.usage import UsageRollup, read_day
 from lockgate_infra.stub.models import Scripted
@@ -19,7 +18,7 @@ from lockgate_infra.stub.replies import Reply
 from tests.agent.conftest import AgentRig, event
 from tests.agent.test_loop import DEADLINE, say, tools_turn, use
 from tests.agent.toolkit import Effects, make_task
-from tests.support import LOG
+from tests.support import LOG, PRICES
 
 
 def same_prompt(event: Any, services: Any) -> Start:
@@ -136,7 +135,7 @@ def test_auto_cache_ttl_marks_the_prefix_and_later_steps_read_it(
     assert all(u["cache_read_input_tokens"] >= usages[0]["cache_creation_input_tokens"] for u in usages[1:])
     # And the run's cost prices the write at the chosen lifetime's multiplier
     ttl = marker.get("ttl", "5m")
-    expected = sum(cost_usd("claude-sonnet-5-5", Usage(**u), ttl) for u in usages)
+    expected = sum(PRICES.cost_usd("claude-sonnet-5-5", Usage(**u), ttl) for u in usages)
     assert run.totals["cost_usd"] == pytest.approx(expected, abs=1e-6)
 
 

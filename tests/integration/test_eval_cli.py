@@ -13,6 +13,7 @@ from lockgate.evals import load_suite
 from lockgate_infra.cli.main import main
 from lockgate_infra.evals.models import Models, parse_model
 from lockgate_infra.evals.rig import TaskTrials, evals_dir
+from tests.support import PRICES
 
 CAL = "workflows/shop/evals/calibrate_refund_reply.toml"
 
@@ -71,7 +72,7 @@ def test_each_trial_runs_the_real_task_on_its_own_moto_shop() -> None:
         ["refund request over the limit goes to a person"]
     )
     with ExitStack() as stack:
-        models = Models(stack, {})
+        models = Models(stack, {}, PRICES)
         trials = stack.enter_context(TaskTrials(suite, models.client("shop"), parse_model("shop", {})))
         for attempt in range(2):
             transcript = trials(suite.cases[0], attempt)

@@ -15,6 +15,7 @@ from lockgate_infra.cli.main import main
 from lockgate_infra.evals.judge_trust import judge_note
 from lockgate_infra.evals.models import Models
 from lockgate_infra.evals.rig import ROOT, evals_dir
+from tests.support import PRICES
 
 HELD_OUT = "workflows/shop/evals/judge_heldout.toml"
 README = (ROOT / "docs" / "evals.md").read_text(encoding="utf-8")  # the Evals page quotes the figures
@@ -104,7 +105,7 @@ class AlwaysPass:
 def test_the_judge_note_says_what_the_judge_is_worth_and_warns_under_the_minimum(tmp_path: Path) -> None:
     # Given the shipped held-out set, When the offline judge is measured on it, Then it clears the minimum
     with ExitStack() as stack:
-        note = judge_note("support-inbox", Models(stack, {}).judge("stub"), evals_dir())
+        note = judge_note("support-inbox", Models(stack, {}, PRICES).judge("stub"), evals_dir())
     assert re.fullmatch(
         r"judge: the offline judge agrees with \d+/62 = .* of held-out labels \(judge_heldout.toml\); "
         r"the lower bound clears its 75% minimum",

@@ -5,15 +5,10 @@ from __future__ import annotations
 import pytest
 
 from lockgate.model.client import Usage
-from lockgate.model.pricing import (
-    PRICES,
-    PRICES_AS_OF,
-    UNKNOWN_MODEL,
-    Price,
-    cost_usd,
-    estimate_usd,
-    price_for,
-)
+from lockgate.model.price_table import PriceTable
+from lockgate.model.pricing import PRICES, PRICES_AS_OF, Price, cost_usd, dearest, estimate_usd
+
+PUBLISHED = PriceTable.published()
 
 OPUS_CLASS = Price(input=4.00, output=20.00, cache_read=0.20)
 
@@ -34,8 +29,8 @@ def test_worked_example_with_cache_reads_costs_0_348() -> None:
 
 
 def test_the_table_prices_opus_5_5_like_the_worked_example() -> None:
-    assert price_for("claude-opus-5-5") == OPUS_CLASS
-    assert cost_usd("claude-opus-5-5", Usage(input_tokens=50_000, output_tokens=15_000)) == 0.5
+    assert PUBLISHED.price("claude-opus-5-5") == OPUS_CLASS
+    assert PUBLISHED.cost_usd("claude-opus-5-5", Usage(input_tokens=50_000, output_tokens=15_000)) == 0.5
     assert PRICES_AS_OF
 
 
@@ -76,12 +71,12 @@ def test_batch_halves_every_line() -> None:
     ],
 )
 def test_haiku_5_5_switches_to_long_prompt_rates_over_100k_tokens(usage: Usage, expected: float) -> None:
-    assert cost_usd("claude-haiku-5-5", usage) == pytest.approx(expected, abs=1e-6)
+    assert PUBLISHED.cost_usd("claude-haiku-5-5", usage) == pytest.approx(expected, abs=1e-6)
 
 
 def test_dated_ids_get_their_family_price_and_the_long_prompt_tier() -> None:
-    assert price_for("claude-haiku-5-5-20261007") is PRICES["claude-haiku-5-5"]
-    assert price_for("claude-opus-5-5-20260601") is PRICES["claude-opus-5-5"]  # not claude-opus-5
+    assert PUBLISHED.price("claude-haiku-5-5-20261007") is PRICES["claude-haiku-5-5"]
+    assert PUBLISHED.price("claude-opus-5-5-20260601") is PRICES["claude-opus-5-5"]  # not claude-opus-5
 
 
 def test_an_unknown_model_is_priced_as_the_dearest() -> None:
@@ -91,25 +86,26 @@ def test_an_unknown_model_is_priced_as_the_dearest() -> None:
         cache_read_input_tokens=20_000,
         output_tokens=8_000,
     )
-    unknown = cost_usd("some-future-model", usage, "1h")
-    assert price_for("some-future-model") is UNKNOWN_MODEL
-    assert all(unknown >= cost_usd(name, usage, "1h") for name in PRICES)
+    unknown = PUBLISHED.cost_usd("some-future-model", usage, "1h")
+    assert PUBLISHED.price("some-future-model") is dearest(PRICES.values())
+    assert all(unknown >= PUBLISHED.cost_usd(name, usage, "1h") for name in PRICES)
 
 
 def test_estimate_is_an_upper_bound_of_any_usage_within_the_limits() -> None:
     # Given a call sending at most 20,000 prompt tokens and capped at 2,000 output tokens
-    bound_plain = estimate_usd("claude-sonnet-4-6", 20_000, 2_000)
-    bound_cached = estimate_usd("claude-sonnet-4-6", 20_000, 2_000, cache_ttl="1h")
+    sonnet = PRICES["claude-sonnet-4-6"]
+    bound_plain = estimate_usd(sonnet, 20_000, 2_000)
+    bound_cached = PUBLISHED.estimate_usd("claude-sonnet-4-6", 20_000, 2_000, cache_ttl="1h")
     # Then every split of that prompt between cache write/read/plain costs no more
     assert bound_plain == 0.09
     assert bound_cached == 0.15  # the whole prompt written to a 1-hour cache
     for written in (0, 5_000, 20_000):
         usage = Usage(input_tokens=20_000 - written, cache_creation_input_tokens=written, output_tokens=2_000)
-        assert cost_usd("claude-sonnet-4-6", usage, "1h") <= bound_cached
+        assert cost_usd(sonnet, usage, "1h") <= bound_cached
     # And the long-prompt tier applies to the estimate too
-    assert estimate_usd("claude-haiku-5-5", 200_000, 0) == 0.1
+    assert PUBLISHED.estimate_usd("claude-haiku-5-5", 200_000, 0) == 0.1
 
 
 def test_estimate_refuses_negative_tokens() -> None:
     with pytest.raises(ValueError):
-        estimate_usd("claude-haiku-4-5", -1, 10)
+        PUBLISHED.estimate_usd("claude-haiku-4-5", -1, 10)

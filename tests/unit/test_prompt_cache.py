@@ -8,6 +8,7 @@ from lockgate.errors import ConfigError
 from lockgate.model.pricing import CACHE_WRITE_1H, CACHE_WRITE_5M
 from lockgate.model.prompt_cache import CACHE_READ, choose_cache_ttl, run_input_cost
 from tests.agent.toolkit import Effects, make_task
+from tests.support import PRICES
 
 HALF_HOUR = 1800
 
@@ -48,10 +49,10 @@ def test_a_task_resolves_auto_from_its_interval_and_rejects_contradictions() -> 
     half_hourly = make_task(Effects(), cache_ttl="auto", run_interval_seconds=HALF_HOUR)
     unscheduled = make_task(Effects(), cache_ttl="auto")
     # Then auto resolves from the interval; an explicit choice is kept
-    assert half_hourly.prompt_cache_ttl(prefix_tokens=4_000) == "1h"
-    assert unscheduled.prompt_cache_ttl(prefix_tokens=4_000) == "5m"
-    assert half_hourly.prompt_cache_ttl(prefix_tokens=100) == "off"
-    assert make_task(Effects(), cache_ttl="1h").prompt_cache_ttl(prefix_tokens=10) == "1h"
+    assert half_hourly.prompt_cache_ttl(4_000, PRICES) == "1h"
+    assert unscheduled.prompt_cache_ttl(4_000, PRICES) == "5m"
+    assert half_hourly.prompt_cache_ttl(100, PRICES) == "off"
+    assert make_task(Effects(), cache_ttl="1h").prompt_cache_ttl(10, PRICES) == "1h"
     # And contradictory or unknown settings fail when the task is built
     with pytest.raises(ConfigError, match="cacheable and fresh"):
         make_task(Effects(), cacheable=True, fresh=True)

@@ -17,7 +17,7 @@ from typing import Any, TextIO
 
 from lockgate.evals import CaseFileError, EvalReport, ResultsStore, calibrate, compare, load_calibration
 from lockgate_infra.evals.models import EvalSetupError, Models
-from lockgate_infra.evals.rig import ROOT, run_task_evals
+from lockgate_infra.evals.rig import ROOT, eval_prices, run_task_evals
 from lockgate_infra.failures import one_line
 from lockgate_infra.options import positive_int
 
@@ -177,7 +177,7 @@ def _calibrate(args: argparse.Namespace, out: TextIO) -> int:
         raise EvalSetupError(f"{args.calibrate} calibrates task {labelled.task!r}, not {args.task!r}")
     judged = any(check.kind == "judge" for check in labelled.checks.values())
     with ExitStack() as stack:
-        models = Models(stack, os.environ)
+        models = Models(stack, os.environ, eval_prices())
         result = calibrate(labelled, models.judge(args.judge) if judged else None)
         # The offline judge's figure next to the literal judge's it replaced: what calibration bought.
         before = calibrate(labelled, models.judge("literal")) if judged and args.judge == "stub" else None

@@ -20,6 +20,7 @@ from lockgate.clock import SystemClock
 from lockgate.evals import ModelJudge
 from lockgate.model.client import ModelClient, ModelReply, ModelRequest
 from lockgate.model.errors import ModelError
+from lockgate.model.price_table import PriceTable
 from lockgate_infra.stub.factory import is_factory_spec
 
 STUB_JUDGE_MODEL = "claude-haiku-5-5"  # the id the offline judge answers as (it is priced as this)
@@ -79,9 +80,10 @@ def parse_model(spec: str, environ: Mapping[str, str]) -> ModelSpec:
 class Models:
     """The model clients an eval needs: one local stub server per behaviour, or the real API."""
 
-    def __init__(self, stack: ExitStack, environ: Mapping[str, str]) -> None:
+    def __init__(self, stack: ExitStack, environ: Mapping[str, str], prices: PriceTable) -> None:
         self._stack = stack
         self._environ = environ
+        self._prices = prices  # the deployment's: what the judge's calls cost
         self._stubs: dict[str, Any] = {}
 
     def client(self, behaviour: str | None) -> Any:
@@ -104,11 +106,11 @@ class Models:
         """The offline judge ("stub"; "literal" before calibration), or Claude ("claude-…", needs the key)."""
         if name in ("stub", "literal"):
             behaviour = "judge" if name == "stub" else "literal-judge"
-            return ModelJudge(self.client(behaviour), STUB_JUDGE_MODEL, SystemClock())
+            return ModelJudge(self.client(behaviour), STUB_JUDGE_MODEL, SystemClock(), prices=self._prices)
         if name.startswith("claude-"):
             if not self._environ.get("ANTHROPIC_API_KEY"):
                 raise EvalSetupError(f"--judge {name} needs ANTHROPIC_API_KEY; offline, use --judge stub")
-            return ModelJudge(self.client(None), name, SystemClock())
+            return ModelJudge(self.client(None), name, SystemClock(), prices=self._prices)
         raise EvalSetupError(f"unknown judge {name!r}: use stub, literal or a claude-… model id")
 
     def _stub(self, behaviour: str) -> Any:

@@ -38,6 +38,7 @@ from lockgate.evals import (
 )
 from lockgate.evals.runner import Progress
 from lockgate.inbox.routing import InboxEvent, Router
+from lockgate.model.price_table import PriceTable
 from lockgate_infra.evals.isolation import isolated_aws
 from lockgate_infra.evals.judge_trust import judge_note
 from lockgate_infra.evals.models import LOG, EvalSetupError, Models, ModelSpec, parse_model
@@ -212,6 +213,11 @@ def _prompt(task: Task) -> tuple[str, list[dict[str, Any]]]:
     return task.system_prompt(), [t.schema() for t in task.tools]
 
 
+def eval_prices(config_path: Path = ROOT / "lockgate.toml") -> PriceTable:
+    """The deployment's price table (``[models]`` included), as its worker builds it."""
+    return PriceTable.for_deployment(load_config(config_path))
+
+
 def evals_dir(config_path: Path = ROOT / "lockgate.toml") -> Path:
     """The workflows package's ``evals/`` folder."""
     package = load_config(config_path).workflows_package
@@ -267,7 +273,7 @@ def run_task_evals(
     spec = parse_model(model, environ)
     LOG.setLevel(logging.ERROR)  # blocked calls are the point of the attack cases, not news
     with ExitStack() as stack:
-        models = Models(stack, environ)
+        models = Models(stack, environ, eval_prices())
         trials = stack.enter_context(TaskTrials(suite, models.client(spec.behaviour), spec, system=system))
         needs_judge = any(c.kind == "judge" for case in suite.cases for c in case.checks)
         grader = models.judge(judge) if needs_judge else None

@@ -144,7 +144,12 @@ def shop_rig(
         collector = None
         if batches:
             collector = BatchCollector(
-                factory, session.client("dynamodb"), names["StateTable"], agent.runs, log=log
+                factory,
+                session.client("dynamodb"),
+                names["StateTable"],
+                agent.runs,
+                prices=agent.prices,
+                log=log,
             )
         yield ShopRig(session, names, task, agent.loop, agent.runs, stub, clock, collector)
 

@@ -23,7 +23,7 @@ from lockgate.clock import Clock
 from lockgate.errors import Deferred, StoreUnavailable
 from lockgate.model.client import ModelRequest
 from lockgate.model.errors import classify
-from lockgate.model.pricing import estimate_usd
+from lockgate.model.price_table import PriceTable
 from lockgate.model.sdk import LazySdk
 from lockgate.telemetry import Log, Metrics
 
@@ -53,11 +53,13 @@ class Batches:
         runs: Runs,
         clock: Clock,
         *,
+        prices: PriceTable,
         log: Log,
         metrics: Metrics,
         gate: Gate | None = None,
     ) -> None:
         self._sdk = LazySdk(client_factory)
+        self._prices = prices
         self._db = dynamodb
         self._table = table
         self._runs = runs
@@ -83,7 +85,7 @@ class Batches:
         reservation = None
         if self._gate is not None:  # the batch price held on the day's caps; no rate bucket to take
             prompt = input_tokens_upper_bound(request.system, request.tools, request.messages)
-            estimate = estimate_usd(
+            estimate = self._prices.estimate_usd(
                 request.model, prompt, request.max_tokens, cache_ttl=request.cache_ttl, batch=True
             )
             reservation = self._gate.admit(task, [], estimate, 0, self._clock.now())

@@ -19,8 +19,7 @@ from pydantic import BaseModel
 from lockgate.agent.invisible import strip_invisible
 from lockgate.agent.structured import Replies, extract
 from lockgate.inbox.routing import InboxEvent
-from lockgate.model.client import ModelReply, ModelRequest, Usage
-from lockgate.model.pricing import cost_usd
+from lockgate.model.client import ModelReply, ModelRequest
 
 
 @dataclass(frozen=True)
@@ -62,10 +61,6 @@ class IntakeResult:
     def needs_person(self) -> bool:
         """No model produced a valid, grounded request that passed the check."""
         return self.value is None
-
-    def cost_usd(self) -> float:
-        """What the extraction calls cost."""
-        return round(sum(cost_usd(m, Usage(**u)) for m, u in self.usage.items()), 6)
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready, for the run record."""

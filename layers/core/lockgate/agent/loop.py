@@ -28,7 +28,7 @@ from lockgate.capacity.spend import input_tokens_upper_bound
 from lockgate.clock import Clock
 from lockgate.inbox.routing import InboxEvent
 from lockgate.model.client import ModelClient, ModelReply, ModelRequest
-from lockgate.model.pricing import estimate_usd
+from lockgate.model.price_table import PriceTable
 from lockgate.model.prompt_cache import prefix_tokens
 from lockgate.model.response_cache import ResponseCache
 from lockgate.model.usage import NoUsageMetrics, UsageMetrics, UsageRollup
@@ -51,6 +51,7 @@ class AgentLoop:
         self,
         *,
         model: ModelClient,
+        prices: PriceTable,
         runs: Runs,
         ledger: Operations,
         clock: Clock,
@@ -81,8 +82,10 @@ class AgentLoop:
             screener=screener,
             approvals=approvals,
         )
+        self._prices = prices  # every call's estimate and cost, and each model's cacheable minimum
         self._calls = Admission(
             model,
+            prices,
             metrics=metrics,
             log=log,
             breaker=breaker,
@@ -117,14 +120,14 @@ class AgentLoop:
         start = task.start(event, task.services)
         run = self._runs.open(event.delivery.pk, task.name, event.delivery.pk)
         state = RunState(start.facts)
-        totals = Totals()
+        totals, prices = Totals(self._prices), self._prices
         tools = [t.schema() for t in task.tools]
-        cache_ttl = task.prompt_cache_ttl(prefix_tokens(task.system_prompt(), tools))
+        cache_ttl = task.prompt_cache_ttl(prefix_tokens(task.system_prompt(), tools), prices)
         prompt = start.prompt
         if allowances is not None:  # the models the run will call are admitted in its first write
-            allowances.expect(task.model, *_first_call(task, tools, prompt, cache_ttl))
+            allowances.expect(task.model, *_first_call(prices, task, tools, prompt, cache_ttl))
             if task.screen_model:
-                allowances.expect(task.screen_model, *expected_screen(task.screen_model))
+                allowances.expect(task.screen_model, *expected_screen(prices, task.screen_model))
         if task.intake is not None:
             taken = self._take_in(task, event, run, deadline, totals, allowances)
             if taken.needs_person:
@@ -286,10 +289,10 @@ def _cacheable(task: Task) -> bool:
     return task.cacheable and not task.fresh
 
 
-def _first_call(task: Task, tools: list[dict[str, Any]], prompt: str, cache_ttl: str) -> tuple[float, int]:
+def _first_call(prices: PriceTable, task: Task, tools: list[Any], prompt: str, ttl: str) -> tuple[float, int]:
     """The main model's first call, as admission estimates it: (dollars, prompt tokens)."""
     tokens = input_tokens_upper_bound(task.system_prompt(), tools, [{"role": "user", "content": prompt}])
-    return estimate_usd(task.model, tokens, task.max_output_tokens, cache_ttl=cache_ttl), tokens
+    return prices.estimate_usd(task.model, tokens, task.max_output_tokens, cache_ttl=ttl), tokens
 
 
 def _text(reply: ModelReply) -> str:

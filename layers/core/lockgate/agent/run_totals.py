@@ -8,14 +8,15 @@ from typing import Any
 from lockgate.actions.guard import RunState
 from lockgate.agent.intake import IntakeResult
 from lockgate.model.client import ModelReply, Usage
-from lockgate.model.pricing import cost_usd
+from lockgate.model.price_table import PriceTable
 from lockgate.model.usage import ModelTotals
 
 
 @dataclass
 class Totals:
-    """Running totals for the run record."""
+    """Running totals for the run record, each call priced by ``prices``."""
 
+    prices: PriceTable
     usage: dict[str, int] = field(default_factory=lambda: dict(Usage().as_dict()))
     cost_usd: float = 0.0
     model_calls: int = 0
@@ -25,7 +26,7 @@ class Totals:
 
     def add(self, reply: ModelReply, cache_ttl: str) -> float:
         """Count one model reply; returns its cost (zero from the response cache, half in a batch)."""
-        usd = cost_usd(reply.model, reply.usage, cache_ttl, batch=reply.batch)
+        usd = self.prices.cost_usd(reply.model, reply.usage, cache_ttl, batch=reply.batch)
         self._count(reply.model, reply.usage, usd, cache_hits=int(reply.cache_hit), batched=int(reply.batch))
         return usd
 
@@ -34,9 +35,8 @@ class Totals:
         for model, tokens in result.usage.items():
             usage = Usage(**tokens)
             counts = result.calls.get(model, {"calls": 1, "cache_hits": 0})
-            self._count(
-                model, usage, cost_usd(model, usage), calls=counts["calls"], cache_hits=counts["cache_hits"]
-            )
+            usd = self.prices.cost_usd(model, usage)
+            self._count(model, usage, usd, calls=counts["calls"], cache_hits=counts["cache_hits"])
 
     def _count(self, model: str, usage: Usage, usd: float, **counts: int) -> None:
         for key, value in usage.as_dict().items():

@@ -17,7 +17,7 @@ from lockgate.capacity.allowance import RunAllowances
 from lockgate.capacity.breaker import CircuitOpen
 from lockgate.clock import Clock
 from lockgate.model.client import ModelError, ModelReply, ModelRequest
-from lockgate.model.pricing import estimate_usd
+from lockgate.model.price_table import PriceTable
 from lockgate.model.usage import UsageMetrics
 
 SCREEN_PROMPT = (
@@ -33,11 +33,10 @@ SCREEN_OUTPUT_TOKENS = 5
 EXPECTED_SCREEN_TOKENS = 1_000
 
 
-def expected_screen(model: str) -> tuple[float, int]:
+def expected_screen(prices: PriceTable, model: str) -> tuple[float, int]:
     """One screen as a run expects it: (dollars, prompt tokens)."""
-    return estimate_usd(
-        model, EXPECTED_SCREEN_TOKENS, SCREEN_OUTPUT_TOKENS, cache_ttl="off"
-    ), EXPECTED_SCREEN_TOKENS
+    usd = prices.estimate_usd(model, EXPECTED_SCREEN_TOKENS, SCREEN_OUTPUT_TOKENS, cache_ttl="off")
+    return usd, EXPECTED_SCREEN_TOKENS
 
 
 class RunAsk(Protocol):

@@ -29,7 +29,7 @@ from lockgate.capacity.gate import Gate
 from lockgate.capacity.spend import input_tokens_upper_bound
 from lockgate.errors import Deferred, PermanentFailure
 from lockgate.model.client import ModelClient, ModelError, ModelReply, ModelRequest
-from lockgate.model.pricing import cost_usd, estimate_usd
+from lockgate.model.price_table import PriceTable
 from lockgate.model.response_cache import ResponseCache
 from lockgate.telemetry import Log, Metrics
 
@@ -60,6 +60,7 @@ class Admission:
     def __init__(
         self,
         model: ModelClient,
+        prices: PriceTable,
         *,
         metrics: Metrics,
         log: Log,
@@ -69,6 +70,7 @@ class Admission:
         responses: ResponseCache | None = None,
     ) -> None:
         self._model = model
+        self._prices = prices
         self.breaker = breaker
         self.gate = gate
         self.responses = responses
@@ -135,7 +137,9 @@ class Admission:
         # few: lockgate.capacity.gate and .allowance); a call that fits what the run holds: none.
         alone = run is None
         allowance = (run or RunAllowances(self.gate, task.name, source, calls=1)).for_model(request.model)
-        estimate = estimate_usd(request.model, prompt_tokens, request.max_tokens, cache_ttl=request.cache_ttl)
+        estimate = self._prices.estimate_usd(
+            request.model, prompt_tokens, request.max_tokens, cache_ttl=request.cache_ttl
+        )
         if allowance is not None:
             allowance.admit(estimate, prompt_tokens + request.max_tokens, deadline)
         try:
@@ -149,7 +153,9 @@ class Admission:
             raise
         if self.breaker is not None:
             self.breaker.record_success(request.model)
-        self._spent(allowance, cost_usd(reply.model, reply.usage, request.cache_ttl), alone=alone)
+        self._spent(
+            allowance, self._prices.cost_usd(reply.model, reply.usage, request.cache_ttl), alone=alone
+        )
         return reply
 
     @staticmethod

@@ -8,7 +8,7 @@ from typing import Protocol
 
 from lockgate.clock import Clock
 from lockgate.model.client import ModelClient, ModelError, ModelRequest
-from lockgate.model.pricing import cost_usd
+from lockgate.model.price_table import PriceTable
 
 JUDGE_SYSTEM = """\
 You grade one answer written by an AI assistant against a rubric. Judge only against the rubric.
@@ -58,10 +58,18 @@ class ModelJudge:
     """A judge backed by a model through the adapter (the stub's judge offline, Claude online)."""
 
     def __init__(
-        self, model: ModelClient, model_id: str, clock: Clock, *, max_tokens: int = 400, timeout: float = 60.0
+        self,
+        model: ModelClient,
+        model_id: str,
+        clock: Clock,
+        *,
+        prices: PriceTable,
+        max_tokens: int = 400,
+        timeout: float = 60.0,
     ) -> None:
         self._model = model
         self.model_id = model_id
+        self._prices = prices
         self._clock = clock
         self._max_tokens = max_tokens
         self._timeout = timeout
@@ -82,4 +90,6 @@ class ModelJudge:
             return Grade("unclear", f"the judge call failed ({exc.kind})")
         text = " ".join(str(b.get("text", "")) for b in reply.content if b.get("type") == "text")
         verdict = parse_verdict(text)
-        return Grade(verdict.outcome, verdict.reasoning, cost_usd(reply.model, reply.usage, "off"))
+        return Grade(
+            verdict.outcome, verdict.reasoning, self._prices.cost_usd(reply.model, reply.usage, "off")
+        )

@@ -127,6 +127,7 @@ def collect_batches(resources: JobResources) -> Job:
     from lockgate.capacity.gate import Gate
     from lockgate.capacity.spend import daily_caps
     from lockgate.jobs.builtin.collect_batches import BatchCollector
+    from lockgate.model.price_table import PriceTable
     from lockgate.model.sdk import anthropic_factory
     from lockgate.secrets import SecretResolver
 
@@ -147,6 +148,7 @@ def collect_batches(resources: JobResources) -> Job:
         dynamodb,
         table,
         RunStore(dynamodb, table, resources.clock),
+        prices=PriceTable.for_deployment(resources.config),  # as the worker priced the holds
         log=resources.log,
         gate=gate,
     )

@@ -1,7 +1,11 @@
-"""Model prices, dated and in one place. USD per million tokens."""
+"""Published model prices, dated and in one place, and what a call costs at a price. USD per million tokens.
+
+Which price a model id has (these, and the deployment's own ``[models]``) is ``price_table``'s.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from lockgate.model.client import Usage
@@ -57,26 +61,26 @@ PRICES: dict[str, Price] = {
 }
 
 
-def _dearest(prices: dict[str, Price]) -> Price:
-    rates = [p.long_prompt or p for p in prices.values()] + list(prices.values())
+def dearest(prices: Iterable[Price]) -> Price:
+    """The highest rates among ``prices`` (long-prompt bands included): what an unknown model is priced as."""
+    listed = list(prices)
+    rates = [p.long_prompt or p for p in listed] + listed
     return max(rates, key=lambda p: (p.output, p.input, p.cache_read))
 
 
-UNKNOWN_MODEL = _dearest(PRICES)  # price an unknown model as the dearest: never under-count
-
-
-def model_entry[T](table: dict[str, T], model: str, unknown: T) -> T:
+def model_entry[T](table: Mapping[str, T], model: str, unknown: T) -> T:
     """A per-model table's entry for a model id, matching dated ids (claude-sonnet-4-5-20250929) by prefix."""
+    name = matching_name(table, model)
+    return unknown if name is None else table[name]
+
+
+def matching_name(names: Iterable[str], model: str) -> str | None:
+    """The name a model id matches: itself, or the longest name it extends with "-" (its family)."""
     # Longest name first, so "claude-opus-5-5" is not matched as "claude-opus-5".
-    for name in sorted(table, key=len, reverse=True):
+    for name in sorted(names, key=len, reverse=True):
         if model == name or model.startswith(name + "-"):
-            return table[name]
-    return unknown
-
-
-def price_for(model: str) -> Price:
-    """The price of a model id (dated ids too); an unknown model is priced as the dearest."""
-    return model_entry(PRICES, model, UNKNOWN_MODEL)
+            return name
+    return None
 
 
 def cache_write_multiplier(cache_ttl: str) -> float:
@@ -84,9 +88,8 @@ def cache_write_multiplier(cache_ttl: str) -> float:
     return CACHE_WRITE_1H if cache_ttl == "1h" else CACHE_WRITE_5M
 
 
-def cost_usd(model: str | Price, usage: Usage, cache_ttl: str = "5m", batch: bool = False) -> float:
-    """Dollars for one call's usage (a model id, or an explicit Price)."""
-    base = model if isinstance(model, Price) else price_for(model)
+def cost_usd(base: Price, usage: Usage, cache_ttl: str = "5m", batch: bool = False) -> float:
+    """Dollars for one call's usage at a model's price (``PriceTable.cost_usd`` looks the price up by id)."""
     prompt = usage.input_tokens + usage.cache_creation_input_tokens + usage.cache_read_input_tokens
     price = base.rates_for(prompt)
     total = (
@@ -101,7 +104,7 @@ def cost_usd(model: str | Price, usage: Usage, cache_ttl: str = "5m", batch: boo
 
 
 def estimate_usd(
-    model: str | Price,
+    base: Price,
     input_tokens_estimate: int,
     max_output_tokens: int,
     *,
@@ -115,7 +118,6 @@ def estimate_usd(
     """
     if input_tokens_estimate < 0 or max_output_tokens < 0:
         raise ValueError("token counts cannot be negative")
-    base = model if isinstance(model, Price) else price_for(model)
     if cache_ttl in (None, "off"):
         usage = Usage(input_tokens=input_tokens_estimate, output_tokens=max_output_tokens)
         return cost_usd(base, usage, batch=batch)

@@ -23,7 +23,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from lockgate.clock import Clock
 from lockgate.dynamo import read_all
 from lockgate.model.client import Usage
-from lockgate.model.pricing import PRICES
+from lockgate.model.pricing import PRICES, matching_name
 from lockgate.telemetry import Log, Metrics
 
 if TYPE_CHECKING:
@@ -67,10 +67,7 @@ class ModelTotals:
 
 def metric_model(model: str) -> str:
     """A model id as a metric dimension: a price-table name, else "other" (bounded cardinality)."""
-    for name in sorted(PRICES, key=len, reverse=True):
-        if model == name or model.startswith(name + "-"):
-            return name
-    return OTHER_MODEL
+    return matching_name(PRICES, model) or OTHER_MODEL
 
 
 class UsageMetrics(Protocol):

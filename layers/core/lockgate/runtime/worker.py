@@ -37,6 +37,7 @@ from lockgate.inbox.routing import Router
 from lockgate.inbox.store import InboxStore
 from lockgate.inbox.worker import Leasing, Worker
 from lockgate.model.client import ModelClient
+from lockgate.model.price_table import PriceTable
 from lockgate.model.response_cache import ResponseCache
 from lockgate.model.retrybudget import RetryBudget
 from lockgate.model.sdk import anthropic_factory
@@ -108,12 +109,13 @@ def inbox_worker(
 
 @dataclass(frozen=True)
 class AgentParts:
-    """The guarded agent loop as deployed, and the parts a harness reads back (runs, batches)."""
+    """The guarded agent loop as deployed, and the parts a harness reads back (runs, batches, prices)."""
 
     loop: AgentLoop
     model: ModelClient
     runs: RunStore
     batches: Batches | None
+    prices: PriceTable
 
 
 def agent_tasks(
@@ -157,6 +159,7 @@ def build_agent(
 
     ``model`` replaces the deployed model client (the eval rig's, whose failures stop the eval).
     """
+    prices = PriceTable.for_deployment(config)
     capacity, budget = config.capacity, settings.budget(config.budget)
     dynamodb, table, clock = deps.client("dynamodb"), settings.state_table, deps.clock
     model = model or model_client(settings, config, deps)
@@ -166,13 +169,10 @@ def build_agent(
     gate = Gate(dynamodb, clock, spend=spend, limiter=rate_limiter(capacity, dynamodb, table, deps))
     runs = RunStore(dynamodb, table, clock)
     usage = deps.usage_metrics(frozenset(t.name for t in setup.tasks)) if deps.usage_metrics else None
-    batches = None
-    if any(t.batch for t in setup.tasks):
-        batches = Batches(
-            model.sdk_factory, dynamodb, table, runs, clock, log=deps.log, metrics=deps.metrics, gate=gate
-        )
+    batches = message_batches(setup, model, runs, settings, deps, prices=prices, gate=gate)
     loop = AgentLoop(
         model=model,
+        prices=prices,
         runs=runs,
         ledger=ledger,
         clock=clock,
@@ -200,7 +200,33 @@ def build_agent(
         count_tokens=capacity.count_tokens,
         calls_ahead=capacity.calls_per_admission,
     )
-    return AgentParts(loop, model, runs, batches)
+    return AgentParts(loop, model, runs, batches, prices)
+
+
+def message_batches(
+    setup: Setup,
+    model: ModelClient,
+    runs: RunStore,
+    settings: WorkerSettings,
+    deps: Deps,
+    *,
+    prices: PriceTable,
+    gate: Gate,
+) -> Batches | None:
+    """Half-price Message Batches for the tasks that batch a step; None when no task does."""
+    if not any(t.batch for t in setup.tasks):
+        return None
+    return Batches(
+        model.sdk_factory,
+        deps.client("dynamodb"),
+        settings.state_table,
+        runs,
+        deps.clock,
+        prices=prices,
+        log=deps.log,
+        metrics=deps.metrics,
+        gate=gate,
+    )
 
 
 def approvals(

@@ -27,7 +27,7 @@ from lockgate.errors import StoreUnavailable
 from lockgate.jobs.contract import JobContext, JobResult
 from lockgate.model.client import reply_from_message
 from lockgate.model.errors import classify
-from lockgate.model.pricing import cost_usd
+from lockgate.model.price_table import PriceTable
 from lockgate.model.sdk import LazySdk
 from lockgate.model.usage import NoUsageMetrics, UsageMetrics
 from lockgate.telemetry import Log
@@ -46,6 +46,7 @@ class BatchCollector:
         table: str,
         runs: RunStore,
         *,
+        prices: PriceTable,
         log: Log,
         gate: Gate | None = None,
         usage_metrics: UsageMetrics | None = None,
@@ -54,6 +55,7 @@ class BatchCollector:
         self._db = dynamodb
         self._table = table
         self._runs = runs
+        self._prices = prices  # the answers' cost, settled on the spend holds and the usage metric
         self._log = log
         self._gate = gate
         self._usage_metrics = usage_metrics or NoUsageMetrics()
@@ -120,7 +122,7 @@ class BatchCollector:
         n = int(item.get("step", {"N": "1"})["N"])
         actual = 0.0
         if reply is not None:
-            actual = cost_usd(reply.model, reply.usage, item["cache_ttl"]["S"], batch=True)
+            actual = self._prices.cost_usd(reply.model, reply.usage, item["cache_ttl"]["S"], batch=True)
             self._runs.record(run, n, "model", reply.as_dict())
         else:
             self._runs.record(run, n, "batch_result", {"outcome": outcome})

@@ -1,0 +1,98 @@
+"""The deployment's price table: the published prices and its own ``[models]``, by model id.
+
+Built once per function in its composition root (``lockgate.runtime``, the jobs' factories) from
+the config and handed to everything that prices a call: admission's estimates and spend caps,
+the run's totals and daily rollup, screens, intake, batches and their collection, the eval judge.
+A model id that matches nothing is priced as the dearest model in the table: a spend cap never
+under-counts.
+
+Prices are the Anthropic API's list prices. Prices per provider (Amazon Bedrock, Claude Platform
+on AWS) extend this, not replace it: a provider's rates become a second table of ``ModelEntry``,
+chosen by the composition root for the deployment's provider, with ``[models."<id>"]`` gaining
+a table per provider; nothing that prices a call changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property
+
+from lockgate.config import LockgateConfig, ModelConfig
+from lockgate.model.client import Usage
+from lockgate.model.pricing import PRICES, Price, cost_usd, dearest, estimate_usd, matching_name
+from lockgate.model.prompt_cache import UNKNOWN_MODEL_MIN_CACHEABLE, min_cacheable_tokens
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    """What one model id (and its dated ids) costs, and the shortest prompt prefix the API caches."""
+
+    price: Price
+    min_cacheable_tokens: int
+
+
+@dataclass(frozen=True)
+class PriceTable:
+    """Model ids and their entries; a dated id (``claude-sonnet-4-5-20250929``) matches its family."""
+
+    entries: Mapping[str, ModelEntry]
+
+    @classmethod
+    def published(cls) -> PriceTable:
+        """The published prices only (``lockgate.model.pricing.PRICES``)."""
+        return cls.from_config({})
+
+    @classmethod
+    def from_config(cls, models: Mapping[str, ModelConfig]) -> PriceTable:
+        """The published prices with the config's ``[models]`` over them (an entry there wins)."""
+        entries = {name: ModelEntry(price, min_cacheable_tokens(name)) for name, price in PRICES.items()}
+        for name, given in models.items():
+            minimum = given.min_cacheable_tokens
+            entries[name] = ModelEntry(
+                Price(given.input, given.output, given.cache_read),
+                # Not given: the family's published minimum when Lockgate knows one, else the largest.
+                min_cacheable_tokens(name) if minimum is None else minimum,
+            )
+        return cls(entries)
+
+    @classmethod
+    def for_deployment(cls, config: LockgateConfig) -> PriceTable:
+        """The deployment's table: the published prices with its ``[models]`` over them."""
+        return cls.from_config(config.models)
+
+    def knows(self, model: str) -> bool:
+        """Whether ``model`` (or the family it is a dated id of) has a price here."""
+        return matching_name(self.entries, model) is not None
+
+    def price(self, model: str) -> Price:
+        """The price of a model id (dated ids too); an unknown one is priced as the dearest here."""
+        name = matching_name(self.entries, model)
+        return self._dearest if name is None else self.entries[name].price
+
+    def min_cacheable_tokens(self, model: str) -> int:
+        """The shortest prefix the API caches for this model (unknown: the largest Lockgate knows)."""
+        name = matching_name(self.entries, model)
+        return UNKNOWN_MODEL_MIN_CACHEABLE if name is None else self.entries[name].min_cacheable_tokens
+
+    def cost_usd(self, model: str, usage: Usage, cache_ttl: str = "5m", *, batch: bool = False) -> float:
+        """Dollars for one call's usage by ``model`` (``lockgate.model.pricing.cost_usd``)."""
+        return cost_usd(self.price(model), usage, cache_ttl, batch=batch)
+
+    def estimate_usd(
+        self,
+        model: str,
+        input_tokens_estimate: int,
+        max_output_tokens: int,
+        *,
+        cache_ttl: str | None = None,
+        batch: bool = False,
+    ) -> float:
+        """A cautious upper bound for one call by ``model`` (``lockgate.model.pricing.estimate_usd``)."""
+        return estimate_usd(
+            self.price(model), input_tokens_estimate, max_output_tokens, cache_ttl=cache_ttl, batch=batch
+        )
+
+    @cached_property
+    def _dearest(self) -> Price:
+        return dearest(entry.price for entry in self.entries.values())
