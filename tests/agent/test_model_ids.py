@@ -1,4 +1,4 @@
-"""Model ids priced by the deployment's table: one priced in [models] is priced so everywhere.
+"""Model ids at start: an id without a price is refused; one priced in [models] is priced so everywhere.
 
 Through the worker's composition root (``lockgate.runtime.worker``) and the jobs' factories, on
 moto and the stub: what is checked and priced here is what deploys.
@@ -10,9 +10,12 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 from lockgate.agent.batches import BatchWaiting
+from lockgate.agent.intake import Intake
 from lockgate.config import LockgateConfig, parse_config
+from lockgate.errors import ConfigError
 from lockgate.inbox.routing import Router, TaskContext
 from lockgate.jobs.contract import JobResources
 from lockgate.jobs.factories import collect_batches
@@ -21,7 +24,7 @@ from lockgate.model.pricing import PRICES as PUBLISHED_PRICES
 from lockgate.model.pricing import Price, cost_usd
 from lockgate.model.usage import read_day
 from lockgate.runtime.deps import Deps
-from lockgate.runtime.worker import agent_tasks
+from lockgate.runtime.worker import agent_tasks, build_worker
 from lockgate.secrets import SecretResolver
 from lockgate.settings import WorkerSettings
 from lockgate.workflows import Setup
@@ -35,6 +38,12 @@ from tests.support import LOG, PRICES, TEST_CONFIG, function_env, state_row
 
 ALIAS = "claude-3-5-haiku-latest"  # the issue's id: not in the published table
 HAIKU_3_5 = Price(input=0.80, output=4.00, cache_read=0.08)  # what [models."claude-3-5-haiku"] says
+KNOWN = ", ".join(PUBLISHED_PRICES)
+HOW = (
+    'has no price: use a known id, or give its prices in lockgate.toml as [models."claude-3-5-haiku"] '
+    "with input, output and cache_read in USD per million tokens. Known ids (dated ids such as "
+    "claude-sonnet-4-5-20250929 match their family): "
+)
 
 
 def config(**sections: Any) -> LockgateConfig:
@@ -78,6 +87,47 @@ def deliver(rig: AgentRig, setup: Setup, delivery_id: str = "d-1") -> None:
         metrics=rig.metrics,
     )
     setup.router.route("github", "push")(event(delivery_id), context)
+
+
+class Request(BaseModel):
+    order: str
+
+
+def intake(*models: str) -> Intake[Request]:
+    return Intake(Request, "Read the order number.", lambda event, services: "order A-1", models=models)
+
+
+def test_given_a_task_with_an_unknown_model_then_the_worker_refuses_to_start_naming_it(rig: AgentRig) -> None:
+    # Given the issue's task: a model id Lockgate has no price for, and no [models] entry
+    task = make_task(Effects(), name="triage", model=ALIAS)
+    # When the worker starts, then it refuses, naming the workflow, the task, the field, what to do
+    with pytest.raises(ConfigError) as refused:
+        start(rig, config(), task)
+    assert str(refused.value) == f'workflow shop, task triage: model "{ALIAS}" {HOW}{KNOWN}'
+    assert rig.stub.calls == 0
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field"),
+    [
+        ({"fallback_model": ALIAS}, "fallback_model"),
+        ({"screen_model": ALIAS}, "screen_model"),
+        ({"intake": intake("claude-haiku-4-5", ALIAS)}, "intake.models"),
+    ],
+)
+def test_every_model_a_task_may_call_is_checked(rig: AgentRig, overrides: dict[str, Any], field: str) -> None:
+    with pytest.raises(ConfigError) as refused:
+        start(rig, config(), make_task(Effects(), name="triage", **overrides))
+    assert str(refused.value).startswith(f'workflow shop, task triage: {field} "{ALIAS}" has no price: ')
+
+
+def test_a_rate_limit_for_an_unknown_model_is_refused_naming_the_config_key(rig: AgentRig) -> None:
+    limits = {"capacity": {"models": {ALIAS: {"requests_per_minute": 50}}}}
+    with pytest.raises(ConfigError) as refused:
+        start(rig, config(**limits), make_task(Effects()))
+    assert str(refused.value) == f'lockgate.toml: [capacity.models] key "{ALIAS}" {HOW}{KNOWN}'
+    # And priced in [models], the same limit is accepted
+    start(rig, config(**limits, **priced()), make_task(Effects()))
 
 
 def test_a_dated_id_of_a_known_family_is_accepted_and_priced_as_its_family(rig: AgentRig) -> None:
@@ -139,3 +189,21 @@ def test_given_config_prices_then_a_batched_step_is_held_and_settled_at_them(rig
     day = state_row(rig.aws, "spend#2026-01-01", "global")
     assert day is not None
     assert Decimal(day["spent"]["N"]) == pytest.approx(Decimal(str(expected)), abs=Decimal("0.000002"))
+
+
+def test_given_shop_model_names_an_unknown_id_then_the_shop_worker_refuses_to_start(rig: AgentRig) -> None:
+    # Given the deployed worker's environment with the template's ShopModelId set to the alias
+    shop_tables = {
+        "SHOP_ORDERS_TABLE": rig.aws.names["ShopOrdersTable"],
+        "SHOP_PAYMENTS_TABLE": rig.aws.names["ShopPaymentsTable"],
+        "SHOP_MAIL_TABLE": rig.aws.names["ShopMailTable"],
+    }
+    environ = {**environment(rig), **shop_tables, "SHOP_MODEL": ALIAS}
+    settings = WorkerSettings.from_env(environ)
+    # When the worker is built, then the shop's task is refused with the model it was given
+    with pytest.raises(ConfigError) as refused:
+        build_worker(settings, config(), deps(rig), environ)
+    assert str(refused.value).startswith(f'workflow shop, task support-inbox: model "{ALIAS}" has no price')
+    # And with its prices in [models], the same worker starts
+    parts = build_worker(settings, config(**priced()), deps(rig), environ)
+    assert parts.tasks["support-inbox"].model == ALIAS

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from lockgate.config import load_config, parse_config
+from lockgate.errors import ConfigError
 from lockgate.model.client import Usage
 from lockgate.model.price_table import PriceTable
 from lockgate.model.pricing import PRICES, Price, cost_usd
@@ -59,3 +62,16 @@ def test_the_shipped_config_builds_its_price_table() -> None:
     config = load_config(ROOT / "lockgate.toml")
     table = PriceTable.for_deployment(config)
     assert all(table.knows(model) for model in config.capacity.models)
+
+
+def test_an_unknown_id_is_refused_with_what_to_do_then_every_known_id_config_ones_included() -> None:
+    table = PriceTable.from_config(parse_config(models(**{"my-gateway-model": HAIKU_3_5})).models)
+    with pytest.raises(ConfigError) as refused:
+        table.require("claude-3-haiku-20240307", "where:")
+    assert str(refused.value) == (
+        'where: "claude-3-haiku-20240307" has no price: use a known id, or give its prices in '
+        'lockgate.toml as [models."claude-3-haiku"] with input, output and cache_read in USD per million '
+        "tokens. Known ids (dated ids such as claude-sonnet-4-5-20250929 match their family): "
+        + ", ".join([*PRICES, "my-gateway-model"])
+    )
+    table.require("my-gateway-model", "where:")  # known: no error

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
+from lockgate.errors import ConfigError
 from lockgate.evals import CaseFileError, EvalReport, ResultsStore, calibrate, compare, load_calibration
 from lockgate_infra.evals.models import EvalSetupError, Models
 from lockgate_infra.evals.rig import ROOT, eval_prices, run_task_evals
@@ -101,7 +102,7 @@ def run_eval(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
         report = _suite(args, args.model, err)
         print(report.render(), file=out)
         return 0 if report.gate_passed else 1
-    except (EvalSetupError, CaseFileError) as exc:
+    except (EvalSetupError, CaseFileError, ConfigError) as exc:  # ConfigError: e.g. a model without a price
         print(f"lockgate: {one_line(str(exc))}", file=err)
         return 2
 

@@ -108,6 +108,7 @@ class Models:
             behaviour = "judge" if name == "stub" else "literal-judge"
             return ModelJudge(self.client(behaviour), STUB_JUDGE_MODEL, SystemClock(), prices=self._prices)
         if name.startswith("claude-"):
+            self._prices.require(name, "--judge: model")  # ConfigError: exit 2, one line
             if not self._environ.get("ANTHROPIC_API_KEY"):
                 raise EvalSetupError(f"--judge {name} needs ANTHROPIC_API_KEY; offline, use --judge stub")
             return ModelJudge(self.client(None), name, SystemClock(), prices=self._prices)

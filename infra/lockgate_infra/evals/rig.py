@@ -162,6 +162,9 @@ class TaskTrials:
             known = ", ".join(sorted(where.tasks)) or "none"
             raise EvalSetupError(f"no task called {self._suite.task!r} is registered (tasks: {known})")
         if self._spec.model_id:
+            PriceTable.for_deployment(self._config).require(
+                self._spec.model_id, f"--model {self._spec.label}: model"
+            )
             task = dataclasses.replace(task, model=self._spec.model_id)
         if self._system is not None:
             task = dataclasses.replace(task, system=self._system)

@@ -111,6 +111,16 @@ class Task:
             min_cacheable_tokens=prices.min_cacheable_tokens(self.model),
         )
 
+    def model_settings(self) -> list[tuple[str, str]]:
+        """Every model id the task may call, with the field that sets it: ("fallback_model", id), ..."""
+        named = [
+            ("model", self.model),
+            ("fallback_model", self.fallback_model),
+            ("screen_model", self.screen_model),
+        ]
+        intake = [("intake.models", m) for m in self.intake.models] if self.intake is not None else []
+        return [(name, model) for name, model in [*named, *intake] if model is not None]
+
     def batched(self, n: int) -> bool:
         """Whether model step ``n`` of a run goes through Message Batches."""
         return self.batch == "every" or (bool(self.batch) and n == 1)
@@ -131,3 +141,15 @@ class Task:
             if tool.name == name:
                 return tool
         return None
+
+
+def require_priced_models(tasks: Sequence[Task], prices: PriceTable, workflow: str | None) -> None:
+    """ConfigError at start for the first model id a task sets that ``prices`` does not know.
+
+    The error names the workflow, the task and the field, so a mistyped or new id is fixed before
+    any call is priced at a guess.
+    """
+    owner = f"workflow {workflow}, " if workflow else ""
+    for task in tasks:
+        for setting, model in task.model_settings():
+            prices.require(model, f"{owner}task {task.name}: {setting}")

@@ -3,8 +3,9 @@
 Built once per function in its composition root (``lockgate.runtime``, the jobs' factories) from
 the config and handed to everything that prices a call: admission's estimates and spend caps,
 the run's totals and daily rollup, screens, intake, batches and their collection, the eval judge.
-A model id that matches nothing is priced as the dearest model in the table: a spend cap never
-under-counts.
+A function refuses to start with a configured id the table does not know (``require``), so every
+call it makes is priced at a real rate. A reply whose id matches nothing (a model the API swapped
+in) is still priced, as the dearest model in the table: a spend cap never under-counts.
 
 Prices are the Anthropic API's list prices. Prices per provider (Amazon Bedrock, Claude Platform
 on AWS) extend this, not replace it: a provider's rates become a second table of ``ModelEntry``,
@@ -19,9 +20,13 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from lockgate.config import LockgateConfig, ModelConfig
+from lockgate.config.prices import family
+from lockgate.errors import ConfigError
 from lockgate.model.client import Usage
 from lockgate.model.pricing import PRICES, Price, cost_usd, dearest, estimate_usd, matching_name
 from lockgate.model.prompt_cache import UNKNOWN_MODEL_MIN_CACHEABLE, min_cacheable_tokens
+
+EXAMPLE_DATED_ID = "claude-sonnet-4-5-20250929"
 
 
 @dataclass(frozen=True)
@@ -58,12 +63,26 @@ class PriceTable:
 
     @classmethod
     def for_deployment(cls, config: LockgateConfig) -> PriceTable:
-        """The deployment's table: the published prices with its ``[models]`` over them."""
-        return cls.from_config(config.models)
+        """The deployment's table (its ``[models]``); ConfigError for a ``[capacity.models]`` id it lacks."""
+        prices = cls.from_config(config.models)
+        for model in config.capacity.models:
+            prices.require(model, "lockgate.toml: [capacity.models] key")
+        return prices
 
     def knows(self, model: str) -> bool:
         """Whether ``model`` (or the family it is a dated id of) has a price here."""
         return matching_name(self.entries, model) is not None
+
+    def require(self, model: str, where: str) -> None:
+        """ConfigError unless ``model`` is known: names where it is set, the known ids, how to add one."""
+        if self.knows(model):
+            return
+        # What to do comes before the list: a CLI clips a long line at its end.
+        raise ConfigError(
+            f'{where} "{model}" has no price: use a known id, or give its prices in lockgate.toml as '
+            f'[models."{family(model)}"] with input, output and cache_read in USD per million tokens. '
+            f"Known ids (dated ids such as {EXAMPLE_DATED_ID} match their family): " + ", ".join(self.entries)
+        )
 
     def price(self, model: str) -> Price:
         """The price of a model id (dated ids too); an unknown one is priced as the dearest here."""

@@ -18,7 +18,7 @@ from lockgate.agent.handler import route_tasks
 from lockgate.agent.loop import AgentLoop
 from lockgate.agent.runs import RunStore
 from lockgate.agent.screen import Screener
-from lockgate.agent.tasks import Task
+from lockgate.agent.tasks import Task, require_priced_models
 from lockgate.approvals.decisions import DecisionStore
 from lockgate.approvals.events import VetoTimer
 from lockgate.approvals.executor import ApprovalExecutor
@@ -158,8 +158,10 @@ def build_agent(
     """The agent loop for ``setup``'s tasks with every control the worker deploys with.
 
     ``model`` replaces the deployed model client (the eval rig's, whose failures stop the eval).
+    ConfigError when a task or ``[capacity.models]`` names a model id without a price.
     """
     prices = PriceTable.for_deployment(config)
+    require_priced_models(setup.tasks, prices, config.workflows_package)
     capacity, budget = config.capacity, settings.budget(config.budget)
     dynamodb, table, clock = deps.client("dynamodb"), settings.state_table, deps.clock
     model = model or model_client(settings, config, deps)
