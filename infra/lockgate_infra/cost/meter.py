@@ -11,7 +11,8 @@ What cannot be measured offline is assumed, and printed: AWS call latency (``--c
 model's time per call (``--model-seconds``, what the worker is billed for while it waits), log
 bytes per event, and the event source mapping's idle polling (``cost/bill.py`` prices it all;
 ``cost/prices.py``, dated).
-Model dollars come from the run records (tokens × ``agent/pricing.py``), shown apart from AWS.
+Model dollars come from the run records (tokens × the deployment's price table,
+``lockgate.model.price_table``), shown apart from AWS.
 """
 
 from __future__ import annotations

@@ -45,6 +45,12 @@ SECTIONS: tuple[tuple[str, type, frozenset[str], str], ...] = (
         "One table per model id or source.",
     ),
     ("[schedules.NAME]", model.ScheduleConfig, frozenset(), ""),
+    (
+        "[models.MODEL]",
+        model.ModelConfig,
+        frozenset(),
+        "One table per model id (quoted). How prices work: [Costs](../costs.md#model-prices).",
+    ),
 )
 
 
@@ -104,7 +110,8 @@ def config_reference() -> str:
     ]
     for title, cls, skip, note in SECTIONS:
         comments = field_comments(cls)
-        out += [f"## `{title}`", "", (cls.__doc__ or "").strip() + (f" {note}" if note else ""), ""]
+        # getdoc: a docstring's later paragraphs lose their indent (else Markdown shows them as code).
+        out += [f"## `{title}`", "", (inspect.getdoc(cls) or "") + (f" {note}" if note else ""), ""]
         out += ["| key | type | default | meaning |", "|---|---|---|---|"]
         for field in dataclasses.fields(cls):
             if field.name in skip:

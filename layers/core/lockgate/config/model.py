@@ -121,10 +121,10 @@ class ModelConfig:
     """
 
     input: float  # uncached input; a cache write costs this × 1.25 (5 minutes) or × 2 (1 hour)
-    output: float
+    output: float  # the reply's tokens
     cache_read: float  # input read from the prompt cache
-    # The shortest prefix the API caches for this model; None: Lockgate's figure for the family,
-    # else the largest it knows (so nothing is assumed cached that might not be).
+    # The shortest prompt prefix the API caches for this model; not set: Lockgate's figure for the
+    # family, else the largest it knows (so nothing is assumed cached that might not be).
     min_cacheable_tokens: int | None = None
 
 
