@@ -62,7 +62,7 @@ deps = lambda_deps(
     timeout_seconds=settings.timeout_seconds,
     connections=settings.record_concurrency,
     tracing=PowertoolsTracing(),
-    usage_metrics=lambda tasks: EmfUsageMetrics(EphemeralMetrics, tasks),
+    usage_metrics=lambda tasks: EmfUsageMetrics(EphemeralMetrics, tasks, frozenset(config.models)),
 )
 parts = build_worker(settings, config, deps, environ=os.environ)
 worker = parts.worker

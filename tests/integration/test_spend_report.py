@@ -82,6 +82,23 @@ def test_each_call_is_an_emf_blob_with_task_and_model_dimensions(
     assert (second["task"], second["model"], second["ResponseCacheHits"]) == ("other", "other", [1])
 
 
+def test_a_model_priced_in_lockgate_toml_is_its_own_dimension(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given the worker's metrics for a deployment with [models."claude-3-5-haiku"]
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "false")
+    metrics = EmfUsageMetrics(
+        lambda: EphemeralMetrics(namespace="Lockgate"), frozenset({"triage"}), frozenset({"claude-3-5-haiku"})
+    )
+    # When the API answers the task's alias as the dated model
+    metrics.model_call(
+        "triage", "claude-3-5-haiku-20241022", Usage(output_tokens=5), 0.00002, cache_hit=False
+    )
+    # Then the cost is reported under the configured family, not "other"
+    (blob,) = (json.loads(line) for line in capsys.readouterr().out.strip().splitlines())
+    assert (blob["task"], blob["model"], blob["ModelCostUSD"]) == ("triage", "claude-3-5-haiku", [0.00002])
+
+
 def test_a_run_on_two_models_is_one_write_and_rows_from_before_still_read(
     aws: Aws, clock: FixedClock
 ) -> None:

@@ -65,9 +65,9 @@ class ModelTotals:
         }
 
 
-def metric_model(model: str) -> str:
-    """A model id as a metric dimension: a price-table name, else "other" (bounded cardinality)."""
-    return matching_name(PRICES, model) or OTHER_MODEL
+def metric_model(model: str, configured: frozenset[str] = frozenset()) -> str:
+    """A model id as a metric dimension: a published or ``[models]`` name, else "other" (bounded)."""
+    return matching_name([*PRICES, *configured], model) or OTHER_MODEL
 
 
 class UsageMetrics(Protocol):
@@ -87,15 +87,18 @@ class NoUsageMetrics:
 class EmfUsageMetrics:
     """One EMF blob per call (Powertools EphemeralMetrics): dollars and tokens by task and model."""
 
-    def __init__(self, make_metrics: Callable[[], Any], tasks: frozenset[str]) -> None:
+    def __init__(
+        self, make_metrics: Callable[[], Any], tasks: frozenset[str], models: frozenset[str] = frozenset()
+    ) -> None:
         self._make = make_metrics  # e.g. lambda: EphemeralMetrics(namespace="Lockgate")
         self._tasks = tasks  # configured task names: anything else is reported as "other"
+        self._models = models  # lockgate.toml's [models] ids, named like the published ones
 
     def model_call(self, task: str, model: str, usage: Usage, usd: float, *, cache_hit: bool) -> None:
         """Emit the call's metrics (flushed at once: each call has its own dimensions)."""
         metrics = self._make()
         metrics.add_dimension(name="task", value=task if task in self._tasks else OTHER_MODEL)
-        metrics.add_dimension(name="model", value=metric_model(model))
+        metrics.add_dimension(name="model", value=metric_model(model, self._models))
         metrics.add_metric(name="ModelCostUSD", unit="None", value=usd)
         metrics.add_metric(name="InputTokens", unit="Count", value=usage.input_tokens)
         metrics.add_metric(name="OutputTokens", unit="Count", value=usage.output_tokens)
