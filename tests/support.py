@@ -183,6 +183,23 @@ def function_env(aws: Aws) -> dict[str, str]:
     }
 
 
+def workflow_env() -> dict[str, str]:
+    """The variables the configured workflows declare, as template.yaml sets them on the worker.
+
+    Table names are the embedded stack's, as ``Aws.names`` has them; what a worker built in a test
+    needs before its workflows will register (a missing one stops it, as it stops the deployed one).
+    """
+    from pathlib import Path
+
+    from lockgate.config import load_config
+    from lockgate_infra.evals.rig import workflow_environment
+    from lockgate_infra.local.template import load_template
+
+    root = Path(__file__).resolve().parents[1]
+    plan = LocalPlan.from_template(load_template(root / "template.yaml"))
+    return workflow_environment(plan, {}, load_config(root / "lockgate.toml").workflows.packages)
+
+
 class RecordingLog:
     """A Log that keeps each line's level, message and extra fields (independent of logging's config)."""
 

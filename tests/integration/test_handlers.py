@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 
 from lockgate.config import load_config
+from lockgate.errors import ConfigError
 from lockgate.webhooks.signing import sign
 from lockgate_infra.local.devsecrets import seed_dev_secrets
-from tests.support import Aws, function_env
+from tests.support import Aws, function_env, workflow_env
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -52,6 +53,7 @@ def function_environment(aws: Aws) -> dict[str, str]:
     """What the template gives the receiver and the worker, pointed at moto's resources."""
     return {
         **function_env(aws),
+        **workflow_env(),  # the shop's tables and address: without them the worker refuses to start
         "LOCKGATE_CONFIG": str(ROOT / "lockgate.toml"),
         "WORKER_TIMEOUT_SECONDS": "60",
     }
@@ -137,6 +139,39 @@ def test_receiver_and_worker_handlers_end_to_end(aws: Aws, handlers: Any) -> Non
     assert "partner#p-3" not in rows
 
 
+MISSING_MAIL_TABLE = (
+    "workflow shop: resource ShopMailTable needs the environment variable SHOP_MAIL_TABLE, which this "
+    "function does not set; in template.yaml add `SHOP_MAIL_TABLE: !Ref ShopMailTable` to its "
+    "Environment Variables (and run `lockgate check`)"
+)
+
+
+@pytest.mark.parametrize("function", ["agent_worker", "scheduled_jobs"])
+def test_given_a_workflows_declared_table_without_its_variable_then_the_function_refuses_to_start(
+    aws: Aws, monkeypatch: pytest.MonkeyPatch, function: str
+) -> None:
+    # Given the function's environment as the template gives it, but without the shop's mail table
+    for name, value in {**function_environment(aws), "JOBS_TIMEOUT_SECONDS": "300"}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("SHOP_MAIL_TABLE")
+    # When Lambda initialises it, then it stops there with what to add to template.yaml: the shop is
+    # never silently left out while the function serves everything else
+    with pytest.raises(ConfigError) as refused:
+        load(function)
+    assert str(refused.value) == MISSING_MAIL_TABLE
+
+
+def test_given_a_jobs_function_that_runs_no_workflow_job_then_it_starts_without_their_variables(
+    aws: Aws, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given EvalJobsFunction's shape: JOBS=eval, none of the workflows' variables
+    for name, value in {**function_env(aws), "JOBS": "eval", "JOBS_TIMEOUT_SECONDS": "900"}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("LOCKGATE_CONFIG", str(ROOT / "lockgate.toml"))
+    # Then it starts: only a function that builds the workflows' tasks needs their resources
+    assert set(load("scheduled_jobs").jobs) == {"eval"}
+
+
 def test_a_source_without_its_secret_fails_closed_alone(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> None:
     # Given a deployment where only the partner's webhook secret was created
     config = load_config(ROOT / "lockgate.toml")
@@ -183,11 +218,12 @@ def test_the_receiver_handler_imports_neither_the_agent_stack_nor_the_other_sect
         "import sys\n"
         f"sys.path[:0] = {folders!r}\n"
         "import app\n"
-        "heavy = ('anthropic', 'pydantic', 'httpx', 'lockgate.config.model', 'lockgate.config.parsing')\n"
+        "heavy = ('anthropic', 'pydantic', 'httpx', 'lockgate.config.model', 'lockgate.config.parsing',\n"
+        "         'lockgate.workflows', 'lockgate.declared', 'shop')\n"
         "print('loaded:', *[m for m in heavy if m in sys.modules])\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
-    # Then it started (its one source ready) and paid neither for the model SDK nor for the config
-    # types it never reads
+    # Then it started (its one source ready) and paid neither for the model SDK, nor for the config
+    # types it never reads, nor for the workflows (their packages and declarations)
     assert '"message":"source ready"' in out.stdout
     assert out.stdout.splitlines()[-1] == "loaded:"

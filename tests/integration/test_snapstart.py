@@ -42,9 +42,6 @@ def environments(
     """Two imports of the real worker handler with the shop's agent task (so a model client exists)."""
     for name, value in {
         **function_environment(aws),
-        "SHOP_ORDERS_TABLE": "orders",
-        "SHOP_PAYMENTS_TABLE": "payments",
-        "SHOP_MAIL_TABLE": "mail",
         "ANTHROPIC_API_KEY_REF": f"secretsmanager:{MODEL_KEY}",
     }.items():
         monkeypatch.setenv(name, value)

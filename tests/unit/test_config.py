@@ -35,7 +35,20 @@ def test_the_documented_shape_works(tmp_path: Path) -> None:
 def test_the_shipped_config_is_valid() -> None:
     config = load_config(ROOT / "lockgate.toml")
     assert {"helpdesk", "github", "stripe", "slack", "shopify", "partner"} <= set(config.sources)
-    assert config.workflows_package == "shop"
+    assert config.workflows.packages == ("shop",)
+
+
+@pytest.mark.parametrize(
+    ("workflows", "packages"),
+    [
+        ({"packages": ["shop", "triage"]}, ("shop", "triage")),  # registered in this order
+        ({"packages": []}, ()),
+        ({"package": "shop"}, ("shop",)),  # the one-package spelling of earlier releases
+        ({}, ()),
+    ],
+)
+def test_given_workflows_packages_then_they_are_kept_in_order(workflows: dict, packages: tuple) -> None:
+    assert parse_config({"workflows": workflows}).workflows.packages == packages
 
 
 @pytest.mark.parametrize(
@@ -56,7 +69,17 @@ def test_the_shipped_config_is_valid() -> None:
         ({"sources": {"Bad Name": {"scheme": "github", "secrets": ["env:A"]}}}, "source names"),
         ({"source": {}}, "unknown section"),
         ({"inbox": {"max_attempts": 0}}, "positive"),
-        ({"workflows": {"package": "not a name"}}, "package name"),
+        ({"workflows": {"package": "not a name"}}, "package names"),
+        (
+            {"workflows": {"packages": "shop"}},
+            r'packages must be a list of Python package names, e.g. \["shop"\]',
+        ),
+        ({"workflows": {"packages": ["shop", "shop"]}}, r"\[workflows\] lists shop more than once"),
+        (
+            {"workflows": {"package": "shop", "packages": ["shop"]}},
+            r'has both package and packages: keep packages = \["name", ...\] only',
+        ),
+        ({"workflows": {"modules": ["shop"]}}, "unknown key"),
         ({"approvals": {"max_pending_per_sender": 0}}, "max_pending_per_sender"),
         (
             {"approvals": {"max_pending_per_task": 2, "max_pending_per_sender": 3}},
@@ -143,9 +166,8 @@ def test_given_the_shop_model_parameter_then_the_support_task_uses_it():
 
     tables = {"SHOP_ORDERS_TABLE": "o", "SHOP_PAYMENTS_TABLE": "p", "SHOP_MAIL_TABLE": "m"}
     chosen = ShopSettings.from_env({**tables, "SHOP_MODEL": "claude-haiku-4-5"})
-    assert chosen is not None and chosen.model == "claude-haiku-4-5"
-    default = ShopSettings.from_env(tables)
-    assert default is not None and default.model == DEFAULT_MODEL
+    assert chosen.model == "claude-haiku-4-5"
+    assert ShopSettings.from_env(tables).model == DEFAULT_MODEL
 
 
 def test_capacity_limits_parse_per_model_and_per_source() -> None:

@@ -56,6 +56,7 @@ CORE = Tree(
         (
             "lockgate.clock",
             "lockgate.config",
+            "lockgate.declared",
             "lockgate.dynamo",
             "lockgate.errors",
             "lockgate.exports",

@@ -9,7 +9,6 @@ from lockgate.errors import ConfigError, SecretUnavailable
 from lockgate.inbox.routing import Router, no_task
 from lockgate.secrets import SecretResolver, rotation_value, secret_values
 from lockgate.settings import ReceiverSettings, WorkerSettings
-from lockgate.workflows import Setup, load_workflows
 
 
 def handler_named(name: str):  # type: ignore[no-untyped-def]
@@ -41,20 +40,6 @@ def test_duplicate_route_is_a_mistake() -> None:
     router.add("github", "push", no_task)
     with pytest.raises(ValueError, match="already registered"):
         router.add("github", "push", no_task)
-
-
-def setup_for(router: Router) -> Setup:
-    return Setup(router=router, environ={}, client=lambda name: None)
-
-
-def test_workflows_package_registers_its_handlers() -> None:
-    router = Router()
-    load_workflows("shop", setup_for(router))
-    assert ("partner", "order.updated") in [(r.source, r.event_type) for r in router.routes]
-    with pytest.raises(ConfigError, match="cannot be imported"):
-        load_workflows("no_such_package_here", setup_for(Router()))
-    with pytest.raises(ConfigError, match="no register"):
-        load_workflows("json", setup_for(Router()))
 
 
 def test_settings_name_what_is_missing() -> None:

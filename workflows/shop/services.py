@@ -33,14 +33,9 @@ class ShopSettings:
     owner_address: str = DEFAULT_OWNER_ADDRESS  # who gets the daily refund summary
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str]) -> ShopSettings | None:
-        """The settings; None when no shop table is configured (the shop's agent is not deployed).
-
-        Some but not all tables configured is a mistake: ConfigError names what is missing.
-        """
+    def from_env(cls, environ: Mapping[str, str]) -> ShopSettings:
+        """The settings; ConfigError names a table variable that is missing (the shop's RESOURCES)."""
         values = {name: environ.get(name, "").strip() for name in TABLE_VARIABLES}
-        if not any(values.values()):
-            return None
         missing = [name for name, value in values.items() if not value]
         if missing:
             raise ConfigError(f"environment variable {missing[0]} is required by the shop workflow")

@@ -14,7 +14,7 @@ from lockgate_infra.chaos.faults import FaultPlan, Rates, inject_aws
 from lockgate_infra.chaos.housekeeping import housekeeping
 from lockgate_infra.chaos.invariants import Findings, judge
 from lockgate_infra.chaos.traffic import traffic
-from lockgate_infra.chaos.world import World, build_world, sqs_on
+from lockgate_infra.chaos.world import World, build_world, chaos_config, sqs_on
 from lockgate_infra.evals.shoprig import ROOT
 
 START = 1_767_225_600.0  # 2026-01-01T00:00:00Z
@@ -34,15 +34,15 @@ class Row:
 
 @contextmanager
 def account(plan: FaultPlan, clock: FixedClock) -> Iterator[World]:
-    """A fresh moto account from template.yaml, the shop seeded, the functions composed on it."""
+    """A fresh moto account from template.yaml, the workflows seeded, the functions composed on it."""
     import boto3
 
+    from lockgate_infra.evals.rig import seed_workflows, workflow_environment
     from lockgate_infra.local.fidelity import embedded_aws
     from lockgate_infra.local.provision import create_resources
     from lockgate_infra.local.template import LocalPlan, load_template
     from lockgate_infra.stub import StubAnthropic, StubError
     from lockgate_infra.stub.shop_model import ShopModel
-    from shop.seed import seed as seed_shop
 
     shop_model = ShopModel()
 
@@ -56,9 +56,12 @@ def account(plan: FaultPlan, clock: FixedClock) -> Iterator[World]:
 
     with embedded_aws(), sqs_on(clock), StubAnthropic(model) as stub:
         session = boto3.session.Session(region_name="us-east-1")
-        names = create_resources(LocalPlan.from_template(load_template(ROOT / "template.yaml")), session)
-        seed_shop(session.client("dynamodb"), names["ShopOrdersTable"], ses=session.client("ses"))
-        world = build_world(session, names, plan, stub.base_url, clock)
+        local = LocalPlan.from_template(load_template(ROOT / "template.yaml"))
+        names = create_resources(local, session)
+        config = chaos_config()
+        seed_workflows(config, session.client, names)  # every workflow's seed_local, the shop's orders
+        workflows = workflow_environment(local, names, config.workflows.packages)
+        world = build_world(session, names, plan, stub.base_url, clock, workflows)
         world.stub = stub
         yield world
 

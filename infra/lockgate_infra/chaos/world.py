@@ -1,6 +1,6 @@
 """One moto account with the template's resources, the shop seeded, and our functions built by
 their runtimes (``lockgate.runtime``), as the handlers build them: the receiver, the worker (the
-workflows package registered, capacity controls as configured), and the approval desk. Each
+workflows packages registered, capacity controls as configured), and the approval desk. Each
 function reads its own skewed clock off one shared clock, and moto's SQS follows that clock too,
 so visibility timeouts, leases and backoff expire when the harness moves time on rather than in
 real seconds.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -95,12 +95,21 @@ def sqs_on(clock: Clock) -> Iterator[None]:
 
 
 def build_world(
-    session: Any, names: dict[str, str], plan: FaultPlan, stub_url: str, clock: FixedClock
+    session: Any,
+    names: dict[str, str],
+    plan: FaultPlan,
+    stub_url: str,
+    clock: FixedClock,
+    workflows: Mapping[str, str],
 ) -> World:
-    """Compose the functions on ``session`` (moto) through their runtimes, each with its own clock skew."""
+    """Compose the functions on ``session`` (moto) through their runtimes, each with its own clock skew.
+
+    ``workflows``: the variables the workflows declare (``rig.workflow_environment``), as deployed.
+    """
     config = chaos_config()
     metrics = CountingMetrics()
     environ = {
+        **workflows,
         "HELPDESK_SECRET": HELPDESK_SECRET,
         "LINK_SECRET": LINK_SECRET,
         "ANTHROPIC_API_KEY": "stub",
@@ -115,9 +124,6 @@ def build_world(
         "STATE_TABLE": names["StateTable"],
         "BODY_BUCKET": names["BodyBucket"],
         "WORKER_TIMEOUT_SECONDS": str(WORKER_TIMEOUT_SECONDS),
-        "SHOP_ORDERS_TABLE": names["ShopOrdersTable"],
-        "SHOP_PAYMENTS_TABLE": names["ShopPaymentsTable"],
-        "SHOP_MAIL_TABLE": names["ShopMailTable"],
     }
 
     def deps(skew: float) -> Deps:

@@ -1,6 +1,6 @@
 """Running a task's eval cases for real: the task from the workflows package, the real AgentLoop, moto.
 
-Every trial gets a fresh moto account with the template's tables, the workflows package's
+Every trial gets a fresh moto account with the template's tables, each workflows package's
 ``register(setup)`` and ``seed_local``: side effects (refund rows, SES mail, proposals) land in
 moto and nowhere else. The model is an offline stub behaviour through the real SDK against the
 local stub server, or real Claude when ``ANTHROPIC_API_KEY`` is set and a ``claude-…`` model is asked.
@@ -16,7 +16,7 @@ import dataclasses
 import importlib
 import logging
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,7 +79,7 @@ def plan_and_config(config_path: Path = ROOT / "lockgate.toml") -> tuple[Any, Lo
 
 @contextmanager
 def world(plan: Any, config: LockgateConfig, session: Any) -> Iterator[World]:
-    """The template's tables in an emptied moto, the workflows package registered and seeded.
+    """The template's tables in an emptied moto, the workflows packages registered and seeded.
 
     Call only inside ``isolated_aws()`` with its session: moto's state is wiped first, so each
     world starts fresh. Only the tables are created (queues, buckets and secrets play no part in
@@ -95,7 +95,7 @@ def world(plan: Any, config: LockgateConfig, session: Any) -> Iterator[World]:
     names = create_resources(tables_only, session)
     environ = worker_environment(plan, names)
     setup = Setup(Router(), environ, session.client)
-    load_workflows(config.workflows_package, setup)
+    load_workflows(config.workflows.packages, setup)
     seed_workflows(config, session.client, names)
     yield World(session, names, {t.name: t for t in setup.tasks}, config, environ)
 
@@ -109,11 +109,24 @@ def worker_environment(plan: Any, names: Mapping[str, str]) -> dict[str, str]:
     return environ
 
 
+def workflow_environment(plan: Any, names: Mapping[str, str], packages: Sequence[str]) -> dict[str, str]:
+    """The variables the workflows declare (their ``RESOURCES``), as the template's worker sets them here.
+
+    One the template does not set is left out, so loading the workflows says what to add.
+    """
+    from lockgate.workflows import declared_resources
+
+    environ = worker_environment(plan, names)
+    declared = {r.variable for package in packages for r in declared_resources(package)}
+    return {name: value for name, value in environ.items() if name in declared}
+
+
 def seed_workflows(config: LockgateConfig, client: Any, names: Mapping[str, str]) -> None:
-    """Seed the stack with the workflows package's ``seed_local`` (the shop's orders), if it has one."""
-    seed = getattr(importlib.import_module(config.workflows_package or ""), "seed_local", None)
-    if callable(seed):
-        seed(client, names)
+    """Seed the stack with each workflows package's ``seed_local`` (the shop's orders), in order."""
+    for package in config.workflows.packages:
+        seed = getattr(importlib.import_module(package), "seed_local", None)
+        if callable(seed):
+            seed(client, names)
 
 
 class TaskTrials:
@@ -212,6 +225,11 @@ class TaskTrials:
         )
 
 
+def _suite_folder(suite: Suite) -> Path:
+    """Where a suite's calibration files sit: beside its case file (its workflow's ``evals/``)."""
+    return Path(suite.origin).parent if suite.origin != "<memory>" else evals_dir()
+
+
 def _prompt(task: Task) -> tuple[str, list[dict[str, Any]]]:
     return task.system_prompt(), [t.schema() for t in task.tools]
 
@@ -222,27 +240,34 @@ def eval_prices(config_path: Path = ROOT / "lockgate.toml") -> PriceTable:
 
 
 def evals_dir(config_path: Path = ROOT / "lockgate.toml") -> Path:
-    """The workflows package's ``evals/`` folder."""
-    package = load_config(config_path).workflows_package
-    if not package:
-        raise EvalSetupError("no [workflows] package in the config, so there are no eval cases")
-    module = importlib.import_module(package)
-    return Path(str(module.__file__)).resolve().parent / "evals"
+    """The first workflows package's ``evals/`` folder (the shop's, as shipped)."""
+    return evals_dirs(config_path)[0]
 
 
-def find_suite(task: str, directory: Path) -> Suite:
-    """The suite file in ``directory`` whose ``task`` is this task."""
+def evals_dirs(config_path: Path = ROOT / "lockgate.toml") -> list[Path]:
+    """Each workflows package's ``evals/`` folder, in the config's order."""
+    packages = load_config(config_path).workflows.packages
+    if not packages:
+        raise EvalSetupError("no [workflows] packages in the config, so there are no eval cases")
+    return [
+        Path(str(importlib.import_module(package).__file__)).resolve().parent / "evals"
+        for package in packages
+    ]
+
+
+def find_suite(task: str, directories: Path | Sequence[Path]) -> Suite:
+    """The suite file in ``directories`` (each workflow's ``evals/``) whose ``task`` is this task."""
+    folders = [directories] if isinstance(directories, Path) else list(directories)
     matches = []
-    for path in sorted([*directory.glob("*.toml"), *directory.glob("*.json")]):
+    for path in sorted(p for folder in folders for p in [*folder.glob("*.toml"), *folder.glob("*.json")]):
         text = path.read_text(encoding="utf-8")
         if "[[cases]]" in text or '"cases"' in text:
             suite = load_suite(path)
             if suite.task == task:
                 matches.append(suite)
     if not matches:
-        raise EvalSetupError(
-            f"no eval cases for task {task!r} in {directory} (a *.toml with task = {task!r})"
-        )
+        where = ", ".join(str(folder) for folder in folders)
+        raise EvalSetupError(f"no eval cases for task {task!r} in {where} (a *.toml with task = {task!r})")
     if len(matches) > 1:
         raise EvalSetupError(
             f"several case files are for {task!r}: {', '.join(s.origin for s in matches)}; use --cases"
@@ -268,7 +293,7 @@ def run_task_evals(
     import os
 
     environ = os.environ if environ is None else environ
-    suite = load_suite(cases) if cases else find_suite(task, evals_dir())
+    suite = load_suite(cases) if cases else find_suite(task, evals_dirs())
     if suite.task != task:
         raise EvalSetupError(f"{suite.origin} is for task {suite.task!r}, not {task!r}")
     if only:
@@ -292,7 +317,7 @@ def run_task_evals(
             progress=progress,
         )
         if grader is not None and judge == "stub":  # the offline judge says what it is worth
-            report.notes.append(judge_note(task, grader, evals_dir()))
+            report.notes.append(judge_note(task, grader, _suite_folder(suite)))
     if results_dir is not None:
         ResultsStore(results_dir).save(report)
     return report

@@ -136,7 +136,7 @@ def shop_rig(
             config = dataclasses.replace(config, approvals=approvals)
         deps = Deps(session.client, SecretResolver(environ), clock, log, CountingMetrics())
         setup = Setup(Router(), environ, session.client, clock=clock)
-        load_workflows(config.workflows_package, setup)
+        load_workflows(config.workflows.packages, setup)
         task = _support_inbox(setup, cache_ttl, adapt)
         settings = WorkerSettings.from_env(environ)
         factory = _sdk_factory(stub.base_url, sdk)

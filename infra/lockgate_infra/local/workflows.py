@@ -1,4 +1,4 @@
-"""Prepare the deployment's workflows package on the embedded stack (seed data, verified senders)."""
+"""Prepare the deployment's workflows packages on the embedded stack (seed data, verified senders)."""
 
 from __future__ import annotations
 
@@ -8,14 +8,15 @@ from lockgate.config import load_config
 from lockgate_infra.local.stack import LocalStack
 
 
-def seed_workflows(stack: LocalStack) -> bool:
-    """Call the workflows package's optional ``seed_local(client, resources)``; True if it had one."""
-    package = load_config(stack.config_path).workflows_package
-    if not package:
-        return False
-    module = importlib.import_module(package)
-    seed = getattr(module, "seed_local", None)
-    if not callable(seed):
-        return False
-    seed(stack.client, stack.resources)
-    return True
+def seed_workflows(stack: LocalStack) -> list[str]:
+    """Call each workflows package's optional ``seed_local(client, resources)``, in the config's order.
+
+    Returns the packages that had one.
+    """
+    seeded = []
+    for package in load_config(stack.config_path).workflows.packages:
+        seed = getattr(importlib.import_module(package), "seed_local", None)
+        if callable(seed):
+            seed(stack.client, stack.resources)
+            seeded.append(package)
+    return seeded

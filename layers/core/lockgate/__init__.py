@@ -3,13 +3,14 @@
 Workflow authors need only this module's names::
 
     from lockgate import Risk, RunFacts, Setup, Task, TaskContext, Tool, ToolContext, ToolError
+    from lockgate import Part, Resource  # the AWS resources a workflow declares (RESOURCES)
 
 Packages, each importing only from those below it (``tests/unit/test_layers.py`` checks)::
 
     runtime             each function's object graph, built in one place from its settings
     jobs, evals         scheduled jobs (sweeps, expiry, reconciliation, digests, batch collection);
                         the eval harness's cases, checks and judge
-    workflows           Setup and load_workflows: how a workflows package registers itself
+    workflows           Setup and load_workflows: how workflows packages register themselves
     approvals           proposals, signed links, pages, a reviewer's decision, running what was approved
     agent               tasks, the durable tool loop, runs, intake, screening
     actions             tools, the guard's ruling, the operation ledger, the one run-once path
@@ -18,7 +19,7 @@ Packages, each importing only from those below it (``tests/unit/test_layers.py``
     inbox               receipt, the idempotent inbox store and queue, the worker's lease loop, routing
     webhooks            the signature schemes and delivery identity
     foundations         clock, errors, config, settings, secrets, dynamo, telemetry, http, freshness,
-                        restore, schema, exports
+                        restore, schema, exports, declared (a workflow's AWS resources)
 
 Names load on first use, so importing a submodule (the receiver imports ``lockgate.inbox.receipt``)
 never pays for pydantic or the agent.
@@ -40,7 +41,9 @@ _PUBLIC = {
     "InboxEvent": "lockgate.inbox.routing",
     "Intake": "lockgate.agent.intake",
     "OutcomeUnknown": "lockgate.actions.tools",
+    "Part": "lockgate.declared",
     "Policy": "lockgate.actions.tools",
+    "Resource": "lockgate.declared",
     "Risk": "lockgate.actions.tools",
     "RunFacts": "lockgate.actions.tools",
     "Setup": "lockgate.workflows",
@@ -62,7 +65,9 @@ __all__ = [
     "InboxEvent",
     "Intake",
     "OutcomeUnknown",
+    "Part",
     "Policy",
+    "Resource",
     "Risk",
     "RunFacts",
     "Setup",
@@ -95,6 +100,7 @@ if TYPE_CHECKING:
     from lockgate.agent.intake import Intake
     from lockgate.agent.structured import values_in_source
     from lockgate.agent.tasks import DecisionNotice, Start, Task
+    from lockgate.declared import Part, Resource
     from lockgate.errors import BadDelivery
     from lockgate.inbox.routing import InboxEvent, TaskContext
     from lockgate.workflows import Setup

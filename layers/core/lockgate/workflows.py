@@ -1,13 +1,21 @@
-"""Load the deployment's own workflows package and let it register its handlers and agent tasks."""
+"""Load the deployment's workflows packages, in order, and let each register its handlers and tasks.
+
+A workflows package is a Python package with a ``register(setup)`` function and, if it touches
+AWS, a module-level ``RESOURCES`` (``lockgate.declared``). Before any package registers, every
+declared resource's variable must be set in the function's environment: a missing one stops the
+function at start with the workflow, the resource and the line to add to ``template.yaml``.
+"""
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from lockgate.clock import Clock, SystemClock
+from lockgate.declared import Resource
 from lockgate.errors import ConfigError
 from lockgate.inbox.routing import Router
 
@@ -20,27 +28,116 @@ class Setup:
     """What a workflows package's ``register(setup)`` receives from the worker (the composition root)."""
 
     router: Router
-    environ: Mapping[str, str]  # the function's environment (e.g. your tables' names)
-    client: Callable[[str], Any]  # boto3 client factory: setup.client("dynamodb")
+    """Where a plain handler is routed: ``setup.router.add(source, event_type, handler)``."""
+
+    environ: Mapping[str, str]
+    """The function's environment: your resources' names (the variables your ``RESOURCES`` declare)."""
+
+    client: Callable[[str], Any]
+    """The function's boto3 client factory: ``setup.client("dynamodb")``."""
+
     tasks: list[Task] = field(default_factory=list)
-    clock: Clock = field(default_factory=SystemClock)  # the function's clock: give it to your services
+    """The agent tasks registered so far, by every workflow loaded before yours too."""
+
+    clock: Clock = field(default_factory=SystemClock)
+    """The function's clock: give it to your services, so tests and harnesses can move time."""
+
+    workflow: str = ""
+    """The workflows package registering now (set by ``load_workflows``); errors name it."""
+
+    _owners: dict[str, str] = field(default_factory=dict, init=False, repr=False)  # task → workflow
 
     def add_task(self, task: Task) -> None:
-        """Register an agent task; the worker routes its trigger to the agent loop."""
-        if any(t.name == task.name for t in self.tasks):
-            raise ValueError(f"a task called {task.name!r} is already registered")
+        """Register an agent task; the worker routes its trigger to the agent loop.
+
+        Task names are unique across every workflow, and so are triggers (source and event type).
+        """
+        for other in self.tasks:
+            owner = self._owners.get(other.name, "")
+            if other.name == task.name:
+                raise ConfigError(
+                    f"{self._by(self.workflow)} registers a task called {task.name!r}, which "
+                    f"{self._by(owner)} already registered; task names are unique across workflows: "
+                    "rename one"
+                )
+            if (other.source, other.event_type) == (task.source, task.event_type):
+                raise ConfigError(
+                    f"{self._by(self.workflow)}'s task {task.name!r} and {self._by(owner)}'s task "
+                    f"{other.name!r} both start on {task.source} {task.event_type!r}; give one another "
+                    "trigger"
+                )
         self.tasks.append(task)
+        self._owners[task.name] = self.workflow
+
+    def workflow_of(self, task_name: str) -> str:
+        """The workflows package that registered a task ("" when it was added outside one)."""
+        return self._owners.get(task_name, "")
+
+    @staticmethod
+    def _by(workflow: str) -> str:
+        return f"workflow {workflow}" if workflow else "the setup"
 
 
-def load_workflows(package: str | None, setup: Setup) -> None:
-    """Import ``package`` and call its ``register(setup)``; nothing to do without one."""
-    if not package:
-        return
+def load_workflows(packages: str | Sequence[str], setup: Setup) -> None:
+    """Import each package, check its declared resources' variables, then call each ``register(setup)``.
+
+    Packages register in the order given. ``packages`` may be one name. Every package is checked
+    before the first registers, so no workflow runs half-configured beside another.
+    """
+    names = (packages,) if isinstance(packages, str) else tuple(packages)
+    registers = {}
+    for name in names:
+        module = import_workflow(name)
+        register = getattr(module, "register", None)
+        if not callable(register):
+            raise ConfigError(f"workflows package {name!r} has no register(setup) function")
+        require_variables(name, declared_resources(name, module), setup.environ)
+        registers[name] = register
+    for name, register in registers.items():
+        setup.workflow = name
+        try:
+            register(setup)
+        except ValueError as exc:  # a route another workflow already took (Router.add)
+            raise ConfigError(f"workflow {name}: {exc}") from exc
+        finally:
+            setup.workflow = ""
+
+
+def import_workflow(package: str) -> ModuleType:
+    """Import a workflows package; ConfigError names it when it cannot be imported."""
     try:
-        module = importlib.import_module(package)
+        return importlib.import_module(package)
     except ImportError as exc:
         raise ConfigError(f"workflows package {package!r} cannot be imported: {exc}") from exc
-    register = getattr(module, "register", None)
-    if not callable(register):
-        raise ConfigError(f"workflows package {package!r} has no register(setup) function")
-    register(setup)
+    except ValueError as exc:  # a malformed declaration (lockgate.declared) raised at import
+        raise ConfigError(f"workflow {package}: {exc}") from exc
+
+
+def declared_resources(package: str, module: ModuleType | None = None) -> tuple[Resource, ...]:
+    """The package's ``RESOURCES`` (none when it declares none); ConfigError if it is not Resources."""
+    module = module or import_workflow(package)
+    declared = getattr(module, "RESOURCES", ())
+    if isinstance(declared, Resource):
+        declared = (declared,)
+    if not isinstance(declared, (tuple, list)) or not all(isinstance(r, Resource) for r in declared):
+        raise ConfigError(
+            f"workflow {package}: RESOURCES must be a tuple of lockgate.Resource(...), got {declared!r:.80}"
+        )
+    return tuple(declared)
+
+
+def require_variables(package: str, resources: Sequence[Resource], environ: Mapping[str, str]) -> None:
+    """ConfigError for the first declared resource whose variable this function's environment lacks."""
+    for resource in resources:
+        if not environ.get(resource.variable, "").strip():
+            raise ConfigError(
+                f"workflow {package}: resource {resource.logical_id} needs the environment variable "
+                f"{resource.variable}, which this function does not set; in template.yaml add "
+                f"`{resource.template_line()}` to its Environment Variables (and run `lockgate check`)"
+            )
+
+
+def check_workflow_environment(packages: Sequence[str], environ: Mapping[str, str]) -> None:
+    """At a function's start: every configured workflow's declared variables are set (ConfigError if not)."""
+    for name in packages:
+        require_variables(name, declared_resources(name), environ)

@@ -39,6 +39,7 @@ _PUBLIC = {
     "SlackApprovals": _MODEL,
     "SourceConfig": _SOURCES,
     "ToolApproval": _MODEL,
+    "WorkflowsConfig": _MODEL,
     "load_config": _PARSING,
     "load_receipt_config": _SOURCES,
     "merge_tables": _FILES,
@@ -65,6 +66,7 @@ __all__ = [
     "SlackApprovals",
     "SourceConfig",
     "ToolApproval",
+    "WorkflowsConfig",
     "load_config",
     "load_receipt_config",
     "merge_tables",
@@ -87,6 +89,7 @@ if TYPE_CHECKING:
         ScheduleConfig,
         SlackApprovals,
         ToolApproval,
+        WorkflowsConfig,
     )
     from lockgate.config.parsing import load_config, parse_config
     from lockgate.config.sources import (

@@ -129,10 +129,19 @@ class ModelConfig:
 
 
 @dataclass(frozen=True)
+class WorkflowsConfig:
+    """Your workflows: packages beside the library (``workflows/NAME/``), each with ``register(setup)``."""
+
+    # Registered in this order; task names are unique across them. `package = "name"` (one
+    # package, the older spelling) is read as `packages = ["name"]`; giving both is an error.
+    packages: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class LockgateConfig(ReceiptConfig):
     """The whole file: the receiver's sections (``sources``, ``inbox``) and everything else."""
 
-    workflows_package: str | None = None
+    workflows: WorkflowsConfig = field(default_factory=WorkflowsConfig)
     approvals: ApprovalsConfig = field(default_factory=ApprovalsConfig)
     budget: BudgetConfig = field(default_factory=BudgetConfig)
     capacity: CapacityConfig = field(default_factory=CapacityConfig)

@@ -22,6 +22,7 @@ from lockgate.config.model import (
     Reviewer,
     ScheduleConfig,
     ToolApproval,
+    WorkflowsConfig,
 )
 from lockgate.config.prices import parse_models
 from lockgate.config.slack import parse_slack, parse_slack_user, unique_slack_users
@@ -39,11 +40,7 @@ def parse_config(raw: Mapping[str, Any], origin: str = "lockgate.toml") -> Lockg
     """Validate an already-parsed TOML document."""
     known_sections(raw, origin)
     sources, inbox = parse_sources(raw, origin), parse_inbox(raw, origin)
-    workflows = table(raw.get("workflows", {}), f"{origin}: [workflows]")
-    no_unknown(workflows, {"package"}, f"{origin}: [workflows]")
-    package = workflows.get("package")
-    if package is not None and not (isinstance(package, str) and package.isidentifier()):
-        raise ConfigError(f"{origin}: workflows.package must be a Python package name")
+    workflows = _workflows(table(raw.get("workflows", {}), f"{origin}: [workflows]"), origin)
     approvals = _approvals(table(raw.get("approvals", {}), f"{origin}: [approvals]"), origin)
     budget = _budget(table(raw.get("budget", {}), f"{origin}: [budget]"), origin)
     capacity = _capacity(table(raw.get("capacity", {}), f"{origin}: [capacity]"), origin)
@@ -52,13 +49,28 @@ def parse_config(raw: Mapping[str, Any], origin: str = "lockgate.toml") -> Lockg
     return LockgateConfig(
         sources=sources,
         inbox=inbox,
-        workflows_package=package,
+        workflows=workflows,
         approvals=approvals,
         budget=budget,
         schedules=schedules,
         capacity=capacity,
         models=models,
     )
+
+
+def _workflows(body: Mapping[str, Any], origin: str) -> WorkflowsConfig:
+    where = f"{origin}: [workflows]"
+    no_unknown(body, {"packages", "package"}, where)
+    if "package" in body and "packages" in body:
+        raise ConfigError(f'{where} has both package and packages: keep packages = ["name", ...] only')
+    # `package = "name"`, the one-package spelling of earlier releases, still means that one package.
+    packages = [body["package"]] if "package" in body else body.get("packages", [])
+    if not isinstance(packages, list) or not all(isinstance(p, str) and p.isidentifier() for p in packages):
+        raise ConfigError(f'{where} packages must be a list of Python package names, e.g. ["shop"]')
+    repeated = sorted({p for p in packages if packages.count(p) > 1})
+    if repeated:
+        raise ConfigError(f"{where} lists {', '.join(repeated)} more than once")
+    return WorkflowsConfig(packages=tuple(packages))
 
 
 def _capacity(body: Mapping[str, Any], origin: str) -> CapacityConfig:

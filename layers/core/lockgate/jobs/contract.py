@@ -67,6 +67,7 @@ class JobResources:
     clock: Clock
     log: Log
     metrics: Metrics
+    environ: Mapping[str, str] = field(default_factory=dict)  # the whole environment, for the workflows
 
     def name(self, variable: str) -> str:
         """A resource name from the environment; ConfigError if this function was not given it."""

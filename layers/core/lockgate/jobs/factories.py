@@ -185,10 +185,12 @@ def _ledger(resources: JobResources) -> Ledger:
 
 
 def _tasks(resources: JobResources) -> Mapping[str, Task]:
-    """The workflows package's tasks (for decision notices and reconcile hooks); no model is built."""
+    """The workflows packages' tasks (for decision notices and reconcile hooks); no model is built."""
     from lockgate.inbox.routing import Router
     from lockgate.workflows import Setup, load_workflows
 
-    setup = Setup(router=Router(), environ=resources.names, client=resources.client)
-    load_workflows(resources.config.workflows_package, setup)
+    # The whole environment, as the worker gives it: a workflow's variables need not look like names.
+    environ = {**resources.names, **resources.environ}
+    setup = Setup(router=Router(), environ=environ, client=resources.client, clock=resources.clock)
+    load_workflows(resources.config.workflows.packages, setup)
     return {task.name: task for task in setup.tasks}

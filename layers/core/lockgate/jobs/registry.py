@@ -47,6 +47,7 @@ class JobSpec:
     overlap: Overlap = Overlap.SKIP
     catch_up: CatchUp = CatchUp.ONCE
     flexible_minutes: int = 0  # Scheduler's flexible time window (0 = OFF)
+    loads_workflows: bool = False  # builds the workflows' tasks: a function running it checks them at start
 
     @property
     def expression(self) -> ScheduleExpression:
@@ -95,6 +96,7 @@ BUILTIN_JOBS: tuple[JobSpec, ...] = (
         factories.expire_approvals,
         "expire proposals past their decision or run window; tell the task",
         flexible_minutes=5,
+        loads_workflows=True,
     ),
     JobSpec(
         "reconcile-operations",
@@ -102,6 +104,7 @@ BUILTIN_JOBS: tuple[JobSpec, ...] = (
         factories.reconcile_operations,
         "resolve UNKNOWN ledger operations through the tool's reconcile hook, or escalate",
         flexible_minutes=5,
+        loads_workflows=True,
     ),
     JobSpec(
         "approval-digest",

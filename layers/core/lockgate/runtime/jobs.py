@@ -12,6 +12,7 @@ from lockgate.jobs.runner import JobRunner
 from lockgate.jobs.state import JobStateStore
 from lockgate.runtime.deps import Deps
 from lockgate.settings import JobsSettings
+from lockgate.workflows import check_workflow_environment
 
 
 @dataclass(frozen=True)
@@ -25,10 +26,20 @@ class JobsParts:
 
 
 def build_jobs(settings: JobsSettings, config: LockgateConfig, deps: Deps) -> JobsParts:
-    """The runner for ``settings``; each job is built from the function's names only when it runs."""
+    """The runner for ``settings``; each job is built from the function's names only when it runs.
+
+    When one of its jobs builds the workflows' tasks, their declared variables are checked here.
+    """
     store = JobStateStore(deps.client("dynamodb"), settings.state_table)
     jobs = only(job_registry(config), settings.jobs)
-    resources = JobResources(config, deps.client, settings.names, deps.clock, deps.log, deps.metrics)
+    environ = {**settings.names, **settings.environ}
+    if any(spec.loads_workflows for spec in jobs.values()):
+        # As the worker does at start: a workflow missing a declared variable stops the function
+        # now, with what to add to template.yaml, not at the first expiry or reconciliation.
+        check_workflow_environment(config.workflows.packages, environ)
+    resources = JobResources(
+        config, deps.client, settings.names, deps.clock, deps.log, deps.metrics, environ=environ
+    )
     runner = JobRunner(
         jobs=jobs,
         store=store,

@@ -2,7 +2,7 @@
 
 The handler, the tests, the chaos harness, the cost meter and the local stack all call
 ``build_worker`` with the function's settings, its clients and a clock, so what they run is what
-deploys: the workflows package registered, every task routed through one guarded agent loop with
+deploys: the workflows packages registered, every task routed through one guarded agent loop with
 the configured capacity controls, approvals wired in when the function has their tables.
 """
 
@@ -69,10 +69,13 @@ class WorkerParts:
 def build_worker(
     settings: WorkerSettings, config: LockgateConfig, deps: Deps, environ: Mapping[str, str]
 ) -> WorkerParts:
-    """The worker for ``settings``: the workflows package loaded (it reads its own names from ``environ``)."""
+    """The worker for ``settings``: the workflows packages loaded (they read their names from ``environ``).
+
+    A workflow whose declared resource has no variable in ``environ`` stops it here (ConfigError).
+    """
     router = Router()
     setup = Setup(router=router, environ=environ, client=deps.client, clock=deps.clock)
-    load_workflows(config.workflows_package, setup)
+    load_workflows(config.workflows.packages, setup)
     model = agent_tasks(setup, settings, config, deps)
     worker = inbox_worker(settings, config, router, deps)
     # SnapStart: every environment restored from the snapshot reseeds its jitter and drops the

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from lockgate.settings.environ import config_file, required, stage_name, whole_number
 
@@ -18,6 +18,7 @@ class JobsSettings:
     names: Mapping[str, str]  # resource names, secret references and LOCKGATE_* settings, for the factories
     jobs: frozenset[str]  # the jobs this function runs (JOBS, comma-separated); empty: every job
     stage: str | None = None  # LOCKGATE_STAGE: stages/<stage>.toml is merged over the config
+    environ: Mapping[str, str] = field(default_factory=dict)  # all of it: what the workflows' register sees
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> JobsSettings:
@@ -34,4 +35,5 @@ class JobsSettings:
                 or k.startswith("LOCKGATE_")
             },
             jobs=frozenset(j.strip() for j in environ.get("JOBS", "").split(",") if j.strip()),
+            environ=dict(environ),
         )
