@@ -20,7 +20,15 @@ def test_every_config_key_has_a_row_and_the_code_comment_is_its_meaning() -> Non
     comments = field_comments(InboxConfig)
     assert comments["max_attempts"].startswith("attempts before a delivery is set aside")
     assert f"| `max_attempts` | int | `5` | {comments['max_attempts']} |" in page
-    for key in ("scheme", "secrets", "daily_usd", "calls_per_admission", "catch_up", "reviewers_required"):
+    for key in (
+        "scheme",
+        "secrets",
+        "packages",
+        "daily_usd",
+        "calls_per_admission",
+        "catch_up",
+        "reviewers_required",
+    ):
         assert f"| `{key}` |" in page
 
 
@@ -31,6 +39,7 @@ def test_the_cli_page_lists_every_command_with_its_usage() -> None:
         "lockgate approvals approve",
         "lockgate secrets rotate-in",
         "lockgate eval",
+        "lockgate check",
     ):
         assert f"## `{command}`" in page
     assert "usage: lockgate inbox replay" in page

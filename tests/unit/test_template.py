@@ -16,7 +16,10 @@ from typing import Any
 import pytest
 
 from lockgate.config import load_config
+from lockgate_infra.cli.check import declarations
 from lockgate_infra.cli.iam import access, as_list, role_of, statements, translate
+from lockgate_infra.cli.template_check import FUNCTIONS as CHECKED_FUNCTIONS
+from lockgate_infra.cli.template_check import statement_on
 from lockgate_infra.local.template import load_template
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "template.yaml"
@@ -83,18 +86,7 @@ WORKER_ACCESS = {
         "arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:"
         "${SecretsPrefix}/anthropic-api-key-??????",
     ),
-    # The example shop's tools (workflows/shop/): exactly the calls they make.
-    ("dynamodb:GetItem", "ShopOrdersTable.Arn"),
-    ("dynamodb:UpdateItem", "ShopOrdersTable.Arn"),
-    ("dynamodb:Query", "${ShopOrdersTable.Arn}/index/by-customer"),
-    ("dynamodb:GetItem", "ShopPaymentsTable.Arn"),
-    ("dynamodb:PutItem", "ShopPaymentsTable.Arn"),
-    ("dynamodb:Scan", "ShopPaymentsTable.Arn"),  # list_refunds (the scheduled refund summary)
-    ("dynamodb:GetItem", "ShopMailTable.Arn"),
-    ("dynamodb:BatchGetItem", "ShopMailTable.Arn"),  # a run's earlier emails in one read
-    ("dynamodb:PutItem", "ShopMailTable.Arn"),
-    ("dynamodb:Query", "${ShopMailTable.Arn}/index/by-sender"),
-    ("ses:SendEmail", "arn:${AWS::Partition}:ses:${AWS::Region}:${AWS::AccountId}:identity/*"),
+    # (The workflows' tables and sender address: what their RESOURCES declare, see WORKFLOWS below.)
     # Approvals: it proposes (put, read; its pending limits are State rows) and reads decisions.
     ("dynamodb:PutItem", "ApprovalsTable.Arn"),
     ("dynamodb:GetItem", "ApprovalsTable.Arn"),
@@ -148,9 +140,9 @@ NOTIFIER_ACCESS = {
     ("ses:SendEmail", "arn:${AWS::Partition}:ses:${AWS::Region}:${AWS::AccountId}:identity/*"),
 }
 # The scheduled jobs: the sweep and expiry (Inbox, queue, DLQ), reconciliation (the ledger in State,
-# the shop's payments and mail through the reconcile hooks, escalation proposals), the digest (SES,
-# the link key to sign reviewers' links), prune, collect-batches (the model key), and the runner's
-# leases and heartbeats (State).
+# escalation proposals; the workflows' tables through the reconcile hooks, as they declare), the
+# digest (the link key to sign reviewers' links; its email as the workflow's declared address),
+# prune, collect-batches (the model key), and the runner's leases and heartbeats (State).
 JOBS_ACCESS = {
     ("dynamodb:DeleteItem", "${StateTable.Arn}/index/*"),
     ("dynamodb:DeleteItem", "InboxTable.Arn"),
@@ -159,8 +151,6 @@ JOBS_ACCESS = {
     ("dynamodb:GetItem", "ApprovalsTable.Arn"),
     ("dynamodb:GetItem", "DecisionsTable.Arn"),
     ("dynamodb:GetItem", "InboxTable.Arn"),
-    ("dynamodb:GetItem", "ShopMailTable.Arn"),
-    ("dynamodb:GetItem", "ShopPaymentsTable.Arn"),
     ("dynamodb:GetItem", "StateTable.Arn"),
     ("dynamodb:PutItem", "${StateTable.Arn}/index/*"),
     ("dynamodb:PutItem", "ApprovalsTable.Arn"),
@@ -184,7 +174,6 @@ JOBS_ACCESS = {
         "arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:"
         "${SecretsPrefix}/anthropic-api-key-??????",
     ),
-    ("ses:SendEmail", "arn:${AWS::Partition}:ses:${AWS::Region}:${AWS::AccountId}:identity/*"),
     ("sqs:SendMessage", "InboxDLQ.Arn"),
     ("sqs:SendMessage", "InboxQueue.Arn"),
     ("sqs:SendMessage", "ScheduledJobsDLQ.Arn"),  # the on-failure destination of its async invocations
@@ -203,8 +192,11 @@ EVAL_JOBS_ACCESS = {
     ("sqs:SendMessage", "ScheduledJobsDLQ.Arn"),
 }
 APPROVAL_FUNCTIONS = ("ApprovalCallbackFunction", "ApprovalNotifierFunction")
-# Least privilege, one row per function: exactly the data access its role grants. A function
-# added to the template without a row here fails test_given_every_function_then_it_has_a_row.
+# Least privilege, one row per function: exactly the data access its role grants on the library's
+# resources. A function added to the template without a row here fails
+# test_given_every_function_then_it_has_a_row. What the roles grant on the workflows' resources is
+# what their RESOURCES declare, exactly: `lockgate check` compares the two (tests/unit/test_check.py),
+# so adding a table means editing the declaration and the template, not this file.
 EXPECTED_ACCESS: dict[str, set[tuple[str, str]]] = {
     "WebhookReceiverFunction": RECEIVER_ACCESS,
     "AgentWorkerFunction": WORKER_ACCESS,
@@ -216,6 +208,11 @@ EXPECTED_ACCESS: dict[str, set[tuple[str, str]]] = {
 ALL_FUNCTIONS = tuple(EXPECTED_ACCESS)
 WRITE_ACTIONS = ("Put", "Update", "Delete", "BatchWrite", "TransactWrite", "Create", "Restore", "Import")
 SHOP_TABLES = ("ShopOrdersTable", "ShopPaymentsTable", "ShopMailTable")
+WORKFLOWS = declarations(
+    load_config(TEMPLATE.parent / "lockgate.toml").workflows.packages, TEMPLATE.parent / "workflows"
+)
+DECLARED = {resource.logical_id for resources in WORKFLOWS.values() for resource in resources}
+DECLARED_VARIABLES = {resource.variable for resources in WORKFLOWS.values() for resource in resources}
 
 
 # ------------------------------------------------------------------ loading and translating
@@ -252,12 +249,22 @@ def resolve(value: Any, parameters: dict[str, Any], cfn: dict[str, Any]) -> Any:
     return value
 
 
-def data_access(role: dict[str, Any]) -> set[tuple[str, str]]:
+def data_access(cfn: dict[str, Any], function_id: str) -> set[tuple[str, str]]:
+    """A function's data grants; for the worker's and the jobs' roles, on the library's resources only
+    (their statements on a workflow's declared resources are `lockgate check`'s)."""
+    role = role_of(cfn, function_id)
+    if function_id in CHECKED_FUNCTIONS.values():
+        role = {"Policies": [{"PolicyDocument": {"Statement": library_statements(role)}}]}
     return {
         (action, resource)
         for action, resource in access(role)
         if not action.startswith(BASIC_ACTION_PREFIXES)
     }
+
+
+def library_statements(role: dict[str, Any]) -> list[dict[str, Any]]:
+    """The statements of a role that are on no resource a workflow declares."""
+    return [s for s in statements(role) if not statement_on(s, DECLARED)]
 
 
 def functions(cfn: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -474,7 +481,7 @@ def test_given_every_function_then_it_has_a_row_in_the_least_privilege_table(cfn
 def test_given_a_function_role_then_it_grants_exactly_its_row_of_data_access(cfn, function_id):
     role = role_of(cfn, function_id)
     assert set(role.get("ManagedPolicyArns", [])) <= BASIC_MANAGED_POLICIES
-    assert data_access(role) == EXPECTED_ACCESS[function_id]
+    assert data_access(cfn, function_id) == EXPECTED_ACCESS[function_id]
 
 
 # What a role must never reach, whatever its row says: (function, action prefix, resource text, why).
@@ -522,7 +529,7 @@ def test_given_the_worker_role_then_it_has_exactly_its_data_access_and_only_the_
     role = role_of(cfn, "AgentWorkerFunction")
     # Not AWSLambdaSQSQueueExecutionRole: its queue permissions are on every queue ("*").
     assert set(role.get("ManagedPolicyArns", [])) <= BASIC_MANAGED_POLICIES
-    assert data_access(role) == WORKER_ACCESS
+    assert data_access(cfn, "AgentWorkerFunction") == WORKER_ACCESS
     secrets = {resource for action, resource in access(role) if action.startswith("secretsmanager:")}
     # The Claude API key and nothing else: not the webhook secrets, not the approval-link secret.
     assert secrets == {
@@ -540,24 +547,24 @@ def test_given_the_worker_role_then_it_sends_email_only_from_the_shops_address(c
     assert cfn["Parameters"]["ShopFromAddress"]["Default"] == "support@shop.example.com"
 
 
-def test_given_the_worker_then_it_is_told_where_the_shops_data_lives(cfn):
+def test_given_the_worker_then_it_gets_the_shops_settings_besides_its_declared_resources(cfn):
+    # (Each declared resource's variable, on the worker and the jobs: `lockgate check`.)
     variables = environment(cfn, "AgentWorkerFunction")
-    assert {name: variables.get(name) for name in variables if name.startswith("SHOP_")} == {
-        "SHOP_ORDERS_TABLE": {"Ref": "ShopOrdersTable"},
-        "SHOP_PAYMENTS_TABLE": {"Ref": "ShopPaymentsTable"},
-        "SHOP_MAIL_TABLE": {"Ref": "ShopMailTable"},
-        "SHOP_FROM_ADDRESS": {"Ref": "ShopFromAddress"},
+    settings = {name for name in variables if name.startswith("SHOP_")} - DECLARED_VARIABLES
+    assert {name: variables[name] for name in settings} == {
         "SHOP_HOST": "shop.example.com",
         "SHOP_MODEL": {"Ref": "ShopModelId"},
         "SHOP_OWNER_ADDRESS": "owner@shop.example.com",
     }
 
 
-def test_given_the_shop_tables_then_they_are_keyed_indexed_on_demand_and_encrypted(cfn):
-    for table_id in SHOP_TABLES:
+def test_given_the_workflows_tables_then_each_is_on_demand_and_encrypted_and_the_shops_are_keyed(cfn):
+    tables = set(resources_of_type(cfn, "AWS::DynamoDB::Table")) & DECLARED
+    assert set(SHOP_TABLES) <= tables
+    for table_id in tables:
         table = properties(cfn, table_id)
-        assert table["BillingMode"] == "PAY_PER_REQUEST"
-        assert table["SSESpecification"] == {"SSEEnabled": True}
+        assert table["BillingMode"] == "PAY_PER_REQUEST", table_id
+        assert table["SSESpecification"] == {"SSEEnabled": True}, table_id
     keys = {t: properties(cfn, t)["KeySchema"] for t in SHOP_TABLES}
     assert keys == {
         "ShopOrdersTable": [{"AttributeName": "order_id", "KeyType": "HASH"}],
@@ -776,7 +783,7 @@ def test_given_the_approval_notifier_role_then_it_has_exactly_its_access_and_ema
     role = role_of(cfn, "ApprovalNotifierFunction")
     # Not AWSLambdaDynamoDBExecutionRole: its stream permissions are on every stream ("*").
     assert set(role.get("ManagedPolicyArns", [])) <= BASIC_MANAGED_POLICIES
-    assert data_access(role) == NOTIFIER_ACCESS
+    assert data_access(cfn, "ApprovalNotifierFunction") == NOTIFIER_ACCESS
     (statement,) = (s for s in statements(role) if "ses:SendEmail" in as_list(s["Action"]))
     assert statement["Condition"] == {"StringEquals": {"ses:FromAddress": {"Ref": "ShopFromAddress"}}}
 

@@ -106,8 +106,7 @@ def build_world(
 
     ``workflows``: the variables the workflows declare (``rig.workflow_environment``), as deployed.
     """
-    config = chaos_config()
-    metrics = CountingMetrics()
+    config, metrics = chaos_config(), CountingMetrics()
     environ = {
         **workflows,
         "HELPDESK_SECRET": HELPDESK_SECRET,

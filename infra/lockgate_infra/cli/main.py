@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from lockgate_infra.cli.approvals import add_approvals_parser, run_approvals
+from lockgate_infra.cli.check import add_check_parser, run_check
 from lockgate_infra.cli.inbox import add_inbox_parsers
 from lockgate_infra.cli.jobs import add_jobs_parser, run_jobs
 from lockgate_infra.cli.secrets import add_secrets_parser, run_secrets
@@ -53,6 +54,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     iam.add_argument("--template", type=Path, default=ROOT / "template.yaml")
     iam.set_defaults(run=_iam_report)
+    add_check_parser(commands, run=lambda args: run_check(args, ROOT))
     approvals = add_approvals_parser(commands, default_config=ROOT / "lockgate.toml", run=_approvals)
     spend = add_spend_parser(commands, run=_spend)
     add_eval_parser(commands, run=run_eval)

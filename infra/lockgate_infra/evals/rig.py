@@ -42,6 +42,7 @@ from lockgate.model.price_table import PriceTable
 from lockgate_infra.evals.isolation import isolated_aws
 from lockgate_infra.evals.judge_trust import judge_note
 from lockgate_infra.evals.models import LOG, EvalSetupError, Models, ModelSpec, parse_model
+from lockgate_infra.evals.suites import evals_dirs, find_suite, suite_folder
 
 
 def _project_root(here: Path) -> Path:
@@ -225,11 +226,6 @@ class TaskTrials:
         )
 
 
-def _suite_folder(suite: Suite) -> Path:
-    """Where a suite's calibration files sit: beside its case file (its workflow's ``evals/``)."""
-    return Path(suite.origin).parent if suite.origin != "<memory>" else evals_dir()
-
-
 def _prompt(task: Task) -> tuple[str, list[dict[str, Any]]]:
     return task.system_prompt(), [t.schema() for t in task.tools]
 
@@ -242,37 +238,6 @@ def eval_prices(config_path: Path = ROOT / "lockgate.toml") -> PriceTable:
 def evals_dir(config_path: Path = ROOT / "lockgate.toml") -> Path:
     """The first workflows package's ``evals/`` folder (the shop's, as shipped)."""
     return evals_dirs(config_path)[0]
-
-
-def evals_dirs(config_path: Path = ROOT / "lockgate.toml") -> list[Path]:
-    """Each workflows package's ``evals/`` folder, in the config's order."""
-    packages = load_config(config_path).workflows.packages
-    if not packages:
-        raise EvalSetupError("no [workflows] packages in the config, so there are no eval cases")
-    return [
-        Path(str(importlib.import_module(package).__file__)).resolve().parent / "evals"
-        for package in packages
-    ]
-
-
-def find_suite(task: str, directories: Path | Sequence[Path]) -> Suite:
-    """The suite file in ``directories`` (each workflow's ``evals/``) whose ``task`` is this task."""
-    folders = [directories] if isinstance(directories, Path) else list(directories)
-    matches = []
-    for path in sorted(p for folder in folders for p in [*folder.glob("*.toml"), *folder.glob("*.json")]):
-        text = path.read_text(encoding="utf-8")
-        if "[[cases]]" in text or '"cases"' in text:
-            suite = load_suite(path)
-            if suite.task == task:
-                matches.append(suite)
-    if not matches:
-        where = ", ".join(str(folder) for folder in folders)
-        raise EvalSetupError(f"no eval cases for task {task!r} in {where} (a *.toml with task = {task!r})")
-    if len(matches) > 1:
-        raise EvalSetupError(
-            f"several case files are for {task!r}: {', '.join(s.origin for s in matches)}; use --cases"
-        )
-    return matches[0]
 
 
 def run_task_evals(
@@ -293,7 +258,7 @@ def run_task_evals(
     import os
 
     environ = os.environ if environ is None else environ
-    suite = load_suite(cases) if cases else find_suite(task, evals_dirs())
+    suite = load_suite(cases) if cases else find_suite(task, evals_dirs(ROOT / "lockgate.toml"))
     if suite.task != task:
         raise EvalSetupError(f"{suite.origin} is for task {suite.task!r}, not {task!r}")
     if only:
@@ -317,7 +282,7 @@ def run_task_evals(
             progress=progress,
         )
         if grader is not None and judge == "stub":  # the offline judge says what it is worth
-            report.notes.append(judge_note(task, grader, _suite_folder(suite)))
+            report.notes.append(judge_note(task, grader, suite_folder(suite) or evals_dir()))
     if results_dir is not None:
         ResultsStore(results_dir).save(report)
     return report

@@ -1,0 +1,94 @@
+"""``lockgate check``: what the workflows declare (their ``RESOURCES``) against ``template.yaml``.
+
+It prints one line per finding (``lockgate_infra.cli.template_check``): a declared resource the
+template lacks, a variable a function does not set, an action a role does not allow, an action a
+role allows on a declared resource that no workflow declares, a package a function does not ship.
+Exit codes: 0 nothing missing or broader; 1 findings; 2 it could not run (a template or config it
+cannot read, a workflows package that cannot be imported, a malformed declaration).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TextIO
+
+from lockgate.config import load_config
+from lockgate.declared import Resource
+from lockgate.workflows import declared_resources
+from lockgate_infra.failures import FAILED, OK
+
+
+def add_check_parser(commands: Any, run: Callable[[argparse.Namespace], int]) -> argparse.ArgumentParser:
+    """``lockgate check``."""
+    check: argparse.ArgumentParser = commands.add_parser(
+        "check",
+        help="compare what the workflows declare (RESOURCES) with template.yaml; one line per finding",
+        description=(
+            "For each workflows package in lockgate.toml, read its RESOURCES and compare them with "
+            "template.yaml: each resource is defined, the worker and the scheduled jobs set its "
+            "variable, their roles allow each declared action and no other on it, and the functions "
+            "that import workflows ship the package. Exit 0 when nothing is missing or broader, "
+            "1 with one line per finding, 2 when it cannot run."
+        ),
+    )
+    check.add_argument(
+        "--template",
+        type=Path,
+        default=None,
+        help="the template to read (default: template.yaml in the current folder, else this checkout's); "
+        "its folder's workflows/ is where the packages are imported from first",
+    )
+    check.add_argument(
+        "--config", type=Path, default=None, help="lockgate.toml (default: the one beside the template)"
+    )
+    check.set_defaults(run=run)
+    return check
+
+
+def run_check(args: argparse.Namespace, root: Path, out: TextIO | None = None) -> int:
+    """Print each finding (or one line saying there are none); FAILED when there are findings."""
+    out = out or sys.stdout
+    from lockgate_infra.cli.iam import translate
+    from lockgate_infra.cli.template_check import check_packaging, check_template
+    from lockgate_infra.local.template import load_template
+
+    here = Path("template.yaml")
+    template = args.template or (here if here.is_file() else root / "template.yaml")
+    sam_template = load_template(template)
+    packages = load_config(args.config or template.parent / "lockgate.toml").workflows.packages
+    declared = declarations(packages, template.parent / "workflows")
+    findings = check_template(translate(sam_template), declared)
+    findings += check_packaging(sam_template, template.parent, packages)
+    for finding in findings:
+        print(finding, file=out)
+    if findings:
+        return FAILED
+    count = sum(len(resources) for resources in declared.values())
+    named = ", ".join(packages) or "none ([workflows] packages is empty)"
+    print(f"ok: {template.name} gives each workflow ({named}) its {count} declared resources", file=out)
+    return OK
+
+
+def declarations(packages: Sequence[str], folder: Path) -> dict[str, tuple[Resource, ...]]:
+    """Each package's ``RESOURCES``, imported from ``folder`` first (your fork's workflows/)."""
+    with _first_on_path(folder):
+        return {package: declared_resources(package) for package in packages}
+
+
+@contextmanager
+def _first_on_path(folder: Path) -> Iterator[None]:
+    # A project's own workflows/ wins over an installed copy of the same package, so checking a
+    # copy of the repository (or another fork) reads that copy's declarations.
+    entry = str(folder.resolve())
+    added = folder.is_dir() and entry not in sys.path
+    if added:
+        sys.path.insert(0, entry)
+    try:
+        yield
+    finally:
+        if added:
+            sys.path.remove(entry)
