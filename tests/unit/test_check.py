@@ -274,6 +274,20 @@ def test_given_an_extra_action_in_the_template_then_the_command_prints_it_and_ex
     )
 
 
+def test_given_no_workflows_then_there_is_nothing_to_compare_and_the_command_says_so(
+    repository: Path, capsys
+) -> None:
+    config = repository / "lockgate.toml"
+    config.write_text(
+        config.read_text(encoding="utf-8").replace('packages = ["shop"]', "packages = []"), encoding="utf-8"
+    )
+    code = cli.main(["check", "--template", str(repository / "template.yaml")])
+    assert (code, capsys.readouterr().out) == (
+        0,
+        "ok: lockgate.toml lists no workflows ([workflows] packages), so there is nothing to compare\n",
+    )
+
+
 def test_given_a_workflow_that_cannot_be_imported_then_the_command_says_which_and_exits_2(
     repository: Path, capsys
 ) -> None:

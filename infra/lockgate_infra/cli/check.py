@@ -68,8 +68,14 @@ def run_check(args: argparse.Namespace, root: Path, out: TextIO | None = None) -
     if findings:
         return FAILED
     count = sum(len(resources) for resources in declared.values())
-    named = ", ".join(packages) or "none ([workflows] packages is empty)"
-    print(f"ok: {template.name} gives each workflow ({named}) its {count} declared resources", file=out)
+    if packages:
+        named = ", ".join(packages)
+        print(f"ok: {template.name} gives each workflow ({named}) its {count} declared resources", file=out)
+    else:
+        print(
+            "ok: lockgate.toml lists no workflows ([workflows] packages), so there is nothing to compare",
+            file=out,
+        )
     return OK
 
 
