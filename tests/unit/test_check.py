@@ -250,28 +250,75 @@ def test_given_a_clean_copy_then_the_command_says_so_and_exits_0(repository: Pat
     )
 
 
-def test_given_an_extra_action_in_the_template_then_the_command_prints_it_and_exits_1(
-    repository: Path, capsys
-) -> None:
-    # Given the shop's orders statement on the worker's role widened with DeleteItem
-    template = repository / "template.yaml"
-    text = template.read_text(encoding="utf-8")
-    widened = text.replace(
+def _without_the_payments_table(text: str) -> str:
+    start = text.index("  ShopPaymentsTable:\n")
+    return text[:start] + text[text.index("  # Customers' emails", start) :]
+
+
+def _without_the_jobs_mail_variable(text: str) -> str:
+    line = "          SHOP_MAIL_TABLE: !Ref ShopMailTable\n"
+    jobs = text.index("  ScheduledJobsFunction:")
+    return text[:jobs] + text[jobs:].replace(line, "", 1)
+
+
+def _without_the_scan(text: str) -> str:
+    return text.replace(
+        "                  - dynamodb:Scan # list_refunds: a day's refunds for the scheduled summary\n", ""
+    )
+
+
+def _with_a_delete(text: str) -> str:
+    return text.replace(
         "                  - dynamodb:UpdateItem\n                Resource: !GetAtt ShopOrdersTable.Arn",
         "                  - dynamodb:UpdateItem\n                  - dynamodb:DeleteItem\n"
         "                Resource: !GetAtt ShopOrdersTable.Arn",
     )
-    assert widened != text
-    template.write_text(widened, encoding="utf-8")
-    # When the check runs on that copy
-    code = cli.main(["check", "--template", str(template)])
-    # Then it prints the one finding and fails
-    assert (code, capsys.readouterr().out) == (
-        1,
+
+
+TEMPLATE_EDITS = [
+    (
+        "a-missing-table",
+        _without_the_payments_table,
+        "missing resource: ShopPaymentsTable (declared by workflow shop) is not in template.yaml; "
+        "add it under Resources",
+    ),
+    (
+        "a-missing-variable",
+        _without_the_jobs_mail_variable,
+        "missing variable: ScheduledJobsFunction does not set SHOP_MAIL_TABLE (workflow shop finds "
+        "ShopMailTable through it); add `SHOP_MAIL_TABLE: !Ref ShopMailTable` to its Environment Variables",
+    ),
+    (
+        "a-missing-action",
+        _without_the_scan,
+        "missing action: AgentWorkerRole does not allow dynamodb:Scan on ShopPaymentsTable (workflow shop, "
+        "for the worker); add it to a statement on !GetAtt ShopPaymentsTable.Arn",
+    ),
+    (
+        "an-extra-action",
+        _with_a_delete,
         "broader than declared: AgentWorkerRole allows dynamodb:DeleteItem on ShopOrdersTable, which no "
         "workflow declares for the worker; remove it from the role, or add it to worker= in workflow "
-        "shop's RESOURCES\n",
-    )
+        "shop's RESOURCES",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("edit", "line"), [e[1:] for e in TEMPLATE_EDITS], ids=[e[0] for e in TEMPLATE_EDITS]
+)
+def test_given_an_edited_template_then_the_command_prints_the_finding_and_exits_1(
+    repository: Path, capsys, edit: Callable[[str], str], line: str
+) -> None:
+    # Given a copy of the repository whose template.yaml lost (or gained) one thing the shop declares
+    template = repository / "template.yaml"
+    text = template.read_text(encoding="utf-8")
+    assert edit(text) != text
+    template.write_text(edit(text), encoding="utf-8")
+    # When the check runs on that copy
+    code = cli.main(["check", "--template", str(template)])
+    # Then it prints that one finding and fails
+    assert (code, capsys.readouterr().out) == (1, line + "\n")
 
 
 def test_given_no_workflows_then_there_is_nothing_to_compare_and_the_command_says_so(
