@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 # An IAM action as a policy spells it: service prefix, colon, action name (wildcards allowed).
 _ACTION = re.compile(r"^[a-z0-9-]+:[A-Za-z0-9*?]+$")
@@ -71,7 +71,7 @@ class Resource:
     jobs: tuple[str, ...] = ()
     """IAM actions the scheduled jobs' role needs on it (tools' ``reconcile`` hooks)."""
 
-    parts: tuple[Part, ...] = field(default=())
+    parts: tuple[Part, ...] = ()
     """Its parts with ARNs of their own (indexes) and the actions on each."""
 
     def __post_init__(self) -> None:
@@ -89,6 +89,8 @@ class Resource:
 
     def needs(self, function: str) -> Iterator[tuple[str, str]]:
         """Each (part path, action) ``function``'s role needs: "" is the resource itself."""
+        if function not in FUNCTIONS:
+            raise ValueError(f"{function!r} runs no workflow code; the functions are {', '.join(FUNCTIONS)}")
         yield from (("", action) for action in getattr(self, function))
         for part in self.parts:
             yield from ((part.path, action) for action in getattr(part, function))
