@@ -34,7 +34,7 @@ from tests.agent.conftest import AgentRig, event
 from tests.agent.test_batches import SEND, job
 from tests.agent.test_loop import say, tools_turn
 from tests.agent.toolkit import Effects, make_task
-from tests.support import LOG, PRICES, TEST_CONFIG, function_env, state_row
+from tests.support import LOG, PRICES, TEST_CONFIG, function_env, state_row, workflow_env
 
 ALIAS = "claude-3-5-haiku-latest"  # the issue's id: not in the published table
 HAIKU_3_5 = Price(input=0.80, output=4.00, cache_read=0.08)  # what [models."claude-3-5-haiku"] says
@@ -70,8 +70,11 @@ def deps(rig: AgentRig) -> Deps:
 
 
 def start(rig: AgentRig, deployment: LockgateConfig, *tasks: Any) -> Setup:
-    """The worker's agent side for these tasks, as build_worker wires it (raises what it raises)."""
-    setup = Setup(router=Router(), environ={}, client=rig.aws.client, clock=rig.clock)
+    """The worker's agent side for these tasks, as build_worker wires it (raises what it raises).
+
+    The tasks are registered as workflow shop's, as ``load_workflows`` registers a package's.
+    """
+    setup = Setup(router=Router(), environ={}, client=rig.aws.client, clock=rig.clock, workflow="shop")
     for task in tasks:
         setup.add_task(task)
     agent_tasks(setup, WorkerSettings.from_env(environment(rig)), deployment, deps(rig))
@@ -193,12 +196,7 @@ def test_given_config_prices_then_a_batched_step_is_held_and_settled_at_them(rig
 
 def test_given_shop_model_names_an_unknown_id_then_the_shop_worker_refuses_to_start(rig: AgentRig) -> None:
     # Given the deployed worker's environment with the template's ShopModelId set to the alias
-    shop_tables = {
-        "SHOP_ORDERS_TABLE": rig.aws.names["ShopOrdersTable"],
-        "SHOP_PAYMENTS_TABLE": rig.aws.names["ShopPaymentsTable"],
-        "SHOP_MAIL_TABLE": rig.aws.names["ShopMailTable"],
-    }
-    environ = {**environment(rig), **shop_tables, "SHOP_MODEL": ALIAS}
+    environ = {**environment(rig), **workflow_env(), "SHOP_MODEL": ALIAS}
     settings = WorkerSettings.from_env(environ)
     # When the worker is built, then the shop's task is refused with the model it was given
     with pytest.raises(ConfigError) as refused:

@@ -143,13 +143,16 @@ class Task:
         return None
 
 
-def require_priced_models(tasks: Sequence[Task], prices: PriceTable, workflow: str | None) -> None:
+def require_priced_models(
+    tasks: Sequence[Task], prices: PriceTable, workflow_of: Callable[[str], str] = lambda _: ""
+) -> None:
     """ConfigError at start for the first model id a task sets that ``prices`` does not know.
 
-    The error names the workflow, the task and the field, so a mistyped or new id is fixed before
-    any call is priced at a guess.
+    The error names the workflow (``workflow_of(task name)``), the task and the field, so a
+    mistyped or new id is fixed before any call is priced at a guess.
     """
-    owner = f"workflow {workflow}, " if workflow else ""
     for task in tasks:
+        workflow = workflow_of(task.name)
+        owner = f"workflow {workflow}, " if workflow else ""
         for setting, model in task.model_settings():
             prices.require(model, f"{owner}task {task.name}: {setting}")

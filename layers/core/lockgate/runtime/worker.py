@@ -164,7 +164,7 @@ def build_agent(
     ConfigError when a task or ``[capacity.models]`` names a model id without a price.
     """
     prices = PriceTable.for_deployment(config)
-    require_priced_models(setup.tasks, prices, config.workflows_package)
+    require_priced_models(setup.tasks, prices, setup.workflow_of)
     capacity, budget = config.capacity, settings.budget(config.budget)
     dynamodb, table, clock = deps.client("dynamodb"), settings.state_table, deps.clock
     model = model or model_client(settings, config, deps)
