@@ -14,13 +14,29 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 setup: $(STAMP)
 
-# The dev environment from its pinned, hashed lock (requirements-dev.txt, `make lock`); then the two
-# local packages, editable and without dependencies (the lock has them all).
-$(STAMP): pyproject.toml layers/core/pyproject.toml requirements-dev.txt
+# uv installs the dev lock in seconds, pip in minutes. The project brings uv itself: pip installs it
+# into .venv from its own hashed lock (requirements-uv.txt). Where that fails (no uv wheel for this
+# platform, say), or with `make setup INSTALLER=pip`, pip installs everything, as it always did.
+INSTALLER ?= uv
+PIP_INSTALL = $(BIN)/python -m pip install --quiet
+# uv reads no pip.conf: it is told PyPI, no uv.toml of the machine's, and the one .venv. It compiles
+# bytecode as pip does, or every import would compile it again (PYTHONDONTWRITEBYTECODE is common).
+UV_INSTALL = $(BIN)/uv pip install --quiet --python $(BIN)/python --no-config \
+	--default-index https://pypi.org/simple --compile-bytecode
+
+# The dev environment from its pinned, hashed lock (requirements-dev.txt, `make lock`), every file
+# checked against its hash; then the two local packages, editable and without dependencies (the
+# lock has them all).
+$(STAMP): pyproject.toml layers/core/pyproject.toml requirements-dev.txt requirements-uv.txt
 	@test -n "$(PYTHON313)" || { echo "Python 3.13 not found: install it (e.g. pyenv install 3.13) or set PYTHON313=/path/to/python3.13"; exit 1; }
 	@test -x $(BIN)/python || $(PYTHON313) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --require-hashes -r requirements-dev.txt
-	$(BIN)/python -m pip install --quiet --no-deps -e layers/core -e .
+	@test "$(INSTALLER)" != uv || $(PIP_INSTALL) --only-binary :all: --require-hashes -r requirements-uv.txt \
+		2>$(VENV)/uv-install.log || echo "uv could not be installed ($(VENV)/uv-install.log says why): pip installs instead, in minutes"
+	@if test "$(INSTALLER)" = uv && test -x $(BIN)/uv; then echo "uv installs requirements-dev.txt into $(VENV)"; \
+		$(UV_INSTALL) --require-hashes -r requirements-dev.txt && $(UV_INSTALL) --no-deps -e layers/core -e .; \
+	else echo "pip installs requirements-dev.txt into $(VENV)"; \
+		$(PIP_INSTALL) --require-hashes -r requirements-dev.txt && $(PIP_INSTALL) --no-deps -e layers/core -e .; \
+	fi
 	@touch $@
 
 demo: $(STAMP)
@@ -111,8 +127,9 @@ destroy: $(STAMP)
 	$(BIN)/python -m lockgate_infra.deploy destroy $(STAGE_ARGS)
 
 # Re-pin every lock from its list: the dev environment's (both pyproject.toml files, extra dev), the
-# layer's (layers/core/requirements.in, with the dev pins as constraints: tests run what ships) and
-# each function's (with the layer's pins as constraints).
+# layer's (layers/core/requirements.in, with the dev pins as constraints: tests run what ships), uv's
+# (requirements-uv.in, what `make setup` installs with) and each function's (with the layer's pins
+# as constraints). pip-compile writes them all, whichever installer `make setup` used.
 # Run with Python 3.13 (the Lambda runtime); commit the results.
 # Versions that still fit are kept; `make lock UPGRADE=1` moves every pin to the newest that fits.
 PIP_COMPILE = CUSTOM_COMPILE_COMMAND="make lock" $(CURDIR)/$(BIN)/pip-compile --quiet --generate-hashes --strip-extras \
@@ -125,6 +142,7 @@ lock: $(STAMP)
 		-o requirements-dev.txt layers/core/pyproject.toml pyproject.toml
 	rm -rf build/lock-wheels
 	cd layers/core && $(PIP_COMPILE) --allow-unsafe -o requirements.txt requirements.in
+	$(PIP_COMPILE) --allow-unsafe -o requirements-uv.txt requirements-uv.in
 	@for f in $(LOCKED_FUNCTIONS); do echo "lock functions/$$f"; \
 		(cd functions/$$f && $(PIP_COMPILE) --allow-unsafe -o requirements.txt requirements.in) || exit 1; done
 
