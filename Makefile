@@ -26,16 +26,16 @@ UV_INSTALL = $(BIN)/uv pip install --quiet --python $(BIN)/python --no-config \
 
 # The dev environment from its pinned, hashed lock (requirements-dev.txt, `make lock`), every file
 # checked against its hash; then the two local packages, editable and without dependencies (the
-# lock has them all).
+# lock has them all), built by the lock's setuptools (no build environment fetched unhashed).
 $(STAMP): pyproject.toml layers/core/pyproject.toml requirements-dev.txt requirements-uv.txt
 	@test -n "$(PYTHON313)" || { echo "Python 3.13 not found: install it (e.g. pyenv install 3.13) or set PYTHON313=/path/to/python3.13"; exit 1; }
 	@test -x $(BIN)/python || $(PYTHON313) -m venv $(VENV)
 	@test "$(INSTALLER)" != uv || $(PIP_INSTALL) --only-binary :all: --require-hashes -r requirements-uv.txt \
 		2>$(VENV)/uv-install.log || echo "uv could not be installed ($(VENV)/uv-install.log says why): pip installs instead, in minutes"
 	@if test "$(INSTALLER)" = uv && test -x $(BIN)/uv; then echo "uv installs requirements-dev.txt into $(VENV)"; \
-		$(UV_INSTALL) --require-hashes -r requirements-dev.txt && $(UV_INSTALL) --no-deps -e layers/core -e .; \
+		$(UV_INSTALL) --require-hashes -r requirements-dev.txt && $(UV_INSTALL) --no-build-isolation --no-deps -e layers/core -e .; \
 	else echo "pip installs requirements-dev.txt into $(VENV)"; \
-		$(PIP_INSTALL) --require-hashes -r requirements-dev.txt && $(PIP_INSTALL) --no-deps -e layers/core -e .; \
+		$(PIP_INSTALL) --require-hashes -r requirements-dev.txt && $(PIP_INSTALL) --no-build-isolation --no-deps -e layers/core -e .; \
 	fi
 	@touch $@
 

@@ -41,7 +41,8 @@ def test_given_a_fresh_clone_then_uv_installs_the_dev_lock_with_every_hash_requi
     assert "--require-hashes -r requirements-uv.txt" in bootstrap
     assert "--only-binary :all:" in bootstrap
     # And where uv is there, it installs requirements-dev.txt with every hash required, from PyPI,
-    # into .venv, compiling bytecode; then the two local packages, editable, without dependencies
+    # into .venv, compiling bytecode; then the two local packages, editable, without dependencies,
+    # built with the lock's own setuptools
     (branches,) = _BRANCHES.findall(recipe)
     test, uv, pip = branches
     assert test == 'test "uv" = uv && test -x .venv/bin/uv'
@@ -52,11 +53,13 @@ def test_given_a_fresh_clone_then_uv_installs_the_dev_lock_with_every_hash_requi
             assert option in command
         assert "--default-index https://pypi.org/simple" in command
     assert lock.endswith("--require-hashes -r requirements-dev.txt")
-    assert local.endswith("--no-deps -e layers/core -e .")
+    assert local.endswith("--no-build-isolation --no-deps -e layers/core -e .")
     # And pip, the fallback, installs the very same lock the same way
     lock, local = installs(pip)
     assert lock == ".venv/bin/python -m pip install --quiet --require-hashes -r requirements-dev.txt"
-    assert local == ".venv/bin/python -m pip install --quiet --no-deps -e layers/core -e ."
+    assert local == (
+        ".venv/bin/python -m pip install --quiet --no-build-isolation --no-deps -e layers/core -e ."
+    )
 
 
 def test_given_installer_pip_then_uv_is_neither_installed_nor_used() -> None:
