@@ -1,0 +1,203 @@
+"""Fresh-clone setup: `make setup` in a new clone of HEAD, with uv (cold and warm cache) vs pip alone.
+
+Each sample clones HEAD (committed work only) into a temporary folder and times `make setup` there,
+as a new user's first `make demo` or `make test` does: wall time, and CPU time (user + system of
+make and everything it ran, from the children's rusage; on a shared machine the CPU time moves
+less than the wall time). Four set-ups, each in its own clone:
+
+- uv, cold: empty uv and pip caches (a fresh machine, CI): pip fetches uv, uv fetches the lock;
+- uv, warm: the same caches again (a second clone on the same machine);
+- pip, cold: ``make setup INSTALLER=pip`` (the fallback where uv cannot be had), empty pip cache;
+- pip, warm: the same pip cache again.
+
+The baseline is pip, cold, measured in the same repeat; each ratio is taken within a repeat. After
+each sample the new ``.venv`` must hold the same packages at the same versions (uv itself aside),
+import the project, and carry compiled bytecode. It needs PyPI, and takes about 6 minutes a repeat
+on 2 cores, so it is not in ``make bench``: ``make bench-setup`` runs it and records it in
+``benchmarks/RESULTS.md``.
+
+Run: ``python -m benchmarks.setup_time [--repeats 2]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+# (name, installer, cache: "cold" empties the caches first, "warm" keeps the previous sample's)
+SETUPS = [("uv, cold cache", "uv", "cold"), ("uv, warm cache", "uv", "warm"),
+          ("pip, cold cache", "pip", "cold"), ("pip, warm cache", "pip", "warm")]  # fmt: skip
+BASELINE = "pip, cold cache"
+# A fresh clone is set up in under half of pip's time, with uv's cache empty (a new machine).
+TARGET_RATIO = 0.5
+IMPORTS = "import lockgate, lockgate_infra, shop, moto, anthropic"
+# What a `make bench-setup` (or a venv) around this process would hand the clone's make.
+LEFT_OUT = ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "VIRTUAL_ENV", "PYTHONPATH")
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One `make setup` in a fresh clone."""
+
+    setup: str
+    wall: float
+    cpu: float
+    packages: frozenset[str]  # name==version, as pip lists them (editables and uv left out)
+    compiled: int  # .pyc files under site-packages
+    load: float  # the 1-minute load average as it started
+
+
+def environment(caches: Path) -> dict[str, str]:
+    """This process's environment for a stranger's shell: no make of ours around it, no venv of ours."""
+    ours = str(ROOT / ".venv" / "bin")
+    env = {k: v for k, v in os.environ.items() if k not in LEFT_OUT}
+    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if p != ours)
+    env["UV_CACHE_DIR"] = str(caches / "uv")
+    env["PIP_CACHE_DIR"] = str(caches / "pip")
+    return env
+
+
+def clone(commit: str, into: Path) -> Path:
+    """A fresh clone of ``commit``, as `git clone` gives a new user."""
+    folder = into / "lockgate"
+    subprocess.run(["git", "clone", "--quiet", "--no-checkout", str(ROOT), str(folder)], check=True)  # noqa: S607
+    subprocess.run(["git", "-C", str(folder), "checkout", "--quiet", "--detach", commit], check=True)  # noqa: S607
+    return folder
+
+
+def timed_setup(folder: Path, installer: str, env: dict[str, str]) -> tuple[float, float]:
+    """Wall and CPU seconds of `make setup` in ``folder``; fails loudly if setup fails."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.monotonic()
+    done = subprocess.run(
+        ["make", "--no-print-directory", "setup", f"INSTALLER={installer}"],  # noqa: S607
+        cwd=folder, env=env, capture_output=True, text=True, check=False, timeout=1800,
+    )  # fmt: skip
+    wall = time.monotonic() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode:
+        raise RuntimeError(f"make setup INSTALLER={installer} failed:\n{done.stdout}\n{done.stderr}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
+
+
+def inspect(folder: Path, env: dict[str, str]) -> tuple[frozenset[str], int]:
+    """What the new .venv holds (it must import the project), and how many files it has compiled."""
+    python = str(folder / ".venv" / "bin" / "python")
+    subprocess.run([python, "-c", IMPORTS], cwd=folder, env=env, check=True, timeout=300)  # noqa: S603
+    listed = subprocess.run(  # noqa: S603 - the clone's own pip
+        [python, "-m", "pip", "list", "--format=freeze", "--exclude-editable"],
+        cwd=folder, env=env, capture_output=True, text=True, check=True, timeout=300,
+    ).stdout.split()  # fmt: skip
+    packages = frozenset(p.lower() for p in listed if not p.lower().startswith("uv=="))
+    compiled = sum(1 for _ in (folder / ".venv" / "lib").rglob("*.pyc"))
+    return packages, compiled
+
+
+def sample(commit: str, setup: str, installer: str, caches: Path, scratch: Path) -> Sample:
+    """`make setup` once in a new clone; the clone is removed afterwards, the caches are kept."""
+    env = environment(caches)
+    load = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory(dir=scratch) as where:
+        folder = clone(commit, Path(where))
+        wall, cpu = timed_setup(folder, installer, env)
+        packages, compiled = inspect(folder, env)
+    return Sample(setup, wall, cpu, packages, compiled, load)
+
+
+def repeat(commit: str, scratch: Path) -> dict[str, Sample]:
+    """Each set-up once; "cold" starts from empty caches, "warm" reuses the sample before it."""
+    samples: dict[str, Sample] = {}
+    caches = scratch
+    for setup, installer, cache in SETUPS:
+        if cache == "cold":
+            caches = Path(tempfile.mkdtemp(prefix="caches-", dir=scratch))
+        print(f"  {setup} ...", file=sys.stderr, flush=True)
+        samples[setup] = sample(commit, setup, installer, caches, scratch)
+        print(f"  {setup}: {samples[setup].wall:.1f} s wall, {samples[setup].cpu:.1f} s CPU", file=sys.stderr)
+    return samples
+
+
+def spread(values: list[float], digits: int = 1) -> str:
+    """Median (min–max), or the one value."""
+    median = f"{statistics.median(values):.{digits}f}"
+    if len(values) == 1:
+        return median
+    return f"{median} ({min(values):.{digits}f}–{max(values):.{digits}f})"
+
+
+def render(repeats: list[dict[str, Sample]], commit: str, load: tuple[float, float]) -> tuple[str, bool]:
+    """The report, and whether the target was met and every environment was the same."""
+    lines = [
+        f"Fresh-clone `make setup` of {commit[:12]}, {len(repeats)} repeat(s), each set-up in a new clone;",
+        f"{os.cpu_count()} CPUs, load average {load[0]:.1f} before and {load[1]:.1f} after "
+        "(other work shares this machine: read the CPU time beside the wall time).",
+        "",
+        f"| set-up | wall s | CPU s | wall ÷ {BASELINE} | CPU ÷ {BASELINE} |",
+        "|---|---|---|---|---|",
+    ]
+    for setup, _, _ in SETUPS:
+        walls = [r[setup].wall for r in repeats]
+        cpus = [r[setup].cpu for r in repeats]
+        wall_ratio = [r[setup].wall / r[BASELINE].wall for r in repeats]
+        cpu_ratio = [r[setup].cpu / r[BASELINE].cpu for r in repeats]
+        cells = [setup, spread(walls), spread(cpus), spread(wall_ratio, 2), spread(cpu_ratio, 2)]
+        lines.append("| " + " | ".join(cells) + " |")
+    everything = [s for r in repeats for s in r.values()]
+    same = len({s.packages for s in everything}) == 1
+    lines += [
+        "",
+        "Median (min–max) over the repeats; each ratio is taken within one repeat.",
+        f"Every .venv: {len(everything[0].packages)} packages from requirements-dev.txt, "
+        + ("the same names and versions with uv and with pip" if same else "**NOT the same with uv and pip**")
+        + "; .pyc files: "
+        + ", ".join(f"{setup} {spread([r[setup].compiled for r in repeats], 0)}" for setup, _, _ in SETUPS)
+        + ".",
+        "Each sample, wall / CPU s (load average as it started): "
+        + "; ".join(
+            ", ".join(f"{s.setup} {s.wall:.0f} / {s.cpu:.0f} ({s.load:.1f})" for s in r.values())
+            for r in repeats
+        ),
+    ]
+    cold = statistics.median(r["uv, cold cache"].wall / r[BASELINE].wall for r in repeats)
+    met = cold <= TARGET_RATIO
+    verdict = "met" if met else "NOT met"
+    lines.append(
+        f"Target: uv, cold cache ÷ {BASELINE}, wall, median ≤ {TARGET_RATIO}: {cold:.2f} — {verdict}"
+    )
+    return "\n".join(lines), met and same
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=2, help="each set-up this many times (default 2)")
+    args = parser.parse_args(argv)
+    commit = subprocess.run(
+        ["git", "rev-parse", "HEAD"],  # noqa: S607
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    before = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory(prefix="setup-time-") as scratch:
+        repeats = []
+        for number in range(args.repeats):
+            print(f"repeat {number + 1} of {args.repeats}", file=sys.stderr, flush=True)
+            repeats.append(repeat(commit, Path(scratch)))
+    report, ok = render(repeats, commit, (before, os.getloadavg()[0]))
+    print(report)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
