@@ -10,7 +10,7 @@ PYTHON313 := $(shell command -v python3.13)
 endif
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: setup demo test slow conformance-aws coverage check lint typecheck cfn build deploy-test chaos bench clean deploy destroy lock screenshots docs
+.PHONY: setup demo test slow conformance-aws coverage check lint typecheck cfn build deploy-test chaos bench bench-setup clean deploy destroy lock screenshots docs
 
 setup: $(STAMP)
 
@@ -107,6 +107,11 @@ screenshots: $(STAMP)
 # Every benchmark, ratios against baselines measured in the same run → benchmarks/RESULTS.md.
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.run_all
+
+# `make setup` in fresh clones of HEAD, uv (cold and warm cache) vs pip alone: it needs PyPI and
+# takes about 15 minutes on 2 cores, so it is not in `make bench`; it rewrites its own section.
+bench-setup: $(STAMP)
+	$(BIN)/python -m benchmarks.run_all --separate
 
 build: $(STAMP)
 	$(BIN)/sam build --template-file template.yaml

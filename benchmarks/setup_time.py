@@ -128,11 +128,9 @@ def repeat(commit: str, scratch: Path) -> dict[str, Sample]:
 
 
 def spread(values: list[float], digits: int = 1) -> str:
-    """Median (min–max), or the one value."""
-    median = f"{statistics.median(values):.{digits}f}"
-    if len(values) == 1:
-        return median
-    return f"{median} ({min(values):.{digits}f}–{max(values):.{digits}f})"
+    """Median (min–max), or the median alone where they round alike."""
+    median, low, high = (f"{v:.{digits}f}" for v in (statistics.median(values), min(values), max(values)))
+    return median if low == high else f"{median} ({low}–{high})"
 
 
 def render(repeats: list[dict[str, Sample]], commit: str, load: tuple[float, float]) -> tuple[str, bool]:
