@@ -54,6 +54,7 @@ class Sample:
     packages: frozenset[str]  # name==version, as pip lists them (editables and uv left out)
     compiled: int  # .pyc files under site-packages
     load: float  # the 1-minute load average as it started
+    cached: tuple[float, float]  # MB in the uv and pip caches afterwards
 
 
 def environment(caches: Path) -> dict[str, str]:
@@ -103,6 +104,11 @@ def inspect(folder: Path, env: dict[str, str]) -> tuple[frozenset[str], int]:
     return packages, compiled
 
 
+def megabytes(folder: Path) -> float:
+    """What a folder holds, in MB (0 when it is not there)."""
+    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file() and not f.is_symlink()) / 1e6
+
+
 def sample(commit: str, setup: str, installer: str, caches: Path, scratch: Path) -> Sample:
     """`make setup` once in a new clone; the clone is removed afterwards, the caches are kept."""
     env = environment(caches)
@@ -111,7 +117,9 @@ def sample(commit: str, setup: str, installer: str, caches: Path, scratch: Path)
         folder = clone(commit, Path(where))
         wall, cpu = timed_setup(folder, installer, env)
         packages, compiled = inspect(folder, env)
-    return Sample(setup, wall, cpu, packages, compiled, load)
+    return Sample(
+        setup, wall, cpu, packages, compiled, load, (megabytes(caches / "uv"), megabytes(caches / "pip"))
+    )
 
 
 def repeat(commit: str, scratch: Path) -> dict[str, Sample]:
@@ -160,6 +168,12 @@ def render(repeats: list[dict[str, Sample]], commit: str, load: tuple[float, flo
         + "; .pyc files: "
         + ", ".join(f"{setup} {spread([r[setup].compiled for r in repeats], 0)}" for setup, _, _ in SETUPS)
         + ".",
+        "Caches after each set-up (MB, uv / pip): "
+        + ", ".join(
+            f"{setup} {repeats[-1][setup].cached[0]:.0f} / {repeats[-1][setup].cached[1]:.0f}"
+            for setup, _, _ in SETUPS
+        )
+        + " (a pip cache left empty makes its warm run a second cold one).",
         "Each sample, wall / CPU s (load average as it started): "
         + "; ".join(
             ", ".join(f"{s.setup} {s.wall:.0f} / {s.cpu:.0f} ({s.load:.1f})" for s in r.values())

@@ -17,7 +17,7 @@ SAME = frozenset({"boto3==1.43.0", "moto==5.2.5"})
 
 def repeat(walls: tuple[float, float, float, float], packages: frozenset[str] = SAME) -> dict[str, Sample]:
     return {
-        setup: Sample(setup, wall, wall / 2, packages, 15000, 1.0)
+        setup: Sample(setup, wall, wall / 2, packages, 15000, 1.0, (700.0, 0.0))
         for (setup, _, _), wall in zip(SETUPS, walls, strict=True)
     }
 
@@ -39,7 +39,7 @@ def test_given_two_repeats_then_each_ratio_is_taken_within_its_repeat_against_pi
 def test_given_uv_and_pip_installing_different_versions_then_the_benchmark_fails() -> None:
     other = frozenset({"boto3==1.43.0", "moto==5.2.4"})
     samples = repeat((60, 20, 150, 130))
-    samples["pip, warm cache"] = Sample("pip, warm cache", 130, 65, other, 15000, 1.0)
+    samples["pip, warm cache"] = Sample("pip, warm cache", 130, 65, other, 15000, 1.0, (0.0, 0.0))
     report, ok = render([samples], "0123456789abcdef", (2.0, 3.0))
     assert "NOT the same" in report
     assert not ok
