@@ -19,10 +19,12 @@ setup: $(STAMP)
 # platform, say), or with `make setup INSTALLER=pip`, pip installs everything, as it always did.
 INSTALLER ?= uv
 PIP_INSTALL = $(BIN)/python -m pip install --quiet
-# uv reads no pip.conf: it is told PyPI, no uv.toml of the machine's, and the one .venv. It compiles
-# bytecode as pip does, or every import would compile it again (PYTHONDONTWRITEBYTECODE is common).
+# uv reads no pip.conf: it is told PyPI, no uv.toml of the machine's, and the one .venv. Where Python
+# may not write bytecode (PYTHONDONTWRITEBYTECODE, as on CI), every process would compile each module
+# it imports again: there uv compiles all 15,000 files once, as pip always does (most of a setup's
+# CPU time); elsewhere Python compiles and keeps each module's the first time it is imported.
 UV_INSTALL = $(BIN)/uv pip install --quiet --python $(BIN)/python --no-config \
-	--default-index https://pypi.org/simple --compile-bytecode
+	--default-index https://pypi.org/simple $(if $(PYTHONDONTWRITEBYTECODE),--compile-bytecode)
 
 # The dev environment from its pinned, hashed lock (requirements-dev.txt, `make lock`), every file
 # checked against its hash; then the two local packages, editable and without dependencies (the

@@ -7,6 +7,7 @@ change to the Makefile that drops the hashes, the lock or uv fails here, offline
 from __future__ import annotations
 
 import importlib.metadata
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -17,11 +18,17 @@ ROOT = Path(__file__).resolve().parents[2]
 _BRANCHES = re.compile(r"if (?P<test>.*?); then (?P<uv>.*?); else (?P<pip>.*?); fi")
 
 
-def dry_run(*assignments: str) -> str:
-    """The setup recipe as make would run it, continuation lines joined, blanks single."""
+def dry_run(*assignments: str, bytecode: bool = False) -> str:
+    """The setup recipe as make would run it, continuation lines joined, blanks single.
+
+    ``bytecode``: Python may write bytecode (PYTHONDONTWRITEBYTECODE unset), as on most machines.
+    """
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    if not bytecode:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
     shown = subprocess.run(  # noqa: S603 - make with fixed arguments
         ["make", "--no-print-directory", "-n", "-B", "setup", *assignments],  # noqa: S607
-        cwd=ROOT, capture_output=True, text=True, check=True, timeout=60,
+        cwd=ROOT, env=env, capture_output=True, text=True, check=True, timeout=60,
     ).stdout  # fmt: skip
     return re.sub(r"[ \t]+", " ", re.sub(r"\\\n\s*", " ", shown))
 
@@ -33,7 +40,7 @@ def installs(branch: str) -> list[str]:
 
 
 def test_given_a_fresh_clone_then_uv_installs_the_dev_lock_with_every_hash_required() -> None:
-    # Given the setup recipe
+    # Given the setup recipe where Python may not write bytecode (PYTHONDONTWRITEBYTECODE, as on CI)
     recipe = dry_run()
     # Then uv itself comes from its own lock, by pip, hashes required, a wheel only
     (bootstrap,) = [line for line in recipe.splitlines() if "requirements-uv.txt" in line]
@@ -60,6 +67,15 @@ def test_given_a_fresh_clone_then_uv_installs_the_dev_lock_with_every_hash_requi
     assert local == (
         ".venv/bin/python -m pip install --quiet --no-build-isolation --no-deps -e layers/core -e ."
     )
+
+
+def test_given_python_may_write_bytecode_then_uv_leaves_it_to_the_first_import() -> None:
+    # Given PYTHONDONTWRITEBYTECODE unset: Python compiles and keeps each module when first imported
+    (branches,) = _BRANCHES.findall(dry_run(bytecode=True))
+    lock, local = installs(branches[1])
+    # Then uv compiles nothing at install, and still requires every hash
+    assert "--compile-bytecode" not in lock + local
+    assert lock.endswith("--require-hashes -r requirements-dev.txt")
 
 
 def test_given_installer_pip_then_uv_is_neither_installed_nor_used() -> None:
