@@ -111,7 +111,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.run_all
 
 # `make setup` in fresh clones of HEAD, uv (cold and warm cache) vs pip alone: it needs PyPI and
-# takes about 15 minutes on 2 cores, so it is not in `make bench`; it rewrites its own section.
+# took 24 minutes on 2 busy cores, so it is not in `make bench`; it rewrites its own section.
 bench-setup: $(STAMP)
 	$(BIN)/python -m benchmarks.run_all --separate
 

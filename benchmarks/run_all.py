@@ -4,7 +4,7 @@ Each benchmark runs in its own process (so imports and caches don't leak between
 report is copied in as printed; each prints ratios against a baseline measured in the same run.
 A benchmark that misses its target (non-zero exit) is marked, and ``make bench`` fails.
 
-The benchmarks in ``SEPARATE`` need PyPI and take minutes: ``make bench-setup``
+The benchmarks in ``SEPARATE`` need PyPI and take many minutes: ``make bench-setup``
 (``--separate``) runs them and rewrites only their sections; ``make bench`` keeps the sections
 they last wrote.
 """

@@ -15,7 +15,7 @@ less than the wall time). Four set-ups, each in its own clone:
 The baseline is pip, cold, measured in the same repeat; each ratio is taken within a repeat. After
 each sample the new ``.venv`` must import the project (its CPU time is shown: where bytecode waits
 for the first import, that import pays for it) and hold the same packages at the same versions
-(uv itself aside). It needs PyPI and takes about 6 minutes a repeat on 2 busy cores, so it is not in
+(uv itself aside). It needs PyPI and took 12 minutes a repeat on 2 busy cores, so it is not in
 ``make bench``: ``make bench-setup`` runs it and records it in ``benchmarks/RESULTS.md``.
 
 Run: ``python -m benchmarks.setup_time [--repeats 2]``.
