@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
+from lockgate.agent.tasks import Skip
 from lockgate.clock import FixedClock
 from lockgate.model.client import ModelError, Usage
 from lockgate_infra.stub.models import Scripted, max_tokens_model, pause_turn_model, refusal_model
@@ -335,3 +337,16 @@ def test_hidden_text_in_untrusted_content_never_reaches_the_model_and_marks_the_
     assert effects.paid == []
     (refusal,) = results_in(rig.stub.requests[2])
     assert "possible prompt injection" in refusal["content"]
+
+
+def test_a_start_that_skips_the_event_opens_no_run_and_calls_no_model(rig: AgentRig) -> None:
+    # Given a task whose start says the event is not one it acts on (e.g. an issue edited, not opened)
+    skipping = replace(make_task(Effects()), start=lambda event, services: Skip("only opened issues"))
+    rig.stub.set_model(Scripted([]))  # any call would be answered with an error
+
+    outcome = rig.loop().run(skipping, event(), DEADLINE)
+
+    # Then the delivery's outcome says so, no run was recorded and the model was never asked
+    assert (outcome.status, outcome.summary) == ("skipped", "only opened issues")
+    assert rig.runs().get(outcome.run_id) is None
+    assert rig.stub.requests == []

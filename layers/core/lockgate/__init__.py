@@ -47,6 +47,7 @@ _PUBLIC = {
     "Risk": "lockgate.actions.tools",
     "RunFacts": "lockgate.actions.tools",
     "Setup": "lockgate.workflows",
+    "Skip": "lockgate.agent.tasks",
     "Start": "lockgate.agent.tasks",
     "Task": "lockgate.agent.tasks",
     "TaskContext": "lockgate.inbox.routing",
@@ -71,6 +72,7 @@ __all__ = [
     "Risk",
     "RunFacts",
     "Setup",
+    "Skip",
     "Start",
     "Task",
     "TaskContext",
@@ -99,7 +101,7 @@ if TYPE_CHECKING:
     )
     from lockgate.agent.intake import Intake
     from lockgate.agent.structured import values_in_source
-    from lockgate.agent.tasks import DecisionNotice, Start, Task
+    from lockgate.agent.tasks import DecisionNotice, Skip, Start, Task
     from lockgate.declared import Part, Resource
     from lockgate.errors import BadDelivery
     from lockgate.inbox.routing import InboxEvent, TaskContext

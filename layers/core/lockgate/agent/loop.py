@@ -1,8 +1,8 @@
 """The guarded, durable tool loop over the Messages API.
 
-Messages API rules hold by construction: every tool_use in a reply is answered in the
-next user message, all results together and nothing before them; a reply cut off by
-max_tokens is never executed; untrusted content enters only inside tool results.
+Messages API rules hold by construction: every tool_use in a reply is answered in the next user
+message, all results together and nothing before them; a reply cut off by max_tokens is never
+executed; untrusted content enters only inside tool results.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from lockgate.agent.intake import AdmittedReplies, IntakeResult, take_in, with_r
 from lockgate.agent.run_totals import Totals
 from lockgate.agent.runs import Run, Runs
 from lockgate.agent.screen import RunAsk, ScreenCalls, Screener, expected_screen
-from lockgate.agent.tasks import Task
+from lockgate.agent.tasks import Skip, Task
 from lockgate.agent.tool_calls import ToolCalls
 from lockgate.capacity.admission import Admission, InputTooLarge
 from lockgate.capacity.allowance import DEFAULT_CALLS_AHEAD, RunAllowances
@@ -40,7 +40,7 @@ class RunOutcome:
     """How a run ended."""
 
     run_id: str
-    status: str  # completed | gave_up | refused | step_limit | needs_person
+    status: str  # completed | gave_up | refused | step_limit | needs_person | skipped
     summary: str
 
 
@@ -117,7 +117,8 @@ class AgentLoop:
     def _run(
         self, task: Task, event: InboxEvent, deadline: float, allowances: RunAllowances | None
     ) -> RunOutcome:
-        start = task.start(event, task.services)
+        if isinstance(start := task.start(event, task.services), Skip):  # no run, no model call
+            return RunOutcome(event.delivery.pk, "skipped", start.reason)
         run = self._runs.open(event.delivery.pk, task.name, event.delivery.pk)
         state = RunState(start.facts)
         totals, prices = Totals(self._prices), self._prices

@@ -28,6 +28,16 @@ class Start:
 
 
 @dataclass(frozen=True)
+class Skip:
+    """What ``start`` returns for an event the task does not act on (a GitHub issue edited, not opened).
+
+    The delivery is done with ``reason`` as its outcome: no run is opened and no model is called.
+    """
+
+    reason: str
+
+
+@dataclass(frozen=True)
 class DecisionNotice:
     """What the task hears when a person decided (or nobody did): tell the customer, close the loop."""
 
@@ -55,7 +65,7 @@ class Task:
     event_type: str  # exact, "prefix.*" or "*"
     system: str
     tools: Sequence[Tool[Any]]
-    start: Callable[[InboxEvent, Mapping[str, Any]], Start]  # (event, services) -> Start
+    start: Callable[[InboxEvent, Mapping[str, Any]], Start | Skip]  # (event, services) -> Start, or Skip
     model: str = "claude-sonnet-5-5"
     max_steps: int = 8
     max_output_tokens: int = 1024
