@@ -75,7 +75,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check layers functions infra workflows
 
 typecheck: $(STAMP)
-	$(BIN)/mypy layers/core/lockgate infra/lockgate_infra workflows/shop
+	$(BIN)/mypy layers/core/lockgate infra/lockgate_infra $(patsubst %/__init__.py,%,$(wildcard workflows/*/__init__.py))
 	@# Every handler is called app.py: check each on its own.
 	@for app in functions/*/app.py; do echo "mypy $$app"; $(BIN)/mypy $$app || exit 1; done
 

@@ -14,5 +14,6 @@ imports these). ``tests/unit/test_layers.py`` checks::
     stub            a stand-in Messages API on 127.0.0.1 with scripted and offline models
     foundations     what several tools share: options (argument types), failures (exit codes and
                     one-line errors), inbox_ops and dead_letters (operating the inbox), serving (the
-                    loopback servers' base), api_calls (the seam below every AWS call)
+                    loopback servers' base), api_calls (the seam below every AWS call), workflow_path
+                    (your workflows/ importable by the tools)
 """

@@ -94,6 +94,7 @@ INFRA = Tree(
             "lockgate_infra.inbox_ops",
             "lockgate_infra.options",
             "lockgate_infra.serving",
+            "lockgate_infra.workflow_path",
         ),
     ),
     frozenset({"lockgate_infra"}),  # the package itself: only its docstring

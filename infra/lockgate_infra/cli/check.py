@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -20,6 +19,7 @@ from lockgate.config import load_config
 from lockgate.declared import Resource
 from lockgate.workflows import declared_resources
 from lockgate_infra.failures import FAILED, OK
+from lockgate_infra.workflow_path import first_on_path
 
 
 def add_check_parser(commands: Any, run: Callable[[argparse.Namespace], int]) -> argparse.ArgumentParser:
@@ -81,20 +81,5 @@ def run_check(args: argparse.Namespace, root: Path, out: TextIO | None = None) -
 
 def declarations(packages: Sequence[str], folder: Path) -> dict[str, tuple[Resource, ...]]:
     """Each package's ``RESOURCES``, imported from ``folder`` first (your fork's workflows/)."""
-    with _first_on_path(folder):
+    with first_on_path(folder):
         return {package: declared_resources(package) for package in packages}
-
-
-@contextmanager
-def _first_on_path(folder: Path) -> Iterator[None]:
-    # A project's own workflows/ wins over an installed copy of the same package, so checking a
-    # copy of the repository (or another fork) reads that copy's declarations.
-    entry = str(folder.resolve())
-    added = folder.is_dir() and entry not in sys.path
-    if added:
-        sys.path.insert(0, entry)
-    try:
-        yield
-    finally:
-        if added:
-            sys.path.remove(entry)

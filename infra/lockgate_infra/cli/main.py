@@ -14,6 +14,7 @@ from lockgate_infra.cli.approvals import add_approvals_parser, run_approvals
 from lockgate_infra.cli.check import add_check_parser, run_check
 from lockgate_infra.cli.inbox import add_inbox_parsers
 from lockgate_infra.cli.jobs import add_jobs_parser, run_jobs
+from lockgate_infra.cli.new import add_new_parser, run_new_workflow
 from lockgate_infra.cli.secrets import add_secrets_parser, run_secrets
 from lockgate_infra.cli.spend import add_spend_parser
 from lockgate_infra.cli.targets import Target, add_target_options, deployed_target, local_target
@@ -22,6 +23,7 @@ from lockgate_infra.evals.cli import add_eval_parser, run_eval
 from lockgate_infra.failures import COULD_NOT_RUN, INTERRUPTED, LOCAL, explain
 from lockgate_infra.local.commands import add_local_commands
 from lockgate_infra.options import non_negative_float, port_number
+from lockgate_infra.workflow_path import first_on_path
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -30,7 +32,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the process exit code (0 ok, 1 check failed, 2 could not run, 130 interrupted)."""
     args = _parser().parse_args(argv)
     try:
-        return int(args.run(args))
+        with first_on_path(ROOT / "workflows"):  # a command may import your workflows packages
+            return int(args.run(args))
     except KeyboardInterrupt:
         print("lockgate: interrupted", file=sys.stderr)
         return INTERRUPTED
@@ -55,6 +58,7 @@ def _parser() -> argparse.ArgumentParser:
     iam.add_argument("--template", type=Path, default=ROOT / "template.yaml")
     iam.set_defaults(run=_iam_report)
     add_check_parser(commands, run=lambda args: run_check(args, ROOT))
+    add_new_parser(commands, run=lambda args: run_new_workflow(args, ROOT))
     approvals = add_approvals_parser(commands, default_config=ROOT / "lockgate.toml", run=_approvals)
     spend = add_spend_parser(commands, run=_spend)
     add_eval_parser(commands, run=run_eval)

@@ -57,6 +57,11 @@ def import_handler_module(plan: FunctionPlan) -> ModuleType:
     path = plan.module_path
     if not path.is_file():
         raise FunctionError(f"{plan.logical_id}: handler file {path} does not exist (Handler {plan.handler})")
+    # Lambda runs the handler with its code folder on the path (/var/task): what the function ships
+    # there (a workflows package linked into functions/agent_worker/) is importable, as deployed.
+    folder = str(plan.code_dir)
+    if folder not in sys.path:
+        sys.path.append(folder)
     name = f"lockgate_local_{plan.logical_id}_{next(_module_numbers)}"
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:

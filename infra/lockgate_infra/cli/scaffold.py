@@ -1,0 +1,185 @@
+"""`lockgate new workflow NAME`: a working workflow package beside the shop, wired everywhere it must be.
+
+It writes ``workflows/NAME/`` (a task on the chosen source and event, a read tool whose result is
+untrusted, a tool that runs at once, one that needs a person, a scripted model and an eval file),
+a test in ``tests/workflows/``, and the wiring: the package in ``lockgate.toml``'s ``[workflows]``,
+linked into the functions that load workflows, and its table, variable and IAM statement in
+``template.yaml``. Everything is checked first and written after, so a refusal changes nothing.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import keyword
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from string import Template
+
+import tomlkit
+
+from lockgate.config import load_config
+from lockgate_infra.cli.template_edits import TemplateEdit, edit_template
+
+TEMPLATES = Path(__file__).with_name("workflow_template")
+NAME = re.compile(r"^[a-z][a-z0-9_]{1,30}$")
+EVENT = re.compile(r"^[A-Za-z0-9_.:*-]{1,100}$")
+# The functions that import workflows packages, each from its own code folder (as deployed).
+FUNCTION_FOLDERS = ("agent_worker", "scheduled_jobs", "eval_jobs")
+
+
+class ScaffoldError(ValueError):
+    """The workflow cannot be made as asked; the message says why and what to change."""
+
+
+@dataclass
+class Scaffold:
+    """Everything ``lockgate new workflow`` writes, computed before anything is written."""
+
+    root: Path
+    files: dict[Path, str] = field(default_factory=dict)
+    links: dict[Path, str] = field(default_factory=dict)  # link → its target, relative
+    config_text: str = ""
+    template_text: str = ""
+
+    def write(self) -> list[str]:
+        """Write it all; the paths written, relative to the root."""
+        done = []
+        for path, text in self.files.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+            done.append(str(path.relative_to(self.root)))
+        _tidy([path for path in self.files if path.suffix == ".py"], self.root)
+        for link, target in self.links.items():
+            link.symlink_to(target)
+            done.append(f"{link.relative_to(self.root)} -> {target}")
+        (self.root / "lockgate.toml").write_text(self.config_text, encoding="utf-8")
+        (self.root / "template.yaml").write_text(self.template_text, encoding="utf-8")
+        return [*done, "lockgate.toml", "template.yaml"]
+
+
+def plan_workflow(root: Path, name: str, source: str, event: str) -> Scaffold:
+    """What making workflow ``name`` on (``source``, ``event``) writes; ScaffoldError if it cannot."""
+    _check_name(root, name)
+    config_path, template_path = root / "lockgate.toml", root / "template.yaml"
+    for path in (config_path, template_path):
+        if not path.is_file():
+            raise ScaffoldError(f"no {path.name} in {root}: run lockgate new workflow in your checkout")
+    config = load_config(config_path)
+    if config.source(source) is None:
+        known = ", ".join(sorted(config.sources)) or "none"
+        raise ScaffoldError(
+            f"no source {source!r} in lockgate.toml (configured: {known}); add [sources.{source}] first"
+        )
+    if not EVENT.match(event):
+        raise ScaffoldError(f"event {event!r} is not an event type like issues or order.updated")
+    if not config.approvals.reviewers:
+        raise ScaffoldError(
+            "lockgate.toml has no [[approvals.reviewers]]: the workflow's close_item needs a person; add one"
+        )
+    words = dict(
+        name=name,
+        task=name.replace("_", "-"),
+        camel="".join(part.capitalize() for part in name.split("_")),
+        upper=name.upper(),
+        source=source,
+        event=event,
+        reviewer=config.approvals.reviewers[0].id,
+    )
+    scaffold = Scaffold(root)
+    package = root / "workflows" / name
+    for stem in ("__init__", "items", "tools", "task", "model"):
+        scaffold.files[package / f"{stem}.py"] = _render(f"{stem}.py.tmpl", words)
+    scaffold.files[package / "evals" / f"{name}.toml"] = _render("evals.toml.tmpl", words)
+    tests = root / "tests" / "workflows"
+    if not (tests / "__init__.py").exists():
+        scaffold.files[tests / "__init__.py"] = ""
+    scaffold.files[tests / f"test_{name}.py"] = _render("test.py.tmpl", words)
+    for folder in FUNCTION_FOLDERS:
+        if (root / "functions" / folder).is_dir():
+            scaffold.links[root / "functions" / folder / name] = f"../../workflows/{name}"
+    scaffold.config_text = _with_package(config_path.read_text(encoding="utf-8"), name)
+    scaffold.template_text = edit_template(template_path.read_text(encoding="utf-8"), _template_edit(words))
+    return scaffold
+
+
+def _tidy(paths: list[Path], root: Path) -> None:
+    """Imports sorted and code formatted as the project's ruff settings say (where the name sorts
+    among your imports depends on it); skipped where ruff is not installed beside this Python."""
+    ruff = Path(sys.executable).with_name("ruff")
+    if not ruff.is_file() or not paths:
+        return
+    files = [str(path) for path in paths]
+    for command in (["check", "--fix", "--select", "I", "--quiet"], ["format", "--quiet"]):
+        subprocess.run([str(ruff), *command, *files], cwd=root, check=False, capture_output=True)  # noqa: S603
+
+
+def _check_name(root: Path, name: str) -> None:
+    if not NAME.match(name) or keyword.iskeyword(name):
+        raise ScaffoldError(
+            f"workflow name {name!r}: use 2-31 lowercase letters, digits and underscores, starting with a "
+            "letter (it is the Python package's name), e.g. triage"
+        )
+    taken = [
+        p for p in (root / "workflows" / name, root / "tests" / "workflows" / f"test_{name}.py") if p.exists()
+    ]
+    if taken:
+        raise ScaffoldError(f"{taken[0].relative_to(root)} already exists: choose another name")
+    if importlib.util.find_spec(name) is not None:
+        raise ScaffoldError(f"a Python module called {name!r} already exists: choose another name")
+
+
+def _render(template: str, words: dict[str, str]) -> str:
+    return Template((TEMPLATES / template).read_text(encoding="utf-8")).substitute(words)
+
+
+def _with_package(text: str, name: str) -> str:
+    """lockgate.toml with ``name`` last in ``[workflows] packages`` (comments kept)."""
+    document = tomlkit.parse(text)
+    workflows = document.get("workflows")
+    if workflows is None:
+        workflows = tomlkit.table()
+        document["workflows"] = workflows
+    packages = list(workflows.get("packages", []))
+    if "package" in workflows:
+        packages.insert(0, str(workflows["package"]))
+        del workflows["package"]
+    if name in packages:
+        raise ScaffoldError(f"lockgate.toml already lists {name!r} in [workflows] packages")
+    workflows["packages"] = [*packages, name]
+    return tomlkit.dumps(document)
+
+
+def _template_edit(words: dict[str, str]) -> TemplateEdit:
+    table = f"{words['camel']}ItemsTable"
+    return TemplateEdit(
+        resource=Template(
+            """\
+  # The $task workflow's items (workflows/$name/), one per delivery: made by `lockgate new workflow`.
+  $table:
+    Type: AWS::DynamoDB::Table
+    Properties:
+      BillingMode: PAY_PER_REQUEST
+      AttributeDefinitions:
+        - AttributeName: item_id
+          AttributeType: S
+      KeySchema:
+        - AttributeName: item_id
+          KeyType: HASH
+      SSESpecification:
+        SSEEnabled: true
+      PointInTimeRecoverySpecification:
+        PointInTimeRecoveryEnabled: true
+"""
+        ).substitute(words, table=table),
+        variable=(f"{words['upper']}_ITEMS_TABLE", f"!Ref {table}"),
+        functions=("AgentWorkerFunction", "ScheduledJobsFunction"),
+        role="AgentWorkerRole",
+        statement=(
+            f"{words['camel']}Items",
+            ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"),
+            f"!GetAtt {table}.Arn",
+        ),
+    )
