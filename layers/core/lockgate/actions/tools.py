@@ -13,23 +13,36 @@ from pydantic import BaseModel, ValidationError
 
 
 class Risk(StrEnum):
-    """How much harm a call can do."""
+    """How much harm a call can do; it decides whether a call goes through the ledger and a person."""
 
-    READ = "read"  # looks things up; no side effect
-    ACT = "act"  # a side effect, allowed within hard policy rules
-    APPROVAL = "act-with-approval"  # a side effect that always needs a person
+    READ = "read"
+    """Looks things up, with no side effect: runs directly, never through the ledger or a person."""
+
+    ACT = "act"
+    """A side effect, run once through the ledger; it needs a person if taint, a policy or a threshold say."""
+
+    APPROVAL = "act-with-approval"
+    """A side effect that always needs a person's approval before it runs (once)."""
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """A policy's answer: allowed; refused, with a reason the model can act on; or "a person must approve"."""
+    """A policy's answer: allowed; refused, with a reason the model can act on; or "a person must approve".
+
+    Build one with ``Verdict.allow()``, ``Verdict.deny(reason)`` or ``Verdict.ask(reason)``.
+    """
 
     allowed: bool
+    """False refuses the call: the model gets ``reason`` as an error result, and a refusal wins over asks."""
+
     reason: str = ""
-    # Allowed only with a person's approval: the guard turns the call into a proposal with ``reason``.
+    """Why it was refused or why a person is asked: the model reads a refusal, a reviewer an ask."""
+
     needs_person: bool = False
-    # ...and only in a run that read untrusted content; otherwise simply allowed.
+    """Allowed only with a person's approval: the guard turns the call into a proposal with ``reason``."""
+
     when_tainted: bool = False
+    """With ``needs_person``: ask only in a run that read untrusted content; otherwise simply allowed."""
 
     @classmethod
     def allow(cls) -> Verdict:
@@ -38,7 +51,7 @@ class Verdict:
 
     @classmethod
     def deny(cls, reason: str) -> Verdict:
-        """Refused, with why."""
+        """Refused, with why (the model reads it and may try something else)."""
         return cls(False, reason)
 
     @classmethod
@@ -51,90 +64,156 @@ class Verdict:
 class RunFacts:
     """Facts from our own systems about this run, never from the model or the content it read.
 
-    ``values`` is task-defined, e.g. {"customer_email": the verified sender of the email}.
-    ``lookup`` reads current facts (orders, payments) through the workflow's own adapters.
+    A task's ``start`` makes them; policies, thresholds and tools read them. Their ``values`` are
+    stored with a proposal, and rebuilt (``Task.restore_facts``) when an approved call runs.
     """
 
     values: Mapping[str, Any] = field(default_factory=dict)
+    """Task-defined facts by name, JSON-able, e.g. ``{"customer_email": the email's verified sender}``."""
+
     lookup: Any = None
-    # The run's untrusted source identity (e.g. the email's From): proposals are capped per sender.
+    """Reads current facts (orders, payments) through the workflow's own adapters; None: no lookups.
+
+    It is not stored: when an approved call runs, only ``Task.restore_facts`` can give it back.
+    """
+
     sender: str | None = None
-    # (tool, target) -> the arguments of the proposal waiting for a person on that target, or None;
-    # set by the loop when approvals are wired, so a policy can count what is already pending.
+    """The run's untrusted source identity (e.g. the email's From): proposals are capped per sender."""
+
     pending: Callable[[str, str], Mapping[str, Any] | None] | None = None
+    """``(tool, target)`` -> the arguments of the proposal waiting for a person on that target, or None.
+
+    Set by the loop when approvals are wired, so a policy can count what is already pending.
+    """
 
     def get(self, key: str, default: Any = None) -> Any:
-        """A fact by name."""
+        """A fact from ``values`` by name, or ``default``."""
         return self.values.get(key, default)
 
 
 @dataclass(frozen=True)
 class Fact:
-    """One fact a reviewer's decision rests on, captured when the proposal is made.
-
-    ``verified``: read from our own systems; False for what someone wrote (a customer's message).
-    """
+    """One fact a reviewer's decision rests on, captured when the proposal is made (``Tool.facts``)."""
 
     label: str
+    """What it is, as the approval page labels it (e.g. "Order status")."""
+
     value: str
+    """Its value as the reviewer reads it (e.g. "delivered")."""
+
     verified: bool = True
+    """True: read from our own systems; False for what someone wrote (a customer's message), shown as such."""
 
 
-# A hard policy rule: a pure predicate over the validated arguments and the run's facts.
 Policy = Callable[[Any, RunFacts], Verdict]
+"""A hard policy rule (``Tool.policies``): a pure predicate ``(validated arguments, facts) -> Verdict``."""
 
 
 @dataclass(frozen=True)
 class ToolContext:
-    """What a tool's implementation receives besides its arguments."""
+    """What a tool's implementation receives besides its arguments: ``run(args, ctx)``."""
 
     run_id: str
+    """The run calling the tool (``run#<source>#<delivery id>``)."""
+
     facts: RunFacts
-    idempotency_key: str | None  # pass downstream as the provider's idempotency key
-    services: Mapping[str, Any]  # the workflow's injected clients/adapters
+    """The run's facts (for an approved call, rebuilt from those stored with the proposal)."""
+
+    idempotency_key: str | None
+    """The ledger's key for this call: pass it on as the provider's idempotency key; None for reads."""
+
+    services: Mapping[str, Any]
+    """The task's ``services``: the workflow's injected clients and adapters."""
 
 
 @dataclass(frozen=True)
 class Tool[Args: BaseModel]:
-    """One tool. ``run`` returns JSON-able data; raising ToolError returns an is_error result."""
+    """One tool the model may call: its arguments, its risk, and the code-built guard rails around it.
+
+    ``run`` returns JSON-able data; raising ``ToolError`` returns an ``is_error`` result the model
+    can act on. Every call is checked in order: allowed for the task, ``args``' schema,
+    ``policies``, taint, ``approval_threshold``; then the ledger runs a side effect once.
+    """
 
     name: str
-    description: str  # when to use it: the model reads this
+    """What the model calls it, and its name in approval rules (``[approvals.tools.NAME]``) and the ledger."""
+
+    description: str
+    """When to use it: the model reads this to choose among the task's tools."""
+
     args: type[Args]
+    """The pydantic model of its arguments: the model sees its JSON schema; its calls are validated by it."""
+
     run: Callable[[Args, ToolContext], Any]
-    summary: Callable[[Args], str]  # one line, built by code from the real arguments
+    """The implementation, ``(args, ctx) -> JSON-able result``; raise ``ToolError`` to refuse or fail."""
+
+    summary: Callable[[Args], str]
+    """One line built by code from the real arguments (e.g. "refund $25.00 on order A-1042"), for people."""
+
     risk: Risk = Risk.READ
+    """What a call can do (``Risk``); the default, ``READ``, runs directly with no ledger and no person."""
+
     policies: tuple[Policy, ...] = ()
-    untrusted_result: bool = False  # its result is third-party content (email, web page)
-    # For ACT tools: after the run read untrusted content, does this tool need a person?
-    # Only set False when hard policies already pin down every harmful argument.
+    """Hard rules over the arguments and the run's facts, checked on every call; the first refusal wins."""
+
+    untrusted_result: bool = False
+    """Its result is third-party content (an email, a web page): after reading it the run is tainted."""
+
     needs_person_when_tainted: bool = True
-    # Returns why a person must approve these arguments (e.g. over a threshold), or None.
+    """For ``ACT`` tools in a run that read untrusted content: True (the default) asks a person; set False
+    only when ``policies`` already pin down every harmful argument."""
+
     approval_threshold: Callable[[Args, RunFacts], str | None] | None = None
-    # The business identity of the side effect for the ledger (e.g. "refund#A-1042#25.00").
+    """``(args, facts)`` -> why a person must approve these arguments (e.g. over $50), or None if none must.
+
+    None (the default): no threshold.
+    """
+
     identity: Callable[[Args], str] | None = None
-    # The identity is unique within one run only (e.g. "one reply per recipient per run"): a model
-    # asked again after a crash may word the call differently, and must not make a second one.
+    """The side effect's business identity, the ledger's key (e.g. "refund#A-1042#25.00"): one side effect
+    per tool and identity, ever; None: the key is the run, the tool and the canonical arguments."""
+
     identity_per_run: bool = False
-    # What a call acts on (e.g. the order id): at most one proposal per (task, tool, target) waits
-    # for a person; a further one is refused with the pending one's summary. None: no such limit.
+    """The ``identity`` is unique within one run only (e.g. one reply per recipient per run): a model asked
+    again after a crash may word the call differently, and must not make a second one."""
+
     target: Callable[[Args], str] | None = None
-    high_stakes: bool = False  # needs two distinct reviewers (approvals)
-    reversible: bool = False  # may run after a veto window instead of waiting for approval
-    # For untrusted_result tools: how a person should read "this run read …" (e.g. "an email from x@y").
+    """What a call acts on (e.g. the order id): at most one proposal per task, tool and target waits for a
+    person, and a further one is refused with the pending one's summary; None: no such limit."""
+
+    high_stakes: bool = False
+    """Its proposals need two distinct reviewers, in place of the approval rule's ``reviewers_required``."""
+
+    reversible: bool = False
+    """It can be undone, so a ``pattern = "veto"`` approval rule may run it after a veto window
+    instead of waiting for approval; False: it always waits."""
+
     taint_label: Callable[[Args, Any], str] | None = None
-    # For side-effect tools: what a call with this idempotency key did downstream (the
-    # reconcile-operations job asks when the ledger says UNKNOWN). Returns the call's result if it
-    # happened, None if no trace of it was found; raises OutcomeUnknown if it cannot tell.
+    """For ``untrusted_result`` tools: ``(args, result)`` -> how a person should read "this run read …"
+    (e.g. "an email from x@y"); None: "untrusted content" with the tool's name and summary."""
+
     reconcile: Callable[[str, Mapping[str, Any]], Any] | None = None
-    # For a person deciding: the facts the decision rests on, read from our own systems when the
-    # proposal is made (e.g. the order's status and total) and stored on it.
+    """For side-effect tools: ``(idempotency key, services)`` -> what the call with this key did downstream.
+
+    The reconcile-operations job asks when the ledger says UNKNOWN. Return the call's result if it
+    happened (the entry becomes SUCCEEDED, never run again), None if no trace of it was found; raise
+    ``OutcomeUnknown`` if it cannot tell. Not found, cannot tell, or no hook (None, the default): a
+    person is asked whether it happened.
+    """
+
     facts: Callable[[Args, RunFacts], Sequence[Fact]] | None = None
-    # The one-line summary with what the arguments lack (e.g. the order's currency); else ``summary``.
+    """``(args, facts)`` -> the facts a person's decision rests on, read from our own systems when the
+    proposal is made (e.g. the order's status and total) and stored on it; None: none shown."""
+
     summary_with_facts: Callable[[Args, RunFacts], str] | None = None
-    # What follows a person's decision besides running it or not (e.g. "the customer is emailed").
+    """The one-line summary with what the arguments lack (e.g. the order's currency), for proposals;
+    None: ``summary``."""
+
     after_approve: str = ""
+    """What follows an approval besides running it (e.g. "the customer is emailed"), for the reviewer."""
+
     after_reject: str = ""
+    """What follows a rejection besides not running it (e.g. "the customer is told"), for the reviewer."""
 
     def ledger_identity(self, args: Args, run_id: str) -> str | None:
         """The identity the ledger keys this call by, or None (run + tool + canonical arguments)."""
