@@ -5,6 +5,9 @@ Workflow authors need only this module's names::
     from lockgate import Risk, RunFacts, Setup, Task, TaskContext, Tool, ToolContext, ToolError
     from lockgate import Part, Resource  # the AWS resources a workflow declares (RESOURCES)
 
+Every name, with what each of its fields means, is in the API reference (docs/reference/api.md),
+read from the docstrings.
+
 Packages, each importing only from those below it (``tests/unit/test_layers.py`` checks)::
 
     runtime             each function's object graph, built in one place from its settings

@@ -32,7 +32,7 @@ class InvalidSignature(LockgateError):
 
 
 class BadDelivery(LockgateError):
-    """A verified delivery that cannot be stored: no delivery id, or an unparsable body."""
+    """A verified delivery that cannot be stored or handled (no delivery id, a malformed body): set aside."""
 
 
 class PermanentFailure(LockgateError):

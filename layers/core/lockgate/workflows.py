@@ -25,7 +25,20 @@ if TYPE_CHECKING:
 
 @dataclass
 class Setup:
-    """What a workflows package's ``register(setup)`` receives from the worker (the composition root)."""
+    """What a workflows package's ``register(setup)`` receives from the worker (the composition root).
+
+    A workflows package (listed under ``[workflows] packages`` in lockgate.toml) is a Python package
+    with, at its top level:
+
+    - ``register(setup)``, required: builds the package's services from ``environ``, ``client``
+      and ``clock``, routes plain handlers with ``setup.router.add`` and adds agent tasks with
+      ``setup.add_task``. Packages register in the listed order.
+    - ``RESOURCES``, if it touches AWS: a tuple of ``Resource``. Every variable they name must be
+      set before any package registers, and ``lockgate check`` compares them with template.yaml.
+    - ``seed_local(client, resources)``, optional: seeds the embedded stack (``lockgate local``,
+      the demo, ``TestStack``) with sample data; ``client(service)`` makes a boto3 client on it and
+      ``resources`` maps each template logical id to its name there.
+    """
 
     router: Router
     """Where a plain handler is routed: ``setup.router.add(source, event_type, handler)``."""

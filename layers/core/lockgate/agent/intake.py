@@ -24,22 +24,45 @@ from lockgate.model.client import ModelReply, ModelRequest
 
 @dataclass(frozen=True)
 class Intake[T: BaseModel]:
-    """What to extract before acting, and from which models (cheap first, then escalation)."""
+    """What to extract before acting, and from which models (cheap first, then escalation).
+
+    Set it as a task's ``intake``. The first model whose answer validates, is grounded and passes
+    ``check`` wins; when none does, the run ends as ``needs_person``.
+    """
 
     schema: type[T]
+    """The pydantic model of the request to read out (e.g. an order number and what the customer wants)."""
+
     instructions: str
-    source: Callable[[InboxEvent, Mapping[str, Any]], str]  # (event, services) -> the text to read
+    """What to extract and how, for the extracting model (its system prompt, with the schema)."""
+
+    source: Callable[[InboxEvent, Mapping[str, Any]], str]
+    """``(event, services) -> text``: the untrusted text to read (e.g. the email's body)."""
+
     models: tuple[str, ...]
+    """The models to try in order, cheap first; at least one."""
+
     grounding: Callable[[T, str], list[str]] | None = None
-    check: Callable[[T, Mapping[str, Any]], list[str]] | None = None  # (value, services) -> problems
+    """``(value, source text) -> problems``: checks the value against the text (e.g. ``values_in_source``);
+    a problem goes back to the model for another attempt; None: no check."""
+
+    check: Callable[[T, Mapping[str, Any]], list[str]] | None = None
+    """``(value, services) -> problems``: your own check of a grounded value (e.g. the order exists); a
+    problem moves on to the next model; None: no check."""
+
     max_attempts: int = 2
+    """Attempts per model, each after the last one's problems were told to it, before the next model."""
+
     max_tokens: int = 512
-    # Extraction is classification-like: the same text gets the same answer from the response
-    # cache (when one is wired), unless the task is marked fresh.
+    """The most output tokens one extraction reply may produce."""
+
     cacheable: bool = True
-    # Structured outputs (the API constrains the reply to the schema): None uses them where the
-    # model supports them (lockgate.model.json_outputs); False always asks for JSON in the prompt.
+    """Extraction is classification-like: the same text gets the same answer from the response cache (when
+    one is wired), unless the task is marked ``fresh``."""
+
     json_outputs: bool | None = None
+    """Structured outputs (the API constrains the reply to the schema): True always, False never (the
+    prompt asks for JSON), None where the model supports them (``lockgate.model.json_outputs``)."""
 
     def __post_init__(self) -> None:
         if not self.models:

@@ -21,10 +21,14 @@ DATA_NOTICE = (
 
 @dataclass(frozen=True)
 class Start:
-    """How a run begins: the first user message (trusted text only) and the run's facts."""
+    """How a run begins (what a task's ``start`` returns): the first user message and the run's facts."""
 
     prompt: str
+    """The first user message: trusted text only (ids, what the event is), never the content itself;
+    the model reads that through a tool whose result is marked untrusted."""
+
     facts: RunFacts
+    """The run's facts from our own systems (e.g. the email's verified sender), for policies and tools."""
 
 
 @dataclass(frozen=True)
@@ -35,64 +39,128 @@ class Skip:
     """
 
     reason: str
+    """Why the event needs nothing (the delivery's outcome, e.g. "only opened issues are triaged")."""
 
 
 @dataclass(frozen=True)
 class DecisionNotice:
-    """What the task hears when a person decided (or nobody did): tell the customer, close the loop."""
+    """What the task hears when a person decided (or nobody did): tell the customer, close the loop.
+
+    ``Task.on_decision`` receives it once per proposal and outcome.
+    """
 
     approval_id: str
+    """The proposal's id (``ap_...``)."""
+
     run_id: str
+    """The run that proposed the call."""
+
     tool: str
+    """The tool the proposal was for."""
+
     summary: str
-    outcome: str  # "done" | "failed" | "rejected" | "not run" | "expired"
+    """The proposal's one-line summary, as the reviewers read it."""
+
+    outcome: str
+    """What became of it: "done", "failed", "rejected" or "expired" (nobody decided in time, it was not run
+    in time after approval, or the tool's arguments changed since)."""
+
     detail: str
+    """In words: who rejected it, why it expired, or the error of a "failed" call; empty for "done"."""
+
     facts: RunFacts
+    """The run's facts, rebuilt from those stored with the proposal (``Task.restore_facts``)."""
 
 
 @dataclass(frozen=True)
 class Task:
-    """One agent task. The model is shown only ``tools``.
+    """One agent task: what starts it, what the model is told, the tools it may call, and its limits.
 
-    ``batch`` trades latency for half-price model steps (Message Batches, ``lockgate.agent.batches``):
-    ``True`` sends a run's first step through a batch, ``"every"`` each step of the tool loop; a
-    batched step waits for the ``collect-batches`` job and the recheck delay, and a batch that fails
-    makes that step's call directly. The intake extraction and content screens are always direct.
+    Register it with ``setup.add_task(task)`` in your workflows package's ``register(setup)``.
+    Invalid combinations (``cacheable`` with ``fresh``, an unknown ``cache_ttl`` or ``batch``) raise
+    ``ConfigError`` when the task is built.
     """
 
     name: str
+    """The task's name, unique across every workflow: runs, logs, evals and ``[budget.tasks]`` use it."""
+
     source: str
-    event_type: str  # exact, "prefix.*" or "*"
+    """What starts it: a webhook source (``[sources.NAME]`` in lockgate.toml), or "schedule"."""
+
+    event_type: str
+    """Which of the source's events: exact, ``"prefix.*"`` or ``"*"``; for "schedule", the schedule's name."""
+
     system: str
+    """The system prompt: what the task is for and how to do it (a notice that tool content is data
+    is appended)."""
+
     tools: Sequence[Tool[Any]]
-    start: Callable[[InboxEvent, Mapping[str, Any]], Start | Skip]  # (event, services) -> Start, or Skip
+    """The tools the model may call: it is shown only these, and a call to any other is refused."""
+
+    start: Callable[[InboxEvent, Mapping[str, Any]], Start | Skip]
+    """``(event, services) -> Start``: the run's first message and facts, from the event and your systems;
+    or ``Skip(reason)`` for an event this task does not act on."""
+
     model: str = "claude-sonnet-5-5"
+    """The model id each step calls; an id without a price (lockgate.toml ``[models]``) stops the worker at
+    start."""
+
     max_steps: int = 8
+    """Model steps per run; a run that has not finished by then ends as "step_limit"."""
+
     max_output_tokens: int = 1024
+    """The most output tokens one model step may produce (the request's ``max_tokens``)."""
+
     budget_usd: float = 0.50
-    # Refuse (before sending) a prompt larger than this many input tokens; None: no limit.
+    """Not enforced: nothing reads it yet. A task's spend cap is ``[budget.tasks]`` in lockgate.toml
+    (dollars per UTC day)."""
+
     max_input_tokens: int | None = None
-    # Where the primary model's endpoint is down (breaker open, overloaded/5xx after retries), use
-    # this model instead, priced and budgeted as itself; None: the event waits and is retried.
+    """Refuse (before sending) a prompt larger than this many input tokens, setting the delivery aside;
+    None: no limit."""
+
     fallback_model: str | None = None
-    screen_model: str | None = None  # screen untrusted content with this small model first
-    cache_ttl: str = "5m"  # prompt cache lifetime for the fixed prefix: "5m", "1h", "off" or "auto"
+    """Where the primary model's endpoint is down (breaker open, overloaded or 5xx after retries), use
+    this model instead, priced and budgeted as itself; None: the event waits and is retried."""
+
+    screen_model: str | None = None
+    """Screen untrusted tool results with this (small) model first: a flag makes every side effect of the
+    run need a person; None: no screening."""
+
+    cache_ttl: str = "5m"
+    """Prompt cache lifetime for the fixed prefix (tools and system prompt): "5m", "1h", "off", or
+    "auto" (the cheapest for ``run_interval_seconds`` and the prefix's size)."""
+
     services: Mapping[str, Any] = field(default_factory=dict)
-    # Rebuild a run's facts from their stored values, so an approved action's hard policies are
-    # re-checked against current facts when it executes (default: the values, no lookup).
+    """Your workflow's clients and adapters by name, handed to ``start``, tools (``ctx.services``),
+    ``restore_facts``, ``on_decision`` and reconcile hooks; built once in ``register(setup)``."""
+
     restore_facts: Callable[[Mapping[str, Any], Mapping[str, Any]], RunFacts] | None = None
-    # Told about each decided proposal (run once per proposal and outcome, through the ledger).
+    """``(stored values, services) -> RunFacts``: rebuild a run's facts, so an approved call's hard policies
+    are re-checked against current facts when it runs; None: the stored values, with no ``lookup``."""
+
     on_decision: Callable[[DecisionNotice, Mapping[str, Any]], Any] | None = None
-    # Cost controls. cacheable: classification-like, an identical request is answered from the
-    # response cache; fresh: always ask the model (the two exclude each other).
+    """``(notice, services)``: told about each decided proposal, once per proposal and outcome (through the
+    ledger), e.g. to email the customer; None: nobody is told."""
+
     cacheable: bool = False
+    """Classification-like: an identical request is answered from the response cache instead of the model."""
+
     fresh: bool = False
-    run_interval_seconds: float | None = None  # how often it runs (its schedule), for cache_ttl="auto"
-    # Not urgent: model steps go through Message Batches at half price, each waiting for the
-    # collect-batches job and the recheck delay (an hour or more per step). True: the first step
-    # only; "every": every step of the tool loop. Intake and screens stay direct calls.
+    """Always ask the model: nothing is answered from the response cache, not even the content screens or
+    the intake's extraction (which otherwise may be); excludes ``cacheable``."""
+
+    run_interval_seconds: float | None = None
+    """How often it runs (its schedule), for ``cache_ttl="auto"``; None: runs are far apart (event-driven)."""
+
     batch: bool | Literal["every"] = False
-    intake: Intake[Any] | None = None  # extract the request first (structured output, escalation)
+    """Not urgent: model steps go through Message Batches at half price, each waiting for the
+    collect-batches job and the recheck delay (an hour or more per step). True: the first step only;
+    "every": every step of the tool loop; a batch that fails makes that step's call directly. Intake
+    and screens stay direct calls."""
+
+    intake: Intake[Any] | None = None
+    """Read the request out of the event first, with structured output (``Intake``); None: no intake."""
 
     def __post_init__(self) -> None:
         if self.cacheable and self.fresh:

@@ -15,10 +15,13 @@ from lockgate.telemetry import Log, Metrics
 
 @dataclass(frozen=True)
 class InboxEvent:
-    """A delivery as a task handler sees it: metadata plus the raw body."""
+    """A delivery as a handler or a task's ``start`` sees it: metadata plus the raw body."""
 
     delivery: Delivery
+    """The stored inbox item: ``delivery_id``, ``source``, ``event_type``, ``received_at``, ``attempts``."""
+
     body: bytes
+    """The body exactly as the provider sent it (already verified): ``json()`` parses it."""
 
     @classmethod
     def claimed(
@@ -56,14 +59,31 @@ class InboxEvent:
 
 @dataclass
 class TaskContext:
-    """What a handler may use besides the event."""
+    """What a plain handler (``setup.router.add(source, event_type, handler)``) may use besides the event.
+
+    A handler is ``handler(event, context) -> str``: it returns a one-line outcome for the inbox
+    record; raising ``BadDelivery`` sets the delivery aside at once, any other error retries it (up to
+    the inbox's ``max_attempts``).
+    """
 
     run_id: str
+    """This delivery's run id (``run#<source>#<delivery id>``), for logs and ledger keys."""
+
     remaining_seconds: Callable[[], float]
+    """Seconds left before the Lambda times out: stop starting new work well before zero."""
+
     versions: EntityVersions
+    """Out-of-order protection: ``versions.apply_if_newer(entity, event_time, delivery_id)`` raises
+    ``StaleEvent`` (recorded as done, not applied) when a newer event for ``entity`` was applied."""
+
     log: Log
+    """The function's structured logger (``log.info(message, extra={...})``)."""
+
     metrics: Metrics
+    """The function's metrics (``metrics.add_metric(name=..., unit="Count", value=1)``)."""
+
     extras: dict[str, Any] = field(default_factory=dict)
+    """Free for a handler's own use; the worker leaves it empty."""
 
 
 class TaskHandler(Protocol):
