@@ -50,10 +50,16 @@ class ScriptError(ValueError):
 
 @dataclass(frozen=True)
 class Call:
-    """One tool call a rule makes: the tool's name and its arguments (``{name}`` filled from captures)."""
+    """One tool call a rule makes: the tool's name and its arguments (``{name}`` filled from captures).
+
+    Give several to ``when(...).calls(Call("a", {...}), Call("b", {...}))`` to call them in one turn.
+    """
 
     tool: str
+    """The tool's name, as your ``Tool(name=...)`` says it."""
+
     arguments: Mapping[str, Any] = field(default_factory=dict)
+    """The call's arguments; a string may hold ``{name}``, filled from what the patterns captured."""
 
     def filled(self, captures: Mapping[str, str]) -> JSON | None:
         """The arguments with captures filled in; None while a capture they need is still unknown."""
@@ -65,11 +71,19 @@ class Call:
 
 @dataclass(frozen=True)
 class Rule:
-    """When ``pattern`` matches (the prompt, or ``after``'s latest result), make ``calls``."""
+    """When ``pattern`` matches (the prompt, or ``after``'s latest result), make ``calls``.
+
+    Build one with ``when(pattern).call(tool, **arguments)`` or ``when(pattern).calls(*calls)``.
+    """
 
     pattern: str
+    """A regular expression (``re.search``); its named groups fill ``{name}`` in later arguments."""
+
     calls: tuple[Call, ...]
-    after: str | None = None  # match this tool's latest result instead of the prompt
+    """The calls to make once it matches, together in one turn, each once per set of arguments."""
+
+    after: str | None = None
+    """Match this tool's latest result instead of the task's prompt; None: the prompt."""
 
     def matches(self, prompt: str, results: Mapping[str, str]) -> re.Match[str] | None:
         """The match against what this rule reads, or None (also while ``after`` has not answered)."""
@@ -78,7 +92,7 @@ class Rule:
 
 
 class When:
-    """``when(pattern, after=None)``: the start of a rule; ``.call(tool, **arguments)`` completes it."""
+    """What ``when(pattern, after=...)`` returns: a rule begun; ``.call`` or ``.calls`` completes it."""
 
     def __init__(self, pattern: str, after: str | None = None) -> None:
         try:
@@ -105,8 +119,13 @@ def when(pattern: str, *, after: str | None = None) -> When:
 class ScriptedModel:
     """A model that answers by ``rules`` for the task ``task`` and finishes with ``finish``.
 
+    ``task`` is your task's name (a warning names it when the model is asked to run another);
+    ``rules`` are ``when(...)`` rules, at least one; ``finish`` is the final text once no rule has a
+    call left to make (``{name}`` filled from captures); ``extract`` is the JSON to answer a task's
+    ``Intake`` with (``{name}`` filled, a missing capture is null). A ``{name}`` that no pattern
+    captures raises ``ScriptError`` here, not mid-run.
+
     Call it with a Messages API request (what the local stub server does); it returns the reply.
-    ``calls_seen`` counts the requests it answered, for tests.
     """
 
     def __init__(
@@ -123,12 +142,18 @@ class ScriptedModel:
                 "captures: name a group in a pattern, e.g. (?P<number>\\d+)"
             )
         self.task = task
+        """The name of the task it was written for."""
         self.rules = rules
+        """Its rules, in the order they are tried."""
         self.finish = finish
+        """The final text, once no rule has a call left to make."""
         self.extract = extract
+        """The JSON it answers an intake's extraction with, or None (an intake is then a ``ScriptError``)."""
         self.tools = tuple(dict.fromkeys(c.tool for rule in rules for c in rule.calls))
+        """The tools its rules call: a request that offers none of them is not its task."""
         self._lock = threading.Lock()
         self.calls_seen = 0
+        """How many requests it has answered (screens and extractions included)."""
 
     def __call__(self, request: JSON) -> Reply:
         with self._lock:

@@ -8,6 +8,8 @@ Everything a workflow author needs, from one place::
 - ``TestStack``: your workflows on the embedded stack in this process, with that model.
 - The pytest plugin (installed with Lockgate, no import needed): the fixtures ``lockgate_model``
   (override it to give your model) and ``lockgate_stack`` (a started ``TestStack`` per test).
+
+Each of them is in the API reference (docs/reference/api.md, "Testing your workflow").
 """
 
 from __future__ import annotations

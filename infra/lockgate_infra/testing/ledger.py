@@ -8,7 +8,10 @@ from lockgate.actions.ledger import Operation, OpState
 
 
 class LedgerView:
-    """Every entry of the State table's operation ledger (items ``op#<key>``)."""
+    """Every entry of the State table's operation ledger (items ``op#<key>``): ``stack.ledger``.
+
+    Built from a DynamoDB client and the State table's name; each read scans the table afresh.
+    """
 
     def __init__(self, dynamodb: Any, state_table: str) -> None:
         self._db = dynamodb

@@ -58,8 +58,11 @@ class Sent:
 
     def __init__(self, status: int, body: str, key: str) -> None:
         self.status = status
+        """The HTTP status the receiver answered: 200 stored (or a duplicate), 401 a bad signature, ..."""
         self.body = body
-        self.key = key  # "source#delivery_id"
+        """The receiver's reply body (JSON text)."""
+        self.key = key
+        """The inbox key, ``"source#delivery_id"``: what ``stack.delivery`` and ``stack.run`` take."""
 
     def __repr__(self) -> str:
         return f"Sent({self.status}, {self.key!r})"
@@ -68,8 +71,10 @@ class Sent:
 class TestStack(Serving):
     """Your workflows on the embedded stack with ``model`` answering as Claude.
 
-    ``config`` is your lockgate.toml (default: the checkout's); ``environment`` adds to every
-    function's environment. Use as a context manager, or through the pytest fixture
+    ``model`` is any offline model (a ``ScriptedModel``); ``config`` is your lockgate.toml and
+    ``template`` your template.yaml (default: the checkout's); ``environment`` adds to every
+    function's environment; ``timeout`` is how long, in seconds, a step waits for the stack to go
+    quiet before ``TestStackError``. Use as a context manager, or through the pytest fixture
     ``lockgate_stack``.
     """
 
