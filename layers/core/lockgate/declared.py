@@ -88,7 +88,7 @@ class Resource:
                 raise ValueError(f"Resource {self.logical_id}: parts holds {part!r}, not a Part(...)")
 
     def needs(self, function: str) -> Iterator[tuple[str, str]]:
-        """Each (part path, action) ``function``'s role needs: "" is the resource itself."""
+        """Each (part path, action) the role of ``function`` ("worker" or "jobs") needs; "": the resource."""
         if function not in FUNCTIONS:
             raise ValueError(f"{function!r} runs no workflow code; the functions are {', '.join(FUNCTIONS)}")
         yield from (("", action) for action in getattr(self, function))
