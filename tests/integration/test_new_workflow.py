@@ -60,12 +60,12 @@ def test_the_workflow_is_written_wired_and_checked(checkout: Path) -> None:
     ).is_file()
     for function in ("agent_worker", "scheduled_jobs", "eval_jobs"):
         assert os.readlink(checkout / "functions" / function / "notes") == "../../workflows/notes"
-    assert 'packages = ["shop", "notes"]' in (checkout / "lockgate.toml").read_text(encoding="utf-8")
+    assert ', "notes"]' in (checkout / "lockgate.toml").read_text(encoding="utf-8")
     template = (checkout / "template.yaml").read_text(encoding="utf-8")
     assert "  NotesItemsTable:\n    Type: AWS::DynamoDB::Table\n" in template
     assert template.count("          NOTES_ITEMS_TABLE: !Ref NotesItemsTable\n") == 2  # worker and jobs
     assert "              - Sid: NotesItems\n" in template
-    assert "ok: template.yaml gives each workflow (shop, notes) its 5 declared resources" in made.stdout
+    assert "ok: template.yaml gives each workflow (shop, triage, notes) its 6 declared resources" in made.stdout
     # And lockgate check, run again by the user, agrees
     assert run(checkout, "lockgate", "check").returncode == 0
 
