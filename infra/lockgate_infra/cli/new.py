@@ -36,7 +36,9 @@ def add_new_parser(commands: Any, run: Callable[[argparse.Namespace], int]) -> N
     workflow.add_argument(
         "--source", required=True, help="a source in lockgate.toml's [sources] (e.g. github)"
     )
-    workflow.add_argument("--event", required=True, help="the event type the task runs on (e.g. issues)")
+    workflow.add_argument(
+        "--event", required=True, help="the event type its task runs on (e.g. issues.opened)"
+    )
     workflow.set_defaults(run=run)
 
 
@@ -67,7 +69,7 @@ def run_new_workflow(args: argparse.Namespace, checkout: Path, out: TextIO | Non
         "next:\n"
         f"  make test        # runs tests/workflows/test_{args.name}.py with the rest\n"
         f"  lockgate local --model {args.name}.model:scripted_model\n"
-        f"  lockgate eval {task} --model {args.name}.model:scripted_model",
+        f"  lockgate eval {task} --model {args.name}.model:scripted_model --runs 10",
         file=out,
     )
     return code

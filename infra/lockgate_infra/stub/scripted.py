@@ -111,6 +111,11 @@ class When:
         return Rule(self._pattern, tuple(calls), self._after)
 
 
+def call(tool: str, /, **arguments: Any) -> Call:
+    """One call for ``when(...).calls(...)``: ``call("add_label", issue="{issue}", label="bug")``."""
+    return Call(tool, arguments)
+
+
 def when(pattern: str, *, after: str | None = None) -> When:
     """Start a rule that matches ``pattern`` against the task's prompt, or ``after``'s latest result."""
     return When(pattern, after)

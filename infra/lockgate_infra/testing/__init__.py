@@ -2,9 +2,9 @@
 
 Everything a workflow author needs, from one place::
 
-    from lockgate_infra.testing import ScriptedModel, TestStack, when
+    from lockgate_infra.testing import ScriptedModel, TestStack, call, when
 
-- ``ScriptedModel`` and ``when``: an offline model that answers your task with calls to your tools.
+- ``ScriptedModel``, ``when`` and ``call``: an offline model that answers your task with calls to your tools.
 - ``TestStack``: your workflows on the embedded stack in this process, with that model.
 - The pytest plugin (installed with Lockgate, no import needed): the fixtures ``lockgate_model``
   (override it to give your model) and ``lockgate_stack`` (a started ``TestStack`` per test).
@@ -27,6 +27,7 @@ _PUBLIC = {
     "Sent": "lockgate_infra.testing.stack",
     "TestStack": "lockgate_infra.testing.stack",
     "TestStackError": "lockgate_infra.testing.stack",
+    "call": "lockgate_infra.stub.scripted",
     "when": "lockgate_infra.stub.scripted",
 }
 __all__ = [
@@ -38,11 +39,12 @@ __all__ = [
     "Sent",
     "TestStack",
     "TestStackError",
+    "call",
     "when",
 ]
 
 if TYPE_CHECKING:
-    from lockgate_infra.stub.scripted import Call, Rule, ScriptedModel, ScriptError, when
+    from lockgate_infra.stub.scripted import Call, Rule, ScriptedModel, ScriptError, call, when
     from lockgate_infra.testing.ledger import LedgerView
     from lockgate_infra.testing.stack import Sent, TestStack, TestStackError
 
