@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import io
 import logging
+import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TextIO
 
 import boto3
 from botocore.exceptions import ClientError
@@ -403,14 +405,30 @@ def local_stack_in_thread(out: Any = None, **options: Any) -> Iterator[Any]:
         thread.join(20)
 
 
+class _ThisThreadOnly(io.TextIOBase):
+    """stdout for one thread: the CLI's own output is captured; a local stack's threads, running
+    in the same test process, keep writing their functions' logs where they did."""
+
+    def __init__(self, captured: TextIO, others: TextIO) -> None:
+        self._captured, self._others, self._thread = captured, others, threading.get_ident()
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        return (self._captured if threading.get_ident() == self._thread else self._others).write(text)
+
+    def flush(self) -> None:
+        self._others.flush()
+
+
 def run_cli(*args: str) -> tuple[int, str]:
     """``lockgate ARGS`` in this process: (exit code, what it printed on stdout)."""
-    import io
     from contextlib import redirect_stdout
 
     from lockgate_infra.cli import main as cli
 
     out = io.StringIO()
-    with redirect_stdout(out):
+    with redirect_stdout(_ThisThreadOnly(out, sys.stdout)):
         code = cli.main(list(args))
     return code, out.getvalue()

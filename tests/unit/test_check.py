@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import tomlkit
 
 from lockgate import Part, Resource
 from lockgate_infra.cli import main as cli
@@ -242,7 +243,16 @@ def repository(tmp_path: Path) -> Path:
     return tmp_path
 
 
+def packages_of(repository: Path, *packages: str) -> None:
+    """Set lockgate.toml's [workflows] packages in the copy, its comments kept."""
+    config = repository / "lockgate.toml"
+    document = tomlkit.parse(config.read_text(encoding="utf-8"))
+    document["workflows"]["packages"] = list(packages)  # type: ignore[index]
+    config.write_text(tomlkit.dumps(document), encoding="utf-8")
+
+
 def test_given_a_clean_copy_then_the_command_says_so_and_exits_0(repository: Path, capsys) -> None:
+    packages_of(repository, "shop")
     code = cli.main(["check", "--template", str(repository / "template.yaml")])
     assert (code, capsys.readouterr().out) == (
         0,
@@ -324,10 +334,7 @@ def test_given_an_edited_template_then_the_command_prints_the_finding_and_exits_
 def test_given_no_workflows_then_there_is_nothing_to_compare_and_the_command_says_so(
     repository: Path, capsys
 ) -> None:
-    config = repository / "lockgate.toml"
-    config.write_text(
-        config.read_text(encoding="utf-8").replace('packages = ["shop"]', "packages = []"), encoding="utf-8"
-    )
+    packages_of(repository)
     code = cli.main(["check", "--template", str(repository / "template.yaml")])
     assert (code, capsys.readouterr().out) == (
         0,
@@ -338,13 +345,7 @@ def test_given_no_workflows_then_there_is_nothing_to_compare_and_the_command_say
 def test_given_a_workflow_that_cannot_be_imported_then_the_command_says_which_and_exits_2(
     repository: Path, capsys
 ) -> None:
-    config = repository / "lockgate.toml"
-    config.write_text(
-        config.read_text(encoding="utf-8").replace(
-            'packages = ["shop"]', 'packages = ["shop", "no_such_flow"]'
-        ),
-        encoding="utf-8",
-    )
+    packages_of(repository, "shop", "no_such_flow")
     code = cli.main(["check", "--template", str(repository / "template.yaml")])
     assert code == 2
     assert capsys.readouterr().err == (

@@ -31,7 +31,7 @@ from lockgate_infra.cli.targets import Target, TargetError, stack_config
 from lockgate_infra.options import utc_time
 
 FUNCTION = "ScheduledJobsFunction"
-log = logging.getLogger("lockgate.jobs")
+log = logging.getLogger("lockgate_infra.jobs")  # not under "lockgate": a function's JSON handler is not ours
 
 
 def add_jobs_parser(commands: Any, *, run: Any) -> list[argparse.ArgumentParser]:
