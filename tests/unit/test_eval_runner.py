@@ -134,3 +134,17 @@ def test_the_prompt_version_follows_the_system_prompt_and_the_tool_schemas() -> 
 def test_runs_must_be_positive() -> None:
     with pytest.raises(ValueError, match="at least 1"):
         run_suite(SUITE, flaky_model, runs=0)
+
+
+def test_a_failing_trial_in_which_the_model_called_no_tool_says_what_the_model_said() -> None:
+    # Given a model that answers with words only (an offline model written for another task)
+    def words_only(case: Case, attempt: int) -> Transcript:
+        return Transcript("This model was written for another task; nothing was done.")
+
+    report = run_suite(SUITE, words_only, runs=1, clock=FixedClock())
+
+    # Then each failing case's problems include the model's last words, and a passing trial adds none
+    steady, flaky = report.cases
+    said = "the model called no tool; it said: 'This model was written for another task; nothing was done.'"
+    assert said in steady.problems and said in flaky.problems
+    assert len(steady.problems) == 2  # the failed check, then the model's words

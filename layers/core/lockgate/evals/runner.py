@@ -219,4 +219,8 @@ def _trial(
         report.judge_cost_usd += outcome.cost_usd
         if not outcome.passed:
             problems.append(outcome.problem)
+    if problems and not transcript.calls:
+        # "no such call" alone does not say why: the model's last words usually do (e.g. an offline
+        # model saying it was written for another task).
+        problems.append(f"the model called no tool; it said: {transcript.final_text[:160]!r}")
     return problems
