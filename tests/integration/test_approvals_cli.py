@@ -123,6 +123,8 @@ def test_list_shows_the_pending_proposals_and_all_shows_the_expired_too(
     code, out, _ = lockgate(stack, capsys, "approvals", "list", "--all", "--json")
     states = {p["approval_id"]: p["state"] for p in json.loads(out)}
     assert states == {pending.approval_id: "pending", expired.approval_id: "expired"}
+    # And --ids prints only the pending one's id, for a script (or the next command) to use
+    assert lockgate(stack, capsys, "approvals", "list", "--ids")[:2] == (0, f"{pending.approval_id}\n")
 
 
 def test_show_prints_the_real_arguments_the_unverified_reason_labelled_and_why(

@@ -191,6 +191,62 @@ def test_send_test_reaches_the_inbox_for_every_source_and_runs_no_task(running_s
     assert code == 0 and "lockgate-test" not in out
 
 
+ISSUE = {
+    "action": "opened",
+    "repository": {"full_name": "acme/app"},
+    "issue": {
+        "number": 14,
+        "title": "Same problem again",
+        "body": "Duplicate of #12",
+        "user": {"login": "sam"},
+    },
+}
+
+
+def test_an_event_sent_from_the_command_line_runs_its_task_and_a_person_approves_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # Given lockgate local with the demo model for the shop and triage's scripted model for triage
+    with local_stack_in_thread(model=["demo", "triage.model:scripted_model"]) as stack:
+        monkeypatch.setenv("LOCKGATE_LOCAL_PORT", str(stack.gateway.port))
+        event = tmp_path / "issue.json"
+        event.write_text(json.dumps(ISSUE), encoding="utf-8")
+        # When an opened issue is sent, signed as GitHub signs it
+        code, out = run_cli("inbox", "send", "github", f"@{event}", "--event", "issues", "--id", "gh-14")
+        # Then its task ran to the end, and closing the issue waits for a person
+        assert code == 0, out
+        assert out.splitlines()[-1] == "stored github#gh-14: done (triage: completed: Triaged acme/app#14.)"
+        code, ids = run_cli("approvals", "list", "--ids")
+        (approval_id,) = ids.split()
+        # And once alice approves, it ran exactly once
+        assert run_cli("approvals", "approve", approval_id, "--as", "alice", "--yes")[0] == 0
+        assert stack.drain(timeout=30)
+        code, shown = run_cli("runs", "show", "github#gh-14")
+        assert "close acme/app#14: approved by alice" in shown and "ran: SUCCEEDED" in shown
+
+
+def test_a_body_that_is_not_json_is_one_line_and_sends_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    from lockgate_infra.cli.main import main
+
+    with local_stack_in_thread() as stack:
+        code = main(
+            [
+                "inbox",
+                "send",
+                "github",
+                "{not json",
+                "--event",
+                "issues",
+                "--local-port",
+                str(stack.gateway.port),
+            ]
+        )
+        err = capsys.readouterr().err
+        assert code == 2 and err.count("\n") == 1
+        assert "the body is not JSON" in err and "give a JSON object, or @FILE" in err
+        assert stack.client("dynamodb").scan(TableName=stack.resources["InboxTable"])["Count"] == 0
+
+
 def test_send_test_says_when_the_stack_reads_another_secret(running_stack) -> None:  # type: ignore[no-untyped-def]
     # Given the receiver has cached GitHub's secret, and the stored one then changes
     assert run_cli("inbox", "send-test", "github")[0] == 0
@@ -206,6 +262,6 @@ def test_send_test_says_when_the_stack_reads_another_secret(running_stack) -> No
     assert code == 1
     assert "-> 401" in out
     assert err.getvalue() == (
-        "lockgate: the stack did not accept the test delivery (401): "
+        "lockgate: the stack did not accept the delivery (401): "
         "the stored secret differs from what the stack reads\n"
     )

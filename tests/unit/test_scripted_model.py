@@ -11,6 +11,7 @@ import pytest
 from lockgate.agent.screen import SCREEN_PROMPT
 from lockgate_infra.stub import shop_model
 from lockgate_infra.stub.gullible import gullible_model
+from lockgate_infra.stub.replies import FirstWrittenFor, NotWrittenFor
 from lockgate_infra.stub.scripted import ScriptedModel, ScriptError, when
 
 TOOLS = [
@@ -188,3 +189,19 @@ def test_given_a_structured_output_request_then_it_answers_extract_filled_from_t
 def test_given_a_structured_output_request_and_no_extract_then_the_error_says_what_to_give() -> None:
     with pytest.raises(ScriptError, match=r"was asked for structured output .* has no extract="):
         triage()(extraction("Subject: hi"))
+
+
+def test_several_offline_models_answer_together_each_task_by_the_first_written_for_it() -> None:
+    both = FirstWrittenFor([shop_model, triage()])
+    shop_request = request(
+        "New customer email: message_id=m-1.",
+        tools=[{"name": "read_email", "input_schema": {"type": "object", "properties": {}}}],
+    )
+
+    assert calls(both(request("A new issue #42 was opened."))) == [("read_issue", {"number": 42})]
+    assert calls(both(shop_request)) == [("read_email", {"message_id": "m-1"})]
+    # A task neither was written for gets the last one's plain answer
+    nobody = both(request("hello", tools=[{"name": "other", "input_schema": {"type": "object"}}]))
+    assert (
+        isinstance(nobody, NotWrittenFor) and "scripted model for 'issue-triage'" in nobody.content[0]["text"]
+    )

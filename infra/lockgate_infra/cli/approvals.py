@@ -53,6 +53,7 @@ def add_approvals_parser(
     listing = sub.add_parser("list", help="pending proposals (--all: every stored one)")
     listing.add_argument("--all", action="store_true", help="include approved, rejected and expired ones")
     listing.add_argument("--json", action="store_true", help="machine-readable output")
+    listing.add_argument("--ids", action="store_true", help="only the approval ids, one per line")
     show = sub.add_parser("show", help="one proposal: summary, real arguments, why, decisions, state")
     show.add_argument("id", help="the approval id, e.g. ap_0123456789abcdef01234567")
     show.add_argument("--json", action="store_true", help="machine-readable output")
@@ -124,11 +125,12 @@ def run_approvals(
     command = ApprovalsCommand.for_target(target, approvals, SystemClock())
     if args.approvals_command == "list":
         statuses = command.queue.listing(include_settled=args.all)
-        out.write(
-            json.dumps([as_dict(s) for s in statuses], indent=2) + "\n"
-            if args.json
-            else table(statuses, with_state=args.all)
-        )
+        if args.ids:
+            out.write("".join(f"{s.proposal.approval_id}\n" for s in statuses))
+        elif args.json:
+            out.write(json.dumps([as_dict(s) for s in statuses], indent=2) + "\n")
+        else:
+            out.write(table(statuses, with_state=args.all))
         return 0
     status = command.queue.status(args.id)
     if status is None:

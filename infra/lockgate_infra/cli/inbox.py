@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from lockgate_infra.cli.runs import add_runs_parser, runs_list, runs_show
-from lockgate_infra.cli.send_test import add_send_test_parser, send_test
+from lockgate_infra.cli.send_test import add_send_parser, add_send_test_parser, send_event, send_test
 from lockgate_infra.cli.targets import Target
 from lockgate_infra.inbox_ops import InboxOps
 
@@ -54,8 +54,9 @@ def add_inbox_parsers(commands: Any, *, target: TargetOf) -> list[argparse.Argum
     replay.add_argument("--by", help="who asks, recorded on the replay (default: your user name)")
     replay.set_defaults(run=on_target(inbox_replay))
     send = add_send_test_parser(inbox_commands, on_target(lambda args, where: send_test(args, where, ROOT)))
+    event = add_send_parser(inbox_commands, on_target(lambda args, where: send_event(args, where, ROOT)))
     runs = add_runs_parser(commands, on_target(runs_list), on_target(runs_show))
-    return [status, show, retry, redrive, replay, send, *runs]
+    return [status, show, retry, redrive, replay, send, event, *runs]
 
 
 def ops(target: Target) -> InboxOps:

@@ -93,11 +93,13 @@ def _add_local_parsers(commands: Any) -> None:
     )
     local.add_argument(
         "--model",
+        action="append",
         default=None,
         metavar="MODEL",
         help="the agent's model: demo (the offline demo model, the default), gullible (the gullible "
         "test model), claude (real Claude, the default when ANTHROPIC_API_KEY is set), or your own "
-        "offline model as package.module:factory",
+        "offline model as package.module:factory; give several offline ones (--model demo --model "
+        "triage.model:scripted_model) and each task gets the first written for it",
     )
     local.add_argument(
         "--clock-speed",

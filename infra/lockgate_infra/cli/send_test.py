@@ -1,8 +1,11 @@
-"""`lockgate inbox send-test SOURCE`: one signed test delivery to a stack's webhook URL, and proof it arrived.
+"""`lockgate inbox send-test SOURCE` and `lockgate inbox send SOURCE --event TYPE BODY`: one signed
+delivery to a stack's webhook URL, and what became of it.
 
 The delivery is signed with the secret the stack stores for the source, exactly as its provider
-would sign it, and carries the event type ``lockgate.test``: the receiver verifies and stores it
-like any other, and the worker marks it done without running a task (``lockgate.inbox.routing``).
+would sign it. A test delivery carries the event type ``lockgate.test``: the receiver verifies and
+stores it like any other, and the worker marks it done without running a task
+(``lockgate.inbox.routing``). ``send`` delivers your event, so its task runs (on `lockgate local`
+with your scripted model, say), and prints the outcome.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,11 +40,39 @@ def add_send_test_parser(inbox_commands: Any, run: Any) -> argparse.ArgumentPars
         "and processed (no task runs for it)",
     )
     send.add_argument("source", help="a [sources.NAME] in lockgate.toml")
+    return _source_options(send, run)
+
+
+def add_send_parser(inbox_commands: Any, run: Any) -> argparse.ArgumentParser:
+    """``lockgate inbox send SOURCE --event TYPE BODY [--id ID] [--no-wait]``."""
+    send = inbox_commands.add_parser(
+        "send",
+        help="send SOURCE an event (a JSON body and its type) signed with the stack's stored secret, "
+        "as its provider would; show what the worker made of it",
+    )
+    send.add_argument("source", help="a [sources.NAME] in lockgate.toml")
+    send.add_argument("body", help="the event's JSON body, or @FILE to read it from a file")
+    send.add_argument("--event", required=True, help="the provider's event type (GitHub: issues)")
+    send.add_argument("--id", help="the delivery id (default: a new one each time)")
+    return _source_options(send, run)
+
+
+def _source_options(send: argparse.ArgumentParser, run: Any) -> argparse.ArgumentParser:
+    """What both commands take besides the source: --no-wait and --config."""
     send.add_argument("--no-wait", action="store_true", help="do not wait for the worker to process it")
     send.add_argument("--config", type=Path, help="lockgate.toml naming the source (default: the stack's)")
     send.set_defaults(run=run)
-    parser: argparse.ArgumentParser = send
-    return parser
+    return send
+
+
+def event_body(text: str) -> bytes:
+    """The body given on the command line (``@FILE`` reads a file), checked to be JSON."""
+    raw = Path(text[1:]).read_bytes() if text.startswith("@") else text.encode()
+    try:
+        json.loads(raw)
+    except ValueError as exc:
+        raise ValueError(f"the body is not JSON ({exc}); give a JSON object, or @FILE") from exc
+    return raw
 
 
 def test_request(source: SourceConfig, secret: str, now: int, nonce: str) -> tuple[bytes, dict[str, str]]:
@@ -66,6 +98,26 @@ def test_request(source: SourceConfig, secret: str, now: int, nonce: str) -> tup
 
 def send_test(args: argparse.Namespace, target: Target, root: Path) -> int:
     """Sign, send, then show the inbox row; 1 if the stack did not accept it."""
+    return _send(args, target, root, test_request)
+
+
+def send_event(args: argparse.Namespace, target: Target, root: Path) -> int:
+    """Sign and send your event, then show the inbox row and its outcome; 1 if refused or failed."""
+    body = event_body(args.body)
+
+    def request(source: SourceConfig, secret: str, now: int, nonce: str) -> tuple[bytes, dict[str, str]]:
+        ident = args.id or (f"msg_{nonce}" if source.scheme == "standard" else f"lockgate-{nonce}")
+        return body, sign(source, secret, body, now, delivery_id=ident, event_type=args.event)
+
+    return _send(args, target, root, request)
+
+
+def _send(
+    args: argparse.Namespace,
+    target: Target,
+    root: Path,
+    make: Callable[[SourceConfig, str, int, str], tuple[bytes, dict[str, str]]],
+) -> int:
     from lockgate.inbox.store import InboxStore
     from lockgate_infra.cli.secrets import stack_secrets
 
@@ -79,7 +131,7 @@ def send_test(args: argparse.Namespace, target: Target, root: Path) -> int:
             f"no secret stored for {args.source}: run `lockgate secrets set {args.source}` first"
         )
     now = int(time.time())
-    body, headers = test_request(entry.source, secret_values(value)[-1], now, secrets.token_hex(8))
+    body, headers = make(entry.source, secret_values(value)[-1], now, secrets.token_hex(8))
     pk = f"{entry.source.name}#{scheme_for(entry.source).identify(body, headers).delivery_id}"
     url = webhook_url(args, target, entry.source.name)
     status, reply = _post(url, body, headers)
@@ -90,7 +142,7 @@ def send_test(args: argparse.Namespace, target: Target, root: Path) -> int:
             if status == 401
             else "see the receiver's log"
         )
-        print(f"lockgate: the stack did not accept the test delivery ({status}): {hint}", file=sys.stderr)
+        print(f"lockgate: the stack did not accept the delivery ({status}): {hint}", file=sys.stderr)
         return 1
     inbox = InboxStore(target.client("dynamodb"), target.name("InboxTable"))
     deadline = time.monotonic() + (0 if args.no_wait else WAIT_SECONDS)

@@ -3,13 +3,13 @@ yours, ``package.module:factory``) behind a local Messages API stub, or Claude."
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from lockgate_infra.stub import StubAnthropic
+    from lockgate_infra.stub import Model, StubAnthropic
 
 MODELS = ("demo", "gullible", "claude")
 STUB_KEY = "local-stub-key"  # the stub checks that a key is sent, not which
@@ -30,41 +30,36 @@ class ModelChoice:
 
 
 @contextmanager
-def local_model(name: str | None, environ: Mapping[str, str]) -> Iterator[ModelChoice]:
-    """Start what the choice needs (a local stub server) for as long as the stack runs."""
-    if name is None:
-        name = "claude" if environ.get("ANTHROPIC_API_KEY") else "demo"
-    from lockgate_infra.stub.factory import ModelFactoryError, is_factory_spec, load_model
+def local_model(name: str | Sequence[str] | None, environ: Mapping[str, str]) -> Iterator[ModelChoice]:
+    """Start what the choice needs (a local stub server) for as long as the stack runs.
 
-    if name not in MODELS and not is_factory_spec(name):
-        raise ModelChoiceError(
-            f"unknown model {name!r}; choose one of {', '.join(MODELS)}, "
-            "or your own as package.module:factory"
-        )
-    if name == "claude":
+    Several offline models (``["demo", "triage.model:scripted_model"]``) answer together: each
+    request goes to the first written for its task.
+    """
+    names = [name] if isinstance(name, str) else list(name or [])
+    if not names:
+        names = ["claude" if environ.get("ANTHROPIC_API_KEY") else "demo"]
+    if "claude" in names:
+        if len(names) > 1:
+            raise ModelChoiceError("--model claude cannot be combined with offline models: give it alone")
         if not environ.get("ANTHROPIC_API_KEY"):
             raise ModelChoiceError("--model claude needs ANTHROPIC_API_KEY in the environment")
         yield ModelChoice(
-            name,
+            "claude",
             "Claude through the Anthropic API (ANTHROPIC_API_KEY)",
             {"ANTHROPIC_API_KEY_REF": "env:ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL": ""},
         )
         return
-    from lockgate_infra.stub import StubAnthropic, gullible_model, shop_model, with_judge
+    from lockgate_infra.stub import StubAnthropic, with_judge
+    from lockgate_infra.stub.replies import FirstWrittenFor
 
-    if is_factory_spec(name):
-        try:
-            chosen = load_model(name)
-        except ModelFactoryError as exc:
-            raise ModelChoiceError(str(exc)) from exc
-        label = f"your model {name}"
-    else:
-        chosen, label = (shop_model if name == "demo" else gullible_model), f"offline {name} model"
+    models, labels = zip(*(_offline(n) for n in names), strict=True)
+    chosen = models[0] if len(models) == 1 else FirstWrittenFor(list(models))
     # The weekly eval (EvalJobsFunction) asks "the model" and a judge: both are answered here.
     with StubAnthropic(with_judge(chosen)) as stub:
         yield ModelChoice(
-            name,
-            f"{label} (a local Messages API stub at {stub.base_url})",
+            ", ".join(names),
+            f"{' and '.join(labels)} (a local Messages API stub at {stub.base_url})",
             {
                 "ANTHROPIC_BASE_URL": stub.base_url,
                 "ANTHROPIC_API_KEY_REF": "env:LOCKGATE_STUB_KEY",
@@ -72,3 +67,21 @@ def local_model(name: str | None, environ: Mapping[str, str]) -> Iterator[ModelC
             },
             stub,
         )
+
+
+def _offline(name: str) -> tuple[Model, str]:
+    """One offline model and how the banner names it."""
+    from lockgate_infra.stub import gullible_model, shop_model
+    from lockgate_infra.stub.factory import ModelFactoryError, is_factory_spec, load_model
+
+    if name in ("demo", "gullible"):
+        return (shop_model if name == "demo" else gullible_model), f"offline {name} model"
+    if not is_factory_spec(name):
+        raise ModelChoiceError(
+            f"unknown model {name!r}; choose one of {', '.join(MODELS)}, "
+            "or your own as package.module:factory"
+        )
+    try:
+        return load_model(name), f"your model {name}"
+    except ModelFactoryError as exc:
+        raise ModelChoiceError(str(exc)) from exc

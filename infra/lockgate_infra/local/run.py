@@ -9,7 +9,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -158,7 +158,7 @@ def run_local(
     out: TextIO | None = None,
     stop: threading.Event | None = None,
     ready: Callable[[LocalStack], None] | None = None,
-    model: str | None = None,
+    model: str | Sequence[str] | None = None,
     clock_speed: float | None = 1.0,
     verbose: bool = False,
 ) -> int:

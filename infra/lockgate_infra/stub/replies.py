@@ -100,6 +100,11 @@ def timeout(delay: float = 2.0) -> StubError:
     return StubError(504, "timeout_error", "Request timed out (stub).", delay=delay)
 
 
+@dataclass(frozen=True)
+class NotWrittenFor(Reply):
+    """An offline model's answer to a task it was not written for (``FirstWrittenFor`` asks the next)."""
+
+
 def not_written_for(model: str, written_for: str, offered: list[str]) -> Reply:
     """The answer of an offline model asked to run a task it was not written for: say so, plainly.
 
@@ -112,4 +117,27 @@ def not_written_for(model: str, written_for: str, offered: list[str]) -> Reply:
         "and run it with --model package.module:factory (see Testing your workflow)."
     )
     LOG.warning("offline model asked to run a task it was not written for: %s", note)
-    return Reply([{"type": "text", "text": note}], "end_turn")
+    return NotWrittenFor([{"type": "text", "text": note}], "end_turn")
+
+
+class FirstWrittenFor:
+    """Several offline models as one: each request goes to the first that was written for its task.
+
+    ``lockgate local --model demo --model triage.model:scripted_model`` answers the shop's tasks
+    with the demo model and triage's with its script. When none was written for a request, the
+    last one's "not written for" answer stands.
+    """
+
+    def __init__(self, models: list[Model]) -> None:
+        if not models:
+            raise ValueError("FirstWrittenFor needs at least one model")
+        self.models = models
+
+    def __call__(self, request: dict[str, Any]) -> Reply | StubError:
+        answer: Reply | StubError | None = None
+        for model in self.models:
+            answer = model(request)
+            if not isinstance(answer, NotWrittenFor):
+                return answer
+        assert answer is not None
+        return answer
