@@ -216,11 +216,13 @@ def test_an_event_sent_from_the_command_line_runs_its_task_and_a_person_approves
         # Then its task ran to the end, and closing the issue waits for a person
         assert code == 0, out
         assert out.splitlines()[-1] == "stored github#gh-14: done (triage: completed: Triaged acme/app#14.)"
-        code, ids = run_cli("approvals", "list", "--ids")
+        code, ids = run_cli("approvals", "list", "--ids", "--task", "triage")
         (approval_id,) = ids.split()
-        # And once alice approves, it ran exactly once
-        assert run_cli("approvals", "approve", approval_id, "--as", "alice", "--yes")[0] == 0
-        assert stack.drain(timeout=30)
+        assert run_cli("approvals", "list", "--ids", "--task", "support-inbox") == (0, "")
+        # And once alice approves (waiting for the worker to act on it), it ran exactly once
+        code, approved = run_cli("approvals", "approve", approval_id, "--as", "alice", "--yes", "--wait")
+        assert code == 0
+        assert approved.splitlines()[-1].startswith("then: close acme/app#14: SUCCEEDED (approved by alice")
         code, shown = run_cli("runs", "show", "github#gh-14")
         assert "close acme/app#14: approved by alice" in shown and "ran: SUCCEEDED" in shown
 

@@ -11,6 +11,7 @@ import json
 import logging
 import os
 import sys
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +30,7 @@ from lockgate.approvals.proposals import ProposalStore
 from lockgate.approvals.review_queue import ProposalStatus, ReviewQueue
 from lockgate.clock import Clock, SystemClock
 from lockgate.config import ApprovalsConfig, load_config
-from lockgate.errors import LockgateError
+from lockgate.errors import DeliveryNotFound, LockgateError
 from lockgate.inbox.queue import InboxQueue
 from lockgate.inbox.store import InboxStore
 from lockgate.telemetry import CountingMetrics
@@ -37,6 +38,7 @@ from lockgate_infra.cli.approval_text import as_dict, clean, details, table
 from lockgate_infra.cli.targets import Target
 
 REVIEWER_ENV = "LOCKGATE_REVIEWER"
+WAIT_SECONDS = 60  # --wait: how long the worker may take to act on a decision
 CONFIRM_CHARS = 6
 
 
@@ -54,6 +56,7 @@ def add_approvals_parser(
     listing.add_argument("--all", action="store_true", help="include approved, rejected and expired ones")
     listing.add_argument("--json", action="store_true", help="machine-readable output")
     listing.add_argument("--ids", action="store_true", help="only the approval ids, one per line")
+    listing.add_argument("--task", help="only this task's proposals (e.g. triage)")
     show = sub.add_parser("show", help="one proposal: summary, real arguments, why, decisions, state")
     show.add_argument("id", help="the approval id, e.g. ap_0123456789abcdef01234567")
     show.add_argument("--json", action="store_true", help="machine-readable output")
@@ -70,6 +73,11 @@ def add_approvals_parser(
             help=f"your reviewer id (default: ${REVIEWER_ENV})",
         )
         decide.add_argument("--yes", action="store_true", help="skip the typed confirmation")
+        decide.add_argument(
+            "--wait",
+            action="store_true",
+            help=f"then wait (up to {WAIT_SECONDS} s) for the worker to act on it, and say what it did",
+        )
         if verb is Choice.REJECT:
             decide.add_argument(
                 "--reason",
@@ -125,6 +133,8 @@ def run_approvals(
     command = ApprovalsCommand.for_target(target, approvals, SystemClock())
     if args.approvals_command == "list":
         statuses = command.queue.listing(include_settled=args.all)
+        if args.task:
+            statuses = [s for s in statuses if s.proposal.task == args.task]
         if args.ids:
             out.write("".join(f"{s.proposal.approval_id}\n" for s in statuses))
         elif args.json:
@@ -144,16 +154,13 @@ def run_approvals(
     reason = checked_reason(getattr(args, "reason", ""))  # only `reject` has --reason
     if reason is None:
         raise Refused(f"a reason is at most {MAX_REASON_CHARS} characters; nothing was decided")
-    return _decide(
-        command,
-        status,
-        Choice(args.approvals_command),
-        args.reviewer or env.get(REVIEWER_ENV),
-        args.yes,
-        stdin,
-        out,
-        reason,
+    verdict = Choice(args.approvals_command)
+    code = _decide(
+        command, status, verdict, args.reviewer or env.get(REVIEWER_ENV), args.yes, stdin, out, reason
     )
+    if args.wait:
+        out.write(_acted_on(target, status.proposal.approval_id, verdict) + "\n")
+    return code
 
 
 def _decide(
@@ -188,6 +195,28 @@ def _decide(
         raise Refused(message)
     out.write(message + "\n")
     return 0
+
+
+def _acted_on(target: Target, approval_id: str, verdict: Choice) -> str:
+    """What the worker did with the decision: its inbox event's outcome, once it has one."""
+    from lockgate.approvals.events import SOURCE
+    from lockgate.inbox.models import delivery_key
+
+    state = State.APPROVED if verdict is Choice.APPROVE else State.REJECTED
+    key = delivery_key(SOURCE, f"{approval_id}#{state.value}")
+    inbox = InboxStore(target.client("dynamodb"), target.name("InboxTable"))
+    deadline = time.monotonic() + WAIT_SECONDS
+    while time.monotonic() < deadline:
+        try:
+            event = inbox.get(key)
+        except DeliveryNotFound:
+            event = None
+        if event is not None and event.status.value == "done":
+            return f"then: {event.outcome or 'done'}"
+        if event is not None and event.status.value == "failed":
+            return f"then: failed: {event.last_error}"
+        time.sleep(0.5)
+    return f"then: not acted on within {WAIT_SECONDS} s (is the worker running? lockgate inbox show {key})"
 
 
 _OUTCOMES = {

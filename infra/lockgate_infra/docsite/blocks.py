@@ -16,6 +16,10 @@ Every fenced block of shell on a page is one of two kinds:
   moto, CI runs ``make test``, and a test compares ``make demo``'s output with the quick start's.
 
 Any other shell block is an error, so nothing a reader may copy goes unchecked.
+
+Code a page shows from a file of the project (``<!-- docs: file PATH -->`` on the line before a
+fenced block) must be that file, exactly: the file is the example's source, run or imported by
+the tests (the triage example's test runs in ``make test``), so the page cannot drift from it.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from pathlib import Path
 
 SHELL = frozenset({"sh", "bash", "shell", "console", "zsh"})
 LOCAL_STACK = "<!-- docs: local stack -->"
+FILE = re.compile(r"^<!-- docs: file (\S+) -->$")
 ENTRY_POINTS = "<!-- docs: entry points -->"
 ANY_LINES = "..."
 _FENCE = re.compile(r"^```([A-Za-z0-9_-]*)\s*$")
@@ -92,6 +97,29 @@ def shell_blocks(path: Path) -> list[Block]:
             blocks.append(Block(path, index + 1, kind, marker == LOCAL_STACK, commands, body))
         index = end + 1
     return blocks
+
+
+@dataclass(frozen=True)
+class FileBlock:
+    """A fenced block that shows a file of the project (its path relative to the repository)."""
+
+    path: Path
+    line: int
+    file: str
+    body: str
+
+
+def file_blocks(path: Path) -> list[FileBlock]:
+    """Every fenced block in a Markdown file marked ``<!-- docs: file PATH -->``."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    found: list[FileBlock] = []
+    for index, line in enumerate(lines):
+        marker = FILE.match(lines[index - 1].strip()) if index else None
+        if marker is None or _FENCE.match(line) is None:
+            continue
+        end = next((n for n in range(index + 1, len(lines)) if lines[n].startswith("```")), len(lines))
+        found.append(FileBlock(path, index + 1, marker.group(1), "\n".join(lines[index + 1 : end]) + "\n"))
+    return found
 
 
 def _commands(body: tuple[str, ...], first_line: int) -> tuple[Command, ...]:
