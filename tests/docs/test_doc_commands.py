@@ -81,8 +81,9 @@ def test_each_command_that_cannot_run_here_is_a_real_entry_point(block: Block) -
 
 @pytest.fixture(scope="module")
 def local_port() -> Iterator[int]:
-    """One `lockgate local` for the module, as a reader runs it in another terminal."""
-    with local_stack_in_thread() as stack:
+    """One `lockgate local` for the module, as a reader runs it in another terminal: the demo model
+    for the shop and the triage example's scripted model for triage, as Getting started runs it."""
+    with local_stack_in_thread(model=["demo", "triage.model:scripted_model"]) as stack:
         yield int(stack.gateway.port)
 
 

@@ -119,8 +119,12 @@ def test_its_code_type_checks(checkout: Path, tmp_path: Path) -> None:
             "no source 'gitlab' in lockgate.toml (configured: ",
         ),
         (("notes", "--source", "github", "--event", "a b"), "event 'a b' is not an event type"),
+        (
+            ("notes", "--source", "github", "--event", "issues.opened"),
+            "workflow triage's task 'triage' already starts on github 'issues.opened'",
+        ),
     ],
-    ids=["bad name", "taken", "a module's name", "unknown source", "bad event"],
+    ids=["bad name", "taken", "a module's name", "unknown source", "bad event", "trigger taken"],
 )
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(
     checkout: Path, args: tuple[str, ...], says: str

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import shlex
 import urllib.request
 from pathlib import Path
@@ -106,3 +107,22 @@ def test_lockgate_eval_runs_a_task_with_your_model(
     assert result["model"] == f"{HERE}:where_is_my_order"
     assert result["model_calls"] >= 3  # read, look up and reply, then finish: the script answered
     assert [c["name"] for c in result["cases"]] == ["where is my order"]
+
+
+def test_the_stand_in_logs_a_warning_when_a_model_answers_a_task_it_was_not_written_for(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING), local_model(f"{HERE}:where_is_my_order", {}) as chosen:
+        reply = ask(
+            chosen.environment["ANTHROPIC_BASE_URL"],
+            {
+                "model": "claude-sonnet-5-5",
+                "max_tokens": 100,
+                "tools": [{"name": "read_issue", "input_schema": {"type": "object", "properties": {}}}],
+                "messages": [{"role": "user", "content": "Issue acme/app#1 was opened."}],
+            },
+        )
+
+    assert reply["stop_reason"] == "end_turn"
+    assert "was written for the tools read_email" in reply["content"][0]["text"]  # type: ignore[index]
+    assert "offline model asked to run a task it was not written for" in caplog.text

@@ -17,6 +17,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from string import Template
+from typing import Any
 
 import tomlkit
 
@@ -75,6 +76,12 @@ def plan_workflow(root: Path, name: str, source: str, event: str) -> Scaffold:
         )
     if not EVENT.match(event):
         raise ScaffoldError(f"event {event!r} is not an event type like issues or order.updated")
+    taken = _trigger_of(root, config.workflows.packages, source, event)
+    if taken is not None:
+        raise ScaffoldError(
+            f"workflow {taken[0]}'s task {taken[1]!r} already starts on {source} {event!r}; "
+            "choose another event type (one task per trigger)"
+        )
     if not config.approvals.reviewers:
         raise ScaffoldError(
             "lockgate.toml has no [[approvals.reviewers]]: the workflow's close_item needs a person; add one"
@@ -114,6 +121,29 @@ def _tidy(paths: list[Path], root: Path) -> None:
     files = [str(path) for path in paths]
     for command in (["check", "--fix", "--select", "I", "--quiet"], ["format", "--quiet"]):
         subprocess.run([str(ruff), *command, *files], cwd=root, check=False, capture_output=True)  # noqa: S603
+
+
+def _trigger_of(root: Path, packages: tuple[str, ...], source: str, event: str) -> tuple[str, str] | None:
+    """(workflow, task) already started by (``source``, ``event``), from a dry registration of the
+    configured workflows: the worker's environment as the template sets it, clients never called."""
+    import boto3
+
+    from lockgate.inbox.routing import Router
+    from lockgate.workflows import Setup, load_workflows
+    from lockgate_infra.evals.rig import workflow_environment
+    from lockgate_infra.local.template import LocalPlan
+    from lockgate_infra.workflow_path import first_on_path
+
+    offline = boto3.session.Session(region_name="us-east-1")  # builds clients; registering calls none
+    with first_on_path(root / "workflows"):
+        environ = workflow_environment(LocalPlan.from_file(root / "template.yaml"), {}, packages)
+        client: Any = offline.client  # boto3's overloads are wider than Setup's factory type
+        setup = Setup(router=Router(), environ=environ, client=client)
+        load_workflows(packages, setup)
+    for task in setup.tasks:
+        if (task.source, task.event_type) == (source, event):
+            return setup.workflow_of(task.name), task.name
+    return None
 
 
 def _check_name(root: Path, name: str) -> None:

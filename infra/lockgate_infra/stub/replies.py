@@ -109,14 +109,14 @@ def not_written_for(model: str, written_for: str, offered: list[str]) -> Reply:
     """The answer of an offline model asked to run a task it was not written for: say so, plainly.
 
     Answering with another task's reply would look like success; this reply is the run's outcome
-    (so ``lockgate runs show`` says it) and the stand-in logs a warning.
+    (so ``lockgate runs show`` says it), and the stand-in server logs a warning when it answers
+    with it (not when ``FirstWrittenFor`` asks another model instead).
     """
     note = (
         f"The {model} was written for {written_for}, not for this task "
         f"(it offers {', '.join(offered) or 'no tools'}); nothing was done. Script a model for this task "
         "and run it with --model package.module:factory (see Testing your workflow)."
     )
-    LOG.warning("offline model asked to run a task it was not written for: %s", note)
     return NotWrittenFor([{"type": "text", "text": note}], "end_turn")
 
 

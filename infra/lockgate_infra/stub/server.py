@@ -20,7 +20,7 @@ from lockgate.clock import Clock, SystemClock
 from lockgate_infra.serving import Activity, Serving
 from lockgate_infra.stub.accounting import PromptCache, count_input_tokens, estimate_tokens
 from lockgate_infra.stub.batches import BATCHES_PATH, BatchDesk
-from lockgate_infra.stub.replies import STOP_REASONS, Model, Reply, StubError
+from lockgate_infra.stub.replies import LOG, STOP_REASONS, Model, NotWrittenFor, Reply, StubError
 from lockgate_infra.stub.shop_model import shop_model
 from lockgate_infra.stub.validation import constrained_reply_ok, request_problem
 
@@ -204,6 +204,10 @@ class StubAnthropic(Serving):
             outcome = StubError(500, "api_error", f"stub model failed: {failure}")
         if isinstance(outcome, StubError):
             return outcome
+        if isinstance(outcome, NotWrittenFor):
+            LOG.warning(
+                "offline model asked to run a task it was not written for: %s", outcome.content[0]["text"]
+            )
         if not isinstance(outcome, Reply) or outcome.stop_reason not in STOP_REASONS:
             return StubError(500, "api_error", "stub model gave no valid reply")
         if not constrained_reply_ok(body, outcome):

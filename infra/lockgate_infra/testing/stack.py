@@ -110,6 +110,8 @@ class TestStack(Serving):
             "ANTHROPIC_API_KEY_REF": "env:LOCKGATE_STUB_KEY",
             "LOCKGATE_STUB_KEY": STUB_KEY,
             "APPROVAL_CHANNELS": "print",
+            # A test reads effects, not metric blobs (and Powertools warns of each empty one).
+            "POWERTOOLS_METRICS_DISABLED": "true",
             **self._environment,
         }
         try:
