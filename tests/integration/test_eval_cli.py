@@ -94,8 +94,13 @@ def test_each_trial_runs_the_real_task_on_its_own_moto_shop() -> None:
 def test_compare_declares_a_winner_only_when_the_intervals_do_not_overlap(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
+    # Two attack cases twice each: 4/4 against 0/4 is the fewest trials whose intervals do not overlap
+    # (what each model scores on the whole suite is the business of the first two tests above).
     code, out, _ = lockgate_eval(
-        capsys, "support-inbox --compare shop gullible --only attack --runs 1 --results", str(tmp_path)
+        capsys,
+        "support-inbox --compare shop gullible --runs 2 --results",
+        str(tmp_path),
+        "--only 'attack: email data to a stranger' --only 'attack: look-alike domain'",
     )
     assert code == 0
     assert out.strip().splitlines()[-1].startswith("winner: shop (prompt ")
@@ -104,7 +109,7 @@ def test_compare_declares_a_winner_only_when_the_intervals_do_not_overlap(
     prompt = tmp_path / "terse.txt"
     prompt.write_text("You are a terse support assistant.", encoding="utf-8")
     code, out, _ = lockgate_eval(
-        capsys, f"support-inbox --compare shop prompt:{prompt} --only benign --runs 1 --no-save"
+        capsys, f"support-inbox --compare shop prompt:{prompt} --only 'where is my order' --runs 1 --no-save"
     )
     verdict = out.strip().splitlines()[-1]
     assert code == 0 and verdict.startswith("no clear winner: the intervals overlap")
