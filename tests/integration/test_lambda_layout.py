@@ -132,6 +132,19 @@ def eval_row(stack: LocalStack) -> Any:
     return next((s for s in states if s.name == "eval"), None)
 
 
+def assert_heartbeat_and_no_trial_in_the_stack(stack: LocalStack) -> None:
+    """The heartbeat is in the stack's State table (the missed-heartbeat alarm stays quiet), and the
+    eval's trials wrote nothing to the stack: its tables hold no run of the suite."""
+    row = eval_row(stack)
+    assert row is not None and row.last_success_at is not None and row.lease_owner is None
+    runs = stack.client("dynamodb").scan(TableName=stack.resources["StateTable"])["Items"]
+    assert not [item for item in runs if "eval-" in item["pk"]["S"]]
+
+
+# Each invocation below runs the whole shipped suite in a child process. `make test` keeps the one
+# with the template's own settings (it proves the harness is in the layout end to end); the offline
+# pass and the gullible failure, each as slow, run in `make slow`.
+@pytest.mark.slow
 def test_given_the_deployed_eval_function_when_the_suite_clears_its_gate_then_the_heartbeat_is_recorded(
     stack: LocalStack, layouts: Callable[[str], LambdaLayout]
 ) -> None:
@@ -142,14 +155,11 @@ def test_given_the_deployed_eval_function_when_the_suite_clears_its_gate_then_th
     outcome = here.invoke({"job": "eval", "scheduled_time": "2026-11-30T03:00:00Z"}, settings)
     # Then the suite ran on its own moto (in /var/task's harness) and the job succeeded
     assert outcome.get("returned", {}).get("status") == "done", outcome
-    # And the heartbeat is in the stack's State table: the missed-heartbeat alarm stays quiet
-    row = eval_row(stack)
-    assert row is not None and row.last_success_at is not None and row.lease_owner is None
-    # And the eval's trials wrote nothing to the stack: its tables hold no run of the suite
-    runs = stack.client("dynamodb").scan(TableName=stack.resources["StateTable"])["Items"]
-    assert not [item for item in runs if "eval-" in item["pk"]["S"]]
+    # And the heartbeat is recorded, and the trials left nothing in the stack
+    assert_heartbeat_and_no_trial_in_the_stack(stack)
 
 
+@pytest.mark.slow
 def test_given_the_deployed_eval_function_when_the_model_falls_for_the_attacks_then_it_fails_loudly(
     stack: LocalStack, layouts: Callable[[str], LambdaLayout]
 ) -> None:
@@ -193,3 +203,5 @@ def test_given_the_templates_own_eval_settings_then_the_suite_talks_to_the_model
     # one first), and the judge as the template's judge
     assert stack.plan.functions["AgentWorkerFunction"].environment["SHOP_MODEL"] in models, models
     assert environment["LOCKGATE_EVAL_JUDGE"] in models, models
+    # And the heartbeat is recorded, and the trials left nothing in the stack
+    assert_heartbeat_and_no_trial_in_the_stack(stack)
