@@ -11,6 +11,7 @@ import os
 import socket
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import boto3
 import pytest
@@ -246,13 +247,24 @@ def test_version_prints_the_installed_distributions_version(capsys: pytest.Captu
 def test_eval_with_the_model_api_unreachable_could_not_run_rather_than_failed_the_gate(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    from lockgate_infra.evals import models
+
     # Given real Claude is asked for, but the API is a closed local port
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
     monkeypatch.setenv("ANTHROPIC_BASE_URL", f"http://127.0.0.1:{closed_port()}")
+    # (the backoff between attempts is recorded instead of slept: the retries are real, the waits are not)
+    waits: list[float] = []
+
+    class NoWaiting(models.EvalModelClient):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, sleep=waits.append, **kwargs)
+
+    monkeypatch.setattr(models, "EvalModelClient", NoWaiting)
     argv = ["eval", "support-inbox", "--model", "claude-haiku-5-5", "--runs", "2", "--no-save"]
     # When the eval runs
     code, err, _ = run([*argv, "--only", "refund request over the limit goes to a person"], capsys)
-    # Then it could not run (exit 2, one line), and no gate verdict was printed
+    # Then it retried, then could not run (exit 2, one line), and no gate verdict was printed
+    assert waits
     assert code == 2
     assert err == (
         "lockgate: could not run: the model API call failed (connection: could not reach the API); "
