@@ -57,6 +57,20 @@ def shop(aws: Aws, clock: FixedClock, clients: dict[str, Any]) -> ShopServices:
     return services
 
 
+class NoAws:
+    """A client for a tool that must not call AWS: any use fails the test."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"the tool called AWS ({name})")
+
+
+@pytest.fixture
+def help_desk(clock: FixedClock) -> ShopServices:
+    """The shop's services with nothing behind their clients: searching help reads only the help pages."""
+    settings = ShopSettings(orders_table="-", payments_table="-", mail_table="-", from_address=FROM)
+    return ShopServices.build(settings, lambda name: NoAws(), clock)
+
+
 def fail_with(client: Any, operation: str, code: str, status: int, **response: Any) -> None:
     """Every ``operation`` on this client fails as AWS would answer: a code and an HTTP status."""
 
@@ -324,9 +338,9 @@ def test_given_the_seed_when_run_again_then_nothing_changes(aws: Aws, shop: Shop
     ],
 )
 def test_given_a_paraphrased_question_when_searching_help_then_numbered_passages_keep_their_heading(
-    shop: ShopServices, question: str, title: str
+    help_desk: ShopServices, question: str, title: str
 ):
-    found = SEARCH_HELP.run(SEARCH_HELP.validate({"query": question}), context(shop))
+    found = SEARCH_HELP.run(SEARCH_HELP.validate({"query": question}), context(help_desk))
     results = found["results"]
     assert 1 <= len(results) <= 3 and "note" not in found
     assert [r["n"] for r in results] == list(range(1, len(results) + 1))
@@ -348,9 +362,9 @@ def test_given_a_paraphrased_question_when_searching_help_then_numbered_passages
     ],
 )
 def test_given_an_unrelated_question_when_searching_help_then_nothing_relevant(
-    shop: ShopServices, question: str
+    help_desk: ShopServices, question: str
 ):
-    assert SEARCH_HELP.run(SEARCH_HELP.validate({"query": question}), context(shop)) == {
+    assert SEARCH_HELP.run(SEARCH_HELP.validate({"query": question}), context(help_desk)) == {
         "results": [],
         "note": "nothing relevant",
     }
@@ -380,9 +394,9 @@ def test_given_an_unrelated_question_when_searching_help_then_nothing_relevant(
     ],
 )
 def test_given_fts5_syntax_from_the_model_when_searching_help_then_it_never_raises(
-    shop: ShopServices, junk: str
+    help_desk: ShopServices, junk: str
 ):
-    found = SEARCH_HELP.run(SEARCH_HELP.validate({"query": junk}), context(shop))
+    found = SEARCH_HELP.run(SEARCH_HELP.validate({"query": junk}), context(help_desk))
     assert isinstance(found["results"], list)
 
 
