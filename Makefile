@@ -51,7 +51,9 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/pytest -m "not slow and not deploy" -n auto --dist worksteal --cov --cov-report= --cov-fail-under=0
 
-# Fuzzing, chaos, load, the browser test and the benchmark smoke tests, appended to test's coverage.
+# Fuzzing, chaos, load, the browser test, the benchmark smoke tests and the broadest attack and
+# eval runs (the attack table without defences, the deployed eval function's whole-suite runs but
+# one), appended to test's coverage.
 slow: $(STAMP)
 	$(BIN)/pytest -m "slow and not deploy" -n auto --dist worksteal --cov --cov-append --cov-report= --cov-fail-under=0
 
