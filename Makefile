@@ -44,12 +44,17 @@ $(STAMP): pyproject.toml layers/core/pyproject.toml requirements-dev.txt require
 demo: $(STAMP)
 	$(BIN)/lockgate demo
 
-# The inner loop: every test but the slow suites, on every core, with branch coverage recorded
-# (so `make check` adds the slow suites to it instead of running everything a second time).
+# The inner loop: every test but the slow suites, on every core. Branch coverage is recorded where it
+# is reported (CI sets CI=true; `make check` sets COVER; or `make test COVER=1`), so `make check`
+# adds the slow suites to it instead of running everything a second time; measuring it makes the
+# suite about half as slow again, so the inner loop goes without.
 # worksteal: an idle worker takes queued tests from a busy one, so one long module (the attack
 # table) does not leave the other core idle at the end.
+COVER ?= $(if $(CI),1,)
+check: COVER := 1
+COVERAGE_FLAGS = $(if $(COVER),--cov --cov-report= --cov-fail-under=0,)
 test: $(STAMP)
-	$(BIN)/pytest -m "not slow and not deploy" -n auto --dist worksteal --cov --cov-report= --cov-fail-under=0
+	$(BIN)/pytest -m "not slow and not deploy" -n auto --dist worksteal $(COVERAGE_FLAGS)
 
 # Fuzzing, chaos, load, the browser test, the benchmark smoke tests and the broadest attack and
 # eval runs (the attack table without defences, the deployed eval function's whole-suite runs but

@@ -77,6 +77,7 @@ def links(captured: str) -> dict[str, str]:
     return {link.rsplit("/approvals/", 1)[1].split("?", 1)[0]: link for _, _, link in LINK.findall(captured)}
 
 
+@pytest.mark.slow  # end to end on lockgate local; tests/conformance states the same promises in make test
 def test_concurrent_refused_proposals_notify_nothing_and_later_ones_are_still_notified(
     stack: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:

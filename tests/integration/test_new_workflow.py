@@ -70,6 +70,8 @@ def test_the_workflow_is_written_wired_and_checked(checkout: Path) -> None:
     assert run(checkout, "lockgate", "check").returncode == 0
 
 
+# A pytest and two ruff runs in a copy; the triage example, made by the scaffold, runs in make test.
+@pytest.mark.slow
 def test_its_own_test_passes_on_the_embedded_stack_and_its_code_is_lint_clean(checkout: Path) -> None:
     assert scaffold(checkout, "notes", "--source", "github", "--event", "issues").returncode == 0
 

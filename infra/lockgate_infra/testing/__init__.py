@@ -14,9 +14,8 @@ Each of them is in the API reference (docs/reference/api.md, "Testing your workf
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from lockgate.exports import lazy_exports
+import importlib
+from typing import TYPE_CHECKING, Any
 
 _PUBLIC = {
     "Call": "lockgate_infra.stub.scripted",
@@ -48,4 +47,11 @@ if TYPE_CHECKING:
     from lockgate_infra.testing.ledger import LedgerView
     from lockgate_infra.testing.stack import Sent, TestStack, TestStackError
 
-__getattr__ = lazy_exports(__name__, _PUBLIC)
+
+
+def __getattr__(name: str) -> Any:
+    # Loaded on first use, and without importing lockgate here: pytest imports this package (for
+    # its plugin) before coverage starts, and the library must be imported after that to be measured.
+    if name in _PUBLIC:
+        return getattr(importlib.import_module(_PUBLIC[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
