@@ -113,7 +113,8 @@ class Approvals:
         page = self.desk.show(approval_id, query)
         assert page.status == 200, page.body
         token = page.body.split(f'name="{FORM_TOKEN_FIELD}" value="', 1)[1].split('"', 1)[0]
-        return {**query, FORM_TOKEN_FIELD: token, "decision": decision}
+        seen = page.body.split('name="seen" value="', 1)[1].split('"', 1)[0]  # the version it showed
+        return {**query, FORM_TOKEN_FIELD: token, "seen": seen, "decision": decision}
 
     def approve(self, approval_id: str, reviewer: str, decision: str = "approve") -> Any:
         query = self.link(approval_id, reviewer)
@@ -140,7 +141,9 @@ def flow(rig: AgentRig) -> Approvals:
 
 
 def decisions_table(flow: Approvals) -> list[dict[str, Any]]:
-    return flow.rig.aws.client("dynamodb").scan(TableName=flow.rig.aws.names["DecisionsTable"])["Items"]
+    """The reviewers' decision rows (the table also holds each proposal's #state and versions)."""
+    items = flow.rig.aws.client("dynamodb").scan(TableName=flow.rig.aws.names["DecisionsTable"])["Items"]
+    return [i for i in items if "verdict" in i]
 
 
 def test_a_protected_call_pauses_as_a_proposal_with_no_side_effect(flow: Approvals) -> None:

@@ -71,7 +71,8 @@ class Stack:
 
     def decisions(self) -> list[dict[str, Any]]:
         table = self.aws.names["DecisionsTable"]
-        return list(self.aws.client("dynamodb").scan(TableName=table, ConsistentRead=True)["Items"])
+        items = self.aws.client("dynamodb").scan(TableName=table, ConsistentRead=True)["Items"]
+        return [i for i in items if "verdict" in i]  # decision rows, not the #state item
 
     def inbox_ids(self) -> list[str]:
         return sorted(i["pk"]["S"] for i in self.aws.inbox_items())
@@ -318,4 +319,73 @@ def test_a_changed_proposal_or_an_unknown_id_is_refused(
     assert code == 2 and "changed since they were proposed" in err
     code, _, err = lockgate(stack, capsys, "approvals", "approve", "ap_nosuch", "--as", "alice", "--yes")
     assert code == 2 and "no proposal 'ap_nosuch'" in err
+    assert stack.decisions() == [] and stack.inbox_ids() == []
+
+
+EDITABLE = {"amount": {"type": "number", "exclusiveMinimum": 0, "multipleOf": 0.01}}
+
+
+def test_edit_approves_a_changed_amount_as_a_new_version_and_show_prints_the_difference(
+    stack: Stack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a two-reviewer proposal whose amount a reviewer may change, approved by alice as proposed
+    proposal = stack.propose(1, tool="wire_transfer", reviewers_required=2, extra={"editable": EDITABLE})
+    assert (
+        lockgate(stack, capsys, "approvals", "approve", proposal.approval_id, "--as", "alice", "--yes")[0]
+        == 0
+    )
+    # When bob approves it with the amount changed
+    code, out, _ = lockgate(
+        stack,
+        capsys,
+        "approvals",
+        "edit",
+        proposal.approval_id,
+        "--set",
+        "amount=40.00",
+        "--as",
+        "bob",
+        "--yes",
+    )
+    # Then his approval counts for version 1 only, so it still waits for a second approval of it
+    assert code == 0 and "another reviewer must also approve" in out and "(edited: amount=40.00)" in out
+    assert stack.inbox_ids() == []
+    code, out, _ = lockgate(stack, capsys, "approvals", "show", proposal.approval_id)
+    assert "PENDING" in out and "edited:     version 1 by bob" in out and "amount 80.00 -> 40.00" in out
+    assert '"amount": "40.00"' in out and "bob  approve version 1" in out
+    code, out, _ = lockgate(stack, capsys, "approvals", "show", proposal.approval_id, "--json")
+    shown = json.loads(out)
+    assert shown["versions"][0]["changes"] == {"amount": {"from": "80.00", "to": "40.00"}}
+    assert shown["editable"] == ["amount"]
+    # When alice approves the edited version
+    code, out, _ = lockgate(
+        stack, capsys, "approvals", "approve", proposal.approval_id, "--as", "alice", "--yes"
+    )
+    # Then it is approved, and the worker is told
+    assert code == 0 and "it will run once" in out
+    assert stack.inbox_ids() == [f"approval#{proposal.approval_id}#approved"]
+    assert sorted((d["reviewer"]["S"], d["version"]["N"]) for d in stack.decisions()) == [
+        ("alice", "0"),
+        ("alice#v1", "1"),
+        ("bob#v1", "1"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        (["--set", "order_id=A-9"], "order_id cannot be edited (editable: amount)"),
+        (["--set", "amount=-1"], "amount: more than 0"),
+        (["--set", "amount"], "--set takes FIELD=VALUE"),
+        (["--set", "amount=1", "--set", "amount=2"], "amount is set twice"),
+    ],
+)
+def test_an_edit_that_is_not_allowed_decides_nothing(
+    stack: Stack, capsys: pytest.CaptureFixture[str], changes: list[str], message: str
+) -> None:
+    proposal = stack.propose(1, extra={"editable": EDITABLE})
+    code, out, err = lockgate(
+        stack, capsys, "approvals", "edit", proposal.approval_id, *changes, "--as", "alice", "--yes"
+    )
+    assert code == 2 and message in err and "nothing was decided" in err and out == ""
     assert stack.decisions() == [] and stack.inbox_ids() == []

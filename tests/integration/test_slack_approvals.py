@@ -130,7 +130,7 @@ def _click(
 
 def _decisions(stack: LocalStack) -> list[tuple[str, str, str]]:
     items = stack.client("dynamodb").scan(TableName=stack.resources["DecisionsTable"])["Items"]
-    return sorted((i["reviewer"]["S"], i["verdict"]["S"], i["via"]["S"]) for i in items)
+    return sorted((i["reviewer"]["S"], i["verdict"]["S"], i["via"]["S"]) for i in items if "verdict" in i)
 
 
 def _refunds(stack: LocalStack) -> list[dict[str, Any]]:

@@ -118,6 +118,7 @@ def test_given_a_proposal_then_form_posts_link_fields_token_and_two_equal_button
         "d": "a" * 64,
         "s": "S" * 43,
         "form_token": "T" * 43,
+        "seen": "",  # the version the page showed (its fingerprint; "" in this hand-made view)
     }
     buttons = tags.named("button")
     assert sorted((b["name"], b["value"]) for b in buttons) == [

@@ -151,7 +151,8 @@ REFUND_ORDER: Tool[RefundOrderArgs] = Tool(
     facts=refund_facts,
     summary_with_facts=refund_summary,
     after_approve="the customer is emailed that it was done (or that it could not be)",
-    after_reject="the customer is emailed that the team could not approve it",
+    after_reject="the customer is emailed the team's decision, with your reason, by the assistant",
+    editable=("amount",),  # a reviewer may approve a smaller (or larger, within policy) refund
     # Tool.high_stakes is one flag per tool; shop.policies.refund_is_high_stakes (> $200) is
     # the per-call rule, ready for when the approvals flow takes a predicate.
     high_stakes=False,

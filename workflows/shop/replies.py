@@ -138,5 +138,8 @@ def send_email_tool(
         # differently; the ledger refuses a second, different email (found by the chaos harness).
         identity=lambda a: f"reply#{a.to.lower()}",
         identity_per_run=True,
+        # A held reply may be corrected before it goes (a typo, a wrong sentence); the same rules
+        # check the corrected text before it is sent. The recipient is not editable.
+        editable=("subject", "body"),
         reconcile=reconcile,
     )

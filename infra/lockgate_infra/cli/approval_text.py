@@ -10,7 +10,9 @@ import json
 import time
 from typing import Any
 
+from lockgate.approvals.decisions import DecisionOutcome
 from lockgate.approvals.review_queue import ProposalStatus
+from lockgate.approvals.versions import Version, editable
 from lockgate.config import ApprovalsConfig
 
 # Summaries and the assistant's words can carry text from an email: never let it drive the terminal.
@@ -75,14 +77,29 @@ def details(status: ProposalStatus, config: ApprovalsConfig | None) -> str:
         f"created:    {_when(p.created_at)}   expires: {_when(p.expires_at)}",
         f"needs:      {p.reviewers_required} reviewer(s)"
         + (f" from: {', '.join(r.id for r in config.reviewers_for(p.tool))}" if config else ""),
+        *(
+            f"edited:     version {v.n} by {clean(v.editor)} at {_when(v.at)}: "
+            + ", ".join(f"{k} {_shown(a)} -> {_shown(b)}" for k, (a, b) in sorted(v.changes.items()))
+            for v in status.versions
+        ),
+        *(
+            ["arguments of the current version (what will run if approved):"]
+            + [f"  {clean(line)}" for line in json.dumps(status.current.args, indent=2).splitlines()]
+            if status.versions
+            else []
+        ),
         "decisions:" + ("" if status.decisions else " none yet"),
         *(
-            f"  {d.reviewer}  {d.verdict.value}  {_when(d.decided_at)}  via {d.via}"
-            + (f"\n    reason: {clean(d.reason)}" if d.reason else "")
+            f"  {d.reviewer}  {d.verdict.value}{f' version {d.version}' if d.version else ''}"
+            f"  {_when(d.decided_at)}  via {d.via}" + (f"\n    reason: {clean(d.reason)}" if d.reason else "")
             for d in status.decisions
         ),
     ]
     return "\n".join(lines) + "\n"
+
+
+def _shown(value: Any) -> str:
+    return clean(value if isinstance(value, str) else json.dumps(value))
 
 
 def as_dict(status: ProposalStatus) -> dict[str, Any]:
@@ -111,9 +128,24 @@ def as_dict(status: ProposalStatus) -> dict[str, Any]:
                 "decided_at": d.decided_at,
                 "via": d.via,
                 "reason": d.reason,
+                "version": d.version,
             }
             for d in status.decisions
         ],
+        "editable": sorted(editable(p)),
+        "versions": [version_dict(v) for v in status.versions],
+    }
+
+
+def version_dict(version: Version) -> dict[str, Any]:
+    """One edited version as JSON: who, when, what changed, the arguments and their fingerprint."""
+    return {
+        "version": version.n,
+        "editor": version.editor,
+        "at": version.at,
+        "changes": {k: {"from": a, "to": b} for k, (a, b) in sorted(version.changes.items())},
+        "args": version.args,
+        "fingerprint": version.fingerprint,
     }
 
 
@@ -134,3 +166,18 @@ def clean(text: str) -> str:
 def _clip(text: str, width: int) -> str:
     text = clean(text)
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+# What `approvals approve|edit|reject` prints for each outcome of a decision.
+DECISION_MESSAGES = {
+    DecisionOutcome.APPROVED: "approved {id} as {who}: {summary} — it will run once, within the hour",
+    DecisionOutcome.REJECTED: "rejected {id} as {who}: {summary} — it will not happen",
+    DecisionOutcome.AWAITING: "recorded {who}'s approval of {id}; another reviewer must also approve",
+    DecisionOutcome.ALREADY_DECIDED: "{who} has already decided {id}; the first decision stands",
+    DecisionOutcome.ALREADY_APPROVED: "{id} is already approved; nothing was decided",
+    DecisionOutcome.ALREADY_REJECTED: "{id} is already rejected; nothing was decided",
+    DecisionOutcome.EXPIRED: "{id} has expired; nothing was decided",
+    DecisionOutcome.CHANGED: "{id}'s stored arguments changed since they were proposed; nothing was decided",
+    DecisionOutcome.NOT_ALLOWED: "{who} may not decide {id}; nothing was decided",
+    DecisionOutcome.EDITED: "{id} was edited by another reviewer just now: show it again; nothing decided",
+}

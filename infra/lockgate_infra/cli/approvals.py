@@ -1,7 +1,8 @@
-"""`lockgate approvals`: list, show, approve and reject proposals from an operator's terminal.
+"""`lockgate approvals`: list, show, approve, edit and reject proposals from an operator's terminal.
 
-Approve and reject record the caller (``--as`` or LOCKGATE_REVIEWER, a reviewer allowed for the tool)
-through the link's ``DecisionRecorder``; a person confirms by typing the id's end (``--yes`` skips).
+Approve, edit (approve changed arguments) and reject record the caller (``--as`` or
+LOCKGATE_REVIEWER, a reviewer allowed for the tool) through the link's ``DecisionRecorder``; a
+person confirms by typing the id's end (``--yes`` skips).
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from typing import Any, TextIO
 from lockgate.approvals.decisions import (
     MAX_REASON_CHARS,
     Choice,
-    DecisionOutcome,
     DecisionRecorder,
     DecisionStore,
     State,
@@ -28,13 +28,14 @@ from lockgate.approvals.decisions import (
 )
 from lockgate.approvals.proposals import ProposalStore
 from lockgate.approvals.review_queue import ProposalStatus, ReviewQueue
+from lockgate.approvals.versions import EditRefused
 from lockgate.clock import Clock, SystemClock
 from lockgate.config import ApprovalsConfig, load_config
 from lockgate.errors import DeliveryNotFound, LockgateError
 from lockgate.inbox.queue import InboxQueue
 from lockgate.inbox.store import InboxStore
 from lockgate.telemetry import CountingMetrics
-from lockgate_infra.cli.approval_text import as_dict, clean, details, table
+from lockgate_infra.cli.approval_text import DECISION_MESSAGES, as_dict, clean, details, table
 from lockgate_infra.cli.targets import Target
 
 REVIEWER_ENV = "LOCKGATE_REVIEWER"
@@ -85,10 +86,38 @@ def add_approvals_parser(
                 help=f"why (optional, at most {MAX_REASON_CHARS} characters; the other reviewers see it)",
             )
         parsers.append(decide)
+    parsers.append(_edit_parser(sub))
     for parser in parsers:
         parser.add_argument("--config", type=Path, default=default_config, help="lockgate.toml (reviewers)")
         parser.set_defaults(run=run)
     return parsers
+
+
+def _edit_parser(sub: Any) -> argparse.ArgumentParser:
+    """`approvals edit ID --set FIELD=VALUE`: approve a changed version of a proposal."""
+    edit = sub.add_parser(
+        "edit",
+        help="approve a changed version: set fields the tool marks editable (your approval counts once)",
+    )
+    edit.add_argument("id", help="the approval id")
+    edit.add_argument(
+        "--set",
+        dest="changes",
+        action="append",
+        required=True,
+        metavar="FIELD=VALUE",
+        help="a new value for an editable field (repeatable), e.g. --set amount=40.00",
+    )
+    edit.add_argument(
+        "--as", dest="reviewer", metavar="REVIEWER_ID", help=f"your reviewer id (default: ${REVIEWER_ENV})"
+    )
+    edit.add_argument("--yes", action="store_true", help="skip the typed confirmation")
+    edit.add_argument(
+        "--wait",
+        action="store_true",
+        help=f"then wait (up to {WAIT_SECONDS} s) for the worker to act on it, and say what it did",
+    )
+    return edit  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True)
@@ -154,9 +183,10 @@ def run_approvals(
     reason = checked_reason(getattr(args, "reason", ""))  # only `reject` has --reason
     if reason is None:
         raise Refused(f"a reason is at most {MAX_REASON_CHARS} characters; nothing was decided")
-    verdict = Choice(args.approvals_command)
+    edit = _changes(args.changes) if args.approvals_command == "edit" else None
+    verdict = Choice.APPROVE if edit is not None else Choice(args.approvals_command)
     code = _decide(
-        command, status, verdict, args.reviewer or env.get(REVIEWER_ENV), args.yes, stdin, out, reason
+        command, status, verdict, args.reviewer or env.get(REVIEWER_ENV), args.yes, stdin, out, reason, edit
     )
     if args.wait:
         out.write(_acted_on(target, status.proposal.approval_id, verdict) + "\n")
@@ -172,6 +202,7 @@ def _decide(
     stdin: TextIO | None,
     out: TextIO,
     reason: str = "",
+    edit: dict[str, str] | None = None,
 ) -> int:
     proposal = status.proposal
     if not reviewer_id:
@@ -186,15 +217,43 @@ def _decide(
     if status.state is not State.PENDING:
         raise Refused(f"{proposal.approval_id} is {status.state.value}; nothing was decided")
     if not yes:
-        _confirm(status, verdict, reviewer_id, sys.stdin if stdin is None else stdin, out)
-    outcome = command.recorder.record(proposal, reviewer_id, verdict, via="cli", reason=reason)
-    message = _OUTCOMES[outcome].format(
+        what = "approve your edit of" if edit is not None else verdict.value
+        _confirm(status, what, reviewer_id, sys.stdin if stdin is None else stdin, out)
+    try:
+        outcome = command.recorder.record(
+            proposal,
+            reviewer_id,
+            verdict,
+            via="cli",
+            reason=reason,
+            seen=status.current.fingerprint,
+            edit=edit,
+        )
+    except EditRefused as exc:
+        raise Refused(f"{exc}; nothing was decided") from exc
+    message = DECISION_MESSAGES[outcome].format(
         id=proposal.approval_id, who=reviewer_id, summary=clean(proposal.summary)
     )
+    if edit is not None and outcome.recorded:
+        changed = ", ".join(f"{k}={clean(v)}" for k, v in sorted(edit.items()))
+        message = f"{message} (edited: {changed})"
     if not outcome.recorded:
         raise Refused(message)
     out.write(message + "\n")
     return 0
+
+
+def _changes(pairs: list[str]) -> dict[str, str]:
+    """``["amount=40.00", ...]`` as a dict; Refused for a pair without ``=`` or a field set twice."""
+    changes: dict[str, str] = {}
+    for pair in pairs:
+        field, sep, value = pair.partition("=")
+        if not sep or not field.strip():
+            raise Refused(f"--set takes FIELD=VALUE, got {clean(pair)!r}; nothing was decided")
+        if field.strip() in changes:
+            raise Refused(f"{field.strip()} is set twice; nothing was decided")
+        changes[field.strip()] = value
+    return changes
 
 
 def _acted_on(target: Target, approval_id: str, verdict: Choice) -> str:
@@ -219,28 +278,13 @@ def _acted_on(target: Target, approval_id: str, verdict: Choice) -> str:
     return f"then: not acted on within {WAIT_SECONDS} s (is the worker running? lockgate inbox show {key})"
 
 
-_OUTCOMES = {
-    DecisionOutcome.APPROVED: "approved {id} as {who}: {summary} — it will run once, within the hour",
-    DecisionOutcome.REJECTED: "rejected {id} as {who}: {summary} — it will not happen",
-    DecisionOutcome.AWAITING: "recorded {who}'s approval of {id}; another reviewer must also approve",
-    DecisionOutcome.ALREADY_DECIDED: "{who} has already decided {id}; the first decision stands",
-    DecisionOutcome.ALREADY_APPROVED: "{id} is already approved; nothing was decided",
-    DecisionOutcome.ALREADY_REJECTED: "{id} is already rejected; nothing was decided",
-    DecisionOutcome.EXPIRED: "{id} has expired; nothing was decided",
-    DecisionOutcome.CHANGED: "{id}'s stored arguments changed since they were proposed; nothing was decided",
-    DecisionOutcome.NOT_ALLOWED: "{who} may not decide {id}; nothing was decided",
-}
-
-
-def _confirm(
-    status: ProposalStatus, verdict: Choice, reviewer_id: str, stdin: TextIO | None, out: TextIO
-) -> None:
+def _confirm(status: ProposalStatus, what: str, reviewer_id: str, stdin: TextIO | None, out: TextIO) -> None:
     """A person types the approval id's last characters; without a terminal there is no person to ask."""
     if stdin is None or not stdin.isatty():
         raise Refused("no terminal to confirm on: run it in one, or pass --yes; nothing was decided")
     tail = status.proposal.approval_id[-CONFIRM_CHARS:]
     out.write(details(status, None))
-    out.write(f"\nTo {verdict.value} this as {reviewer_id}, type {tail}: ")
+    out.write(f"\nTo {what} this as {reviewer_id}, type {tail}: ")
     out.flush()
     if stdin.readline().strip() != tail:
         raise Refused("confirmation did not match; nothing was decided")

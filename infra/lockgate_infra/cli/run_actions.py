@@ -51,8 +51,9 @@ class RunActions:
         return outcomes
 
     def _outcome(self, proposal: Proposal, now: float) -> ActionOutcome:
-        decisions = self.decisions.for_approval(proposal.approval_id)
-        state = state_of(proposal, decisions, now)
+        standing = self.decisions.standing(proposal.approval_id)
+        decisions = standing.decisions
+        state = state_of(proposal, decisions, now, versions=standing.versions)
         veto_until = proposal.extra.get("veto_until")
         if state in (State.PENDING, State.EXPIRED) and isinstance(veto_until, int):
             # A veto-window action runs unless someone rejects it before the window closes.

@@ -48,7 +48,6 @@ if TYPE_CHECKING:
     from lockgate_infra.testing.stack import Sent, TestStack, TestStackError
 
 
-
 def __getattr__(name: str) -> Any:
     # Loaded on first use, and without importing lockgate here: pytest imports this package (for
     # its plugin) before coverage starts, and the library must be imported after that to be measured.

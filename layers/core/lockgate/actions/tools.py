@@ -11,6 +11,9 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from lockgate.actions.editable import editable_fields
+from lockgate.errors import ConfigError
+
 
 class Risk(StrEnum):
     """How much harm a call can do; it decides whether a call goes through the ledger and a person."""
@@ -214,6 +217,22 @@ class Tool[Args: BaseModel]:
 
     after_reject: str = ""
     """What follows a rejection besides not running it (e.g. "the customer is told"), for the reviewer."""
+
+    editable: tuple[str, ...] = ()
+    """Argument fields a reviewer may change before approving (e.g. ``("amount",)``): strings, numbers,
+    integers or booleans. An edit is a new version of the proposal, checked against the field's schema
+    when made and against ``args`` and ``policies`` again before it runs; () (the default): none."""
+
+    def __post_init__(self) -> None:
+        if self.editable:
+            try:
+                editable_fields(self.args.model_json_schema(), self.editable)
+            except ValueError as exc:
+                raise ConfigError(f"tool {self.name}: {exc} (Tool.editable)") from exc
+
+    def editable_schema(self) -> dict[str, Any]:
+        """``{field: JSON schema}`` of the fields a reviewer may change (empty: none)."""
+        return editable_fields(self.args.model_json_schema(), self.editable) if self.editable else {}
 
     def ledger_identity(self, args: Args, run_id: str) -> str | None:
         """The identity the ledger keys this call by, or None (run + tool + canonical arguments)."""

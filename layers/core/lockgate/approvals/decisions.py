@@ -2,131 +2,52 @@
 every decision follows (a link's POST and `lockgate approvals approve` share them).
 
 Only a pending, unexpired, unchanged proposal takes a decision; only a reviewer allowed for its
-tool may give one; each reviewer decides once (a conditional write). A decision that settles the
-proposal becomes an inbox event, and the worker re-checks everything before acting on it.
+tool may give one; each reviewer decides each version once, and every decision is one revision of
+the proposal's standing (``lockgate.approvals.standing``). A reviewer may approve an edited
+version instead (``lockgate.approvals.versions``). A decision that settles the proposal becomes an
+inbox event, and the worker re-checks everything before acting on it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
-
-from botocore.exceptions import BotoCoreError, ClientError
 
 from lockgate.actions.tools import fingerprint
 from lockgate.approvals.events import approval_event, enqueue
-from lockgate.approvals.proposals import RETENTION_SECONDS, Proposal
+from lockgate.approvals.proposals import Proposal
+from lockgate.approvals.standing import (
+    MAX_RACES,
+    Choice,
+    DecisionRecord,
+    DecisionStore,
+    Standing,
+    State,
+    state_of,
+)
+from lockgate.approvals.versions import Version, apply_edit, new_version
 from lockgate.clock import Clock
 from lockgate.config import ApprovalsConfig, Reviewer
-from lockgate.dynamo import write_if
 from lockgate.errors import StoreUnavailable
 from lockgate.inbox.queue import InboxQueue
 from lockgate.inbox.store import InboxStore
 from lockgate.telemetry import Log, Metrics
 
-if TYPE_CHECKING:
-    from mypy_boto3_dynamodb import DynamoDBClient
+__all__ = [
+    "MAX_REASON_CHARS",
+    "SETTLED",
+    "Choice",
+    "DecisionOutcome",
+    "DecisionRecord",
+    "DecisionRecorder",
+    "DecisionStore",
+    "State",
+    "checked_reason",
+    "current_state",
+    "state_of",
+]
 
 MAX_REASON_CHARS = 500  # a reviewer's optional reason for rejecting, shown to the others
-
-
-class Choice(StrEnum):
-    """What a reviewer decided."""
-
-    APPROVE = "approve"
-    REJECT = "reject"
-
-
-class State(StrEnum):
-    """Where a proposal stands, derived from its decisions and the clock."""
-
-    PENDING = "pending"
-    APPROVED = "approved"
-    REJECTED = "rejected"
-    EXPIRED = "expired"
-
-
-@dataclass(frozen=True)
-class DecisionRecord:
-    """One reviewer's decision on one proposal."""
-
-    approval_id: str
-    reviewer: str
-    verdict: Choice
-    decided_at: int
-    fingerprint: str  # of the arguments the reviewer saw (stored as "digest")
-    via: str = "link"  # "link" or "cli"
-    reason: str = ""  # why it was rejected, in the reviewer's words (optional; older items: none)
-
-    @classmethod
-    def from_item(cls, item: dict[str, Any]) -> DecisionRecord:
-        """From a low-level DynamoDB item."""
-        return cls(
-            approval_id=item["approval_id"]["S"],
-            reviewer=item["reviewer"]["S"],
-            verdict=Choice(item["verdict"]["S"]),
-            decided_at=int(item["decided_at"]["N"]),
-            fingerprint=item["digest"]["S"],
-            via=item.get("via", {}).get("S", "link"),
-            reason=item.get("reason", {}).get("S", ""),
-        )
-
-
-def state_of(
-    proposal: Proposal, decisions: list[DecisionRecord], now: float, allowed: frozenset[str] | None = None
-) -> State:
-    """Rejected if anyone rejected; approved once enough distinct allowed reviewers approved the arguments."""
-    valid = [
-        d
-        for d in decisions
-        if d.fingerprint == proposal.fingerprint and (allowed is None or d.reviewer in allowed)
-    ]
-    if any(d.verdict is Choice.REJECT for d in valid):
-        return State.REJECTED
-    approvers = {d.reviewer for d in valid if d.verdict is Choice.APPROVE}
-    if len(approvers) >= proposal.reviewers_required:
-        return State.APPROVED
-    return State.EXPIRED if now > proposal.expires_at else State.PENDING
-
-
-class DecisionStore:
-    """The Decisions table. The worker's role may only read it."""
-
-    def __init__(self, dynamodb: DynamoDBClient, table_name: str) -> None:
-        self._db = dynamodb
-        self._table = table_name
-
-    def record(self, decision: DecisionRecord) -> bool:
-        """Write a reviewer's decision once; False if this reviewer already decided (nothing changes)."""
-        return write_if(
-            self._db.put_item,
-            TableName=self._table,
-            Item={
-                "approval_id": {"S": decision.approval_id},
-                "reviewer": {"S": decision.reviewer},
-                "verdict": {"S": decision.verdict.value},
-                "decided_at": {"N": str(decision.decided_at)},
-                "digest": {"S": decision.fingerprint},
-                "via": {"S": decision.via},
-                "ttl": {"N": str(decision.decided_at + RETENTION_SECONDS)},
-                **({"reason": {"S": decision.reason}} if decision.reason else {}),
-            },
-            ConditionExpression="attribute_not_exists(reviewer)",
-        )
-
-    def for_approval(self, approval_id: str) -> list[DecisionRecord]:
-        """Every decision on a proposal."""
-        try:
-            response = self._db.query(
-                TableName=self._table,
-                KeyConditionExpression="approval_id = :a",
-                ExpressionAttributeValues={":a": {"S": approval_id}},
-                ConsistentRead=True,
-            )
-        except (ClientError, BotoCoreError) as exc:
-            raise StoreUnavailable(type(exc).__name__) from exc
-        return [DecisionRecord.from_item(i) for i in response.get("Items", [])]
 
 
 def checked_reason(text: str) -> str | None:
@@ -135,16 +56,14 @@ def checked_reason(text: str) -> str | None:
     return kept if len(kept) <= MAX_REASON_CHARS else None
 
 
-def current_state(
-    config: ApprovalsConfig, proposal: Proposal, decisions: list[DecisionRecord], now: float
-) -> State:
+def current_state(config: ApprovalsConfig, proposal: Proposal, standing: Standing, now: float) -> State:
     """The proposal's state at ``now``, counting only reviewers the config allows for its tool."""
     allowed = frozenset(r.id for r in config.reviewers_for(proposal.tool))
-    return state_of(proposal, decisions, now, allowed)
+    return state_of(proposal, standing.decisions, now, allowed, standing.versions)
 
 
 class DecisionOutcome(StrEnum):
-    """What recording one reviewer's decision did; the page and the CLI each word it their way."""
+    """What recording one reviewer's decision did; the page, Slack and the CLI each word it their way."""
 
     APPROVED = "approved"  # this decision settled it: it will run once
     REJECTED = "rejected"  # this decision settled it: it will not happen
@@ -154,6 +73,7 @@ class DecisionOutcome(StrEnum):
     ALREADY_REJECTED = "already rejected"
     EXPIRED = "expired"
     CHANGED = "changed"  # the stored arguments no longer match their fingerprint
+    EDITED = "edited since you looked"  # a reviewer edited it after this one saw it: look again
     NOT_ALLOWED = "not allowed"  # not a reviewer for this tool
 
     @property
@@ -170,7 +90,12 @@ SETTLED = {
 
 
 class DecisionRecorder:
-    """The rules every decision follows, whether it comes from a link's POST or from the CLI."""
+    """The rules every decision follows, from a link's POST, a Slack click or the CLI.
+
+    A decision is read, judged and written as one revision of the proposal's standing
+    (``DecisionStore.settle``): if another decision was written in between, it is read and
+    judged again, so exactly one outcome is possible however decisions race.
+    """
 
     def __init__(
         self,
@@ -195,50 +120,106 @@ class DecisionRecorder:
         """The configured reviewer with this id if they may decide this tool's proposals, else None."""
         return next((r for r in self._config.reviewers_for(tool) if r.id == reviewer_id), None)
 
-    def state(self, proposal: Proposal, decisions: list[DecisionRecord]) -> State:
+    def state(self, proposal: Proposal, standing: Standing) -> State:
         """The proposal's state now, counting only reviewers allowed for its tool."""
-        return current_state(self._config, proposal, decisions, self._clock.now())
+        return current_state(self._config, proposal, standing, self._clock.now())
 
-    def record(
-        self, proposal: Proposal, reviewer_id: str, verdict: Choice, via: str, *, reason: str = ""
+    def record(  # noqa: PLR0913 - one decision's parts, each optional but the first four
+        self,
+        proposal: Proposal,
+        reviewer_id: str,
+        verdict: Choice,
+        via: str,
+        *,
+        reason: str = "",
+        seen: str | None = None,
+        edit: Mapping[str, str] | None = None,
     ) -> DecisionOutcome:
         """One decision on a pending, unexpired, unchanged proposal; a settling one enqueues the event.
 
-        ``reason`` (rejections only; callers check it with ``checked_reason`` first): ValueError if too long.
+        ``reason`` (rejections only; callers check it with ``checked_reason`` first): ValueError if
+        too long. ``seen``: the fingerprint of the version the reviewer was shown; if it has been
+        edited since, nothing is written (EDITED). ``edit`` (approvals only): field -> new value;
+        the edited arguments become a new version that this decision approves (``EditRefused``
+        says why an edit is not allowed or not valid).
         """
         kept = checked_reason(reason) if verdict is Choice.REJECT else ""
         if kept is None:
             raise ValueError(f"a reason is at most {MAX_REASON_CHARS} characters")
+        if edit is not None and verdict is not Choice.APPROVE:
+            raise ValueError("an edit is approved by its editor: it cannot be a rejection")
         if self.reviewer(proposal.tool, reviewer_id) is None:
             return DecisionOutcome.NOT_ALLOWED
         if fingerprint(proposal.args) != proposal.fingerprint:
             return DecisionOutcome.CHANGED
-        state = self.state(proposal, self._decisions.for_approval(proposal.approval_id))
+        for _ in range(MAX_RACES):
+            now = int(self._clock.now())
+            standing = self._decisions.standing(proposal.approval_id)
+            judged = self._judge(proposal, standing, reviewer_id, seen)
+            if judged is not None:
+                return judged
+            current = standing.current(proposal)
+            version = (
+                new_version(
+                    current.n + 1, current.args, apply_edit(proposal, current.args, edit), reviewer_id, now
+                )
+                if edit is not None
+                else None
+            )
+            record = DecisionRecord(
+                proposal.approval_id,
+                reviewer_id,
+                verdict,
+                now,
+                version.fingerprint if version else current.fingerprint,
+                via,
+                kept,
+                version.n if version else current.n,
+            )
+            after = standing.with_decision(record, version)
+            state = self.state(proposal, after)
+            if self._decisions.settle(record, standing.revision, state, version):
+                return self._recorded(proposal, record, state, version)
+        raise StoreUnavailable("too many decisions at once on one proposal")
+
+    def _judge(
+        self, proposal: Proposal, standing: Standing, reviewer_id: str, seen: str | None
+    ) -> DecisionOutcome | None:
+        """Why this decision cannot be written now, or None if it can."""
+        state = self.state(proposal, standing)
         if state is not State.PENDING:
             return SETTLED[state]
-        now = int(self._clock.now())
-        record = DecisionRecord(
-            proposal.approval_id, reviewer_id, verdict, now, proposal.fingerprint, via, kept
-        )
-        if not self._decisions.record(record):
+        current = standing.current(proposal)
+        if seen is not None and seen != current.fingerprint:
+            return DecisionOutcome.EDITED
+        if standing.decided(reviewer_id, current.n):
             return DecisionOutcome.ALREADY_DECIDED
-        self._metrics.add_metric(name=f"Approval_{verdict.value}", unit="Count", value=1)
+        return None
+
+    def _recorded(
+        self, proposal: Proposal, record: DecisionRecord, state: State, version: Version | None
+    ) -> DecisionOutcome:
+        """Count, log and (if it settled the proposal) enqueue a written decision."""
+        self._metrics.add_metric(name=f"Approval_{record.verdict.value}", unit="Count", value=1)
+        if version is not None:
+            self._metrics.add_metric(name="ApprovalEdited", unit="Count", value=1)
         self._log.info(
             "approval decided",
             extra={
                 "approval": proposal.approval_id,
-                "reviewer": reviewer_id,
-                "decision": verdict.value,
-                "via": via,
-                "reason_chars": len(kept),  # never the words: they can quote anything
+                "reviewer": record.reviewer,
+                "decision": record.verdict.value,
+                "via": record.via,
+                "version": record.version,
+                "edited_fields": sorted(version.changes) if version else [],
+                "reason_chars": len(record.reason),  # never the words: they can quote anything
             },
         )
-        state = self.state(proposal, self._decisions.for_approval(proposal.approval_id))
         if state is State.APPROVED:
-            self._enqueue(proposal, state, now)
+            self._enqueue(proposal, state, record.decided_at)
             return DecisionOutcome.APPROVED
         if state is State.REJECTED:
-            self._enqueue(proposal, state, now)
+            self._enqueue(proposal, state, record.decided_at)
             return DecisionOutcome.REJECTED
         return DecisionOutcome.AWAITING
 

@@ -8,17 +8,14 @@ The decision itself goes through ``DecisionRecorder``, which `lockgate approvals
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
 
 from lockgate.actions.tools import fingerprint
 from lockgate.approvals.decisions import (
     SETTLED,
     Choice,
     DecisionOutcome,
-    DecisionRecord,
     DecisionRecorder,
     DecisionStore,
     State,
@@ -39,12 +36,15 @@ from lockgate.approvals.pages import (
     FORM_TOKEN_FIELD,
     LINK_FIELDS,
     REASON_FIELD,
+    SEEN_FIELD,
     Page,
     outcome_page,
 )
-from lockgate.approvals.proposals import Proposal, ProposalStore, answers_only
+from lockgate.approvals.proposals import Proposal, ProposalStore
 from lockgate.approvals.refusal import cross_site_reason, unusable_page
-from lockgate.approvals.review_page import Decided, ProposalView, confirmation_page, decided_page
+from lockgate.approvals.review_page import confirmation_page, decided_page
+from lockgate.approvals.versions import EditRefused
+from lockgate.approvals.views import form_edit, proposal_view
 from lockgate.clock import Clock
 from lockgate.config import ApprovalsConfig, Reviewer
 from lockgate.inbox.queue import InboxQueue
@@ -52,6 +52,7 @@ from lockgate.inbox.store import InboxStore
 from lockgate.telemetry import Log, Metrics
 
 LINK_TTL_SECONDS = 24 * 3_600
+EDIT_CHOICE = "edit"  # the form's third button: approve the changed fields as a new version
 
 
 class LinkSigner:
@@ -137,9 +138,9 @@ class ApprovalDesk:
         if isinstance(checked, Page):
             return checked
         proposal, claims, reviewer = checked
-        decisions = self._decisions.for_approval(approval_id)
-        state = self.recorder.state(proposal, decisions)
-        view = _view(proposal, decisions, self._config)
+        standing = self._decisions.standing(approval_id)
+        state = self.recorder.state(proposal, standing)
+        view = proposal_view(proposal, standing, self._config)
         if state is not State.PENDING:
             outcome = self._outcomes.of(proposal) if self._outcomes and state is State.APPROVED else None
             return decided_page(view, state, outcome, status=_SETTLED_STATUS[state])
@@ -153,7 +154,8 @@ class ApprovalDesk:
             int(self._clock.now()),
         )
         # Decided already (another reviewer must still approve): the page shows their decision, no form.
-        return replace(page, status=409) if any(d.reviewer == reviewer.id for d in decisions) else page
+        decided = standing.decided(reviewer.id, standing.current(proposal).n)
+        return replace(page, status=409) if decided else page
 
     # -- POST --------------------------------------------------------------------------------
 
@@ -181,12 +183,26 @@ class ApprovalDesk:
         except LinkInvalid as exc:
             return self._refused("form token", exc.reason, approval_id)
         choice = form.get(DECISION_FIELD, "")
-        if choice not in (Choice.APPROVE.value, Choice.REJECT.value):
+        if choice not in (Choice.APPROVE.value, Choice.REJECT.value, EDIT_CHOICE):
             return self._refused("form", "no decision chosen", approval_id)
         reason = checked_reason(form.get(REASON_FIELD, ""))
         if reason is None:  # the textarea's maxlength stops a browser: a crafted post
             return self._refused("form", "reason too long", approval_id)
-        outcome = self.recorder.record(proposal, reviewer.id, Choice(choice), "link", reason=reason)
+        seen = form.get(SEEN_FIELD) or proposal.fingerprint  # a form from before edits existed
+        edit = (
+            form_edit(form, proposal, self._decisions.standing(approval_id))
+            if choice == EDIT_CHOICE
+            else None
+        )
+        verdict = Choice.APPROVE if choice == EDIT_CHOICE else Choice(choice)
+        try:
+            outcome = self.recorder.record(
+                proposal, reviewer.id, verdict, "link", reason=reason, seen=seen, edit=edit
+            )
+        except EditRefused as exc:
+            return outcome_page(
+                "Not approved: the change is not allowed", f"{exc}. Nothing was recorded.", status=422
+            )
         if outcome in (DecisionOutcome.CHANGED, DecisionOutcome.NOT_ALLOWED):  # changed since _check
             return self._refused("decision", outcome.value, approval_id)
         return _outcome_page(outcome, proposal)
@@ -232,39 +248,6 @@ def _settled_page(state: State) -> Page:
     return outcome_page(title, message, status=_SETTLED_STATUS[state])
 
 
-def _view(proposal: Proposal, decisions: list[DecisionRecord], config: ApprovalsConfig) -> ProposalView:
-    details = [(key.replace("_", " "), _value(value)) for key, value in proposal.args.items()]
-    after = proposal.extra.get("after")
-    after = after if isinstance(after, dict) else {}
-    return ProposalView(
-        approval_id=proposal.approval_id,
-        task=proposal.task,
-        tool=proposal.tool,
-        summary=proposal.summary,
-        details=details,
-        unverified_reason=proposal.unverified_reason,
-        why_asked=list(proposal.why),
-        expires_at=proposal.expires_at,
-        created_at=proposal.created_at,
-        reviewers_required=proposal.reviewers_required,
-        decisions=[
-            Decided(d.reviewer, d.verdict.value, d.decided_at, d.reason)
-            for d in sorted(decisions, key=lambda d: d.decided_at)
-        ],
-        facts=list(proposal.facts),
-        reviewers=[(r.id, r.name or r.id) for r in config.reviewers_for(proposal.tool)],
-        run_within_seconds=proposal.run_within_seconds,
-        after_approve=str(after.get("approve", "")),
-        after_reject=str(after.get("reject", "")),
-        answers_only=answers_only(proposal),
-        veto_until=veto if isinstance(veto := proposal.extra.get("veto_until"), int) else None,
-    )
-
-
-def _value(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value)
-
-
 _OUTCOME_PAGES = {
     DecisionOutcome.AWAITING: (
         "Approval recorded",
@@ -272,6 +255,12 @@ _OUTCOME_PAGES = {
         200,
     ),
     DecisionOutcome.ALREADY_DECIDED: ("You have already decided", "Your first decision stands.", 409),
+    DecisionOutcome.EDITED: (
+        "Changed since you looked",
+        "Another reviewer edited this request after you opened it. Nothing was recorded: open your "
+        "link again to see the latest version.",
+        409,
+    ),
 }
 
 

@@ -119,10 +119,10 @@ class ReviewDigest:
         for proposal in self._proposals.created_since(int(now) - LOOKBACK_SECONDS):
             if reviewer.id not in {r.id for r in self._config.reviewers_for(proposal.tool)}:
                 continue
-            decisions = self._decisions.for_approval(proposal.approval_id)
-            if current_state(self._config, proposal, decisions, now) is not State.PENDING:
+            standing = self._decisions.standing(proposal.approval_id)
+            if current_state(self._config, proposal, standing, now) is not State.PENDING:
                 continue
-            if not any(d.reviewer == reviewer.id for d in decisions):
+            if not standing.decided(reviewer.id, standing.current(proposal).n):
                 found.append(proposal)
         found.sort(key=lambda proposal: proposal.expires_at)
         return found

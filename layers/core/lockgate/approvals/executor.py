@@ -2,28 +2,34 @@
 
 A decision arrives as an inbox event (``approval#<id>#approved|rejected``). Nothing about it is
 trusted: the worker re-reads the proposal and the decisions (which its role may read but never
-write), recomputes the argument fingerprint, checks the run window and the tool's hard policies against
-current facts, and only then executes through the operation ledger under the same key the agent
-loop would have used, so an action runs at most once however many events arrive.
+write), takes the current version (a reviewer may have edited the arguments), recomputes its
+fingerprint, checks the run window, the tool's schema and its hard policies against current facts,
+and only then executes through the operation ledger under the same key the agent loop would have
+used, so an action runs at most once however many events arrive. An edit can never do what the
+agent could not: it passes the same checks, here, before anything runs.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from typing import Any
 
 from lockgate.actions.guard import policy_refusal
 from lockgate.actions.ledger import Ledger, LedgerConflict, OpState
 from lockgate.actions.once import operation_key_for, run_once
-from lockgate.actions.tools import RunFacts, ToolArgumentsInvalid, fingerprint
-from lockgate.agent.tasks import DecisionNotice, Task
-from lockgate.approvals.decisions import Choice, DecisionRecord, DecisionStore, State, state_of
+from lockgate.actions.tools import RunFacts, Tool, ToolArgumentsInvalid, fingerprint
+from lockgate.agent.tasks import Task
 from lockgate.approvals.limits import PendingLimits
 from lockgate.approvals.proposals import Proposal, ProposalStore, answers_only
+from lockgate.approvals.standing import Choice, Current, DecisionStore, Standing, State, state_of
+from lockgate.approvals.telling import Teller
 from lockgate.clock import Clock
 from lockgate.config import ApprovalsConfig
 from lockgate.errors import BadDelivery, Deferred, StoreUnavailable
+from lockgate.inbox.queue import InboxQueue
 from lockgate.inbox.routing import InboxEvent, TaskContext
+from lockgate.inbox.store import InboxStore
 from lockgate.telemetry import Log, Metrics
 
 # The reconcile-operations job runs every 15 minutes: look again a little after it.
@@ -35,7 +41,7 @@ EXPIRED_EVENT = "expired"  # sent by the expire-approvals job; never runs anythi
 class ApprovalExecutor:
     """The worker's handler for ``approval`` inbox events."""
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - the executor's collaborators, injected
         self,
         *,
         proposals: ProposalStore,
@@ -47,6 +53,8 @@ class ApprovalExecutor:
         log: Log,
         metrics: Metrics,
         limits: PendingLimits | None = None,
+        inbox: InboxStore | None = None,
+        queue: InboxQueue | None = None,
     ) -> None:
         self._limits = limits  # a settled proposal gives back its places (one per target, caps)
         self._proposals = proposals
@@ -57,6 +65,8 @@ class ApprovalExecutor:
         self._clock = clock
         self._log = log
         self._metrics = metrics
+        # inbox and queue: tasks with ``respond`` hear rejections and edits in their run
+        self._teller = Teller(ledger, clock, log, inbox, queue)
 
     def __call__(self, event: InboxEvent, context: TaskContext) -> str:
         """Run an approved action once, or record why it will not run."""
@@ -67,66 +77,137 @@ class ApprovalExecutor:
             raise BadDelivery("approval event for an unknown proposal")
         if answers_only(proposal):
             return self._not_run(proposal.approval_id, "an answer about an operation: reconcile applies it")
-        decisions = self._decisions.for_approval(proposal.approval_id)
+        standing = self._decisions.standing(proposal.approval_id)
         allowed = frozenset(r.id for r in self._config.reviewers_for(proposal.tool))
         now = self._clock.now()
-        state = state_of(proposal, decisions, now, allowed)
+        state = state_of(proposal, standing.decisions, now, allowed, standing.versions)
         task = self._tasks.get(proposal.task)
         if data.get("state") == EXPIRED_EVENT:
-            return self._expire(task, proposal, state, approved_at(proposal, decisions, allowed), now)
+            return self._expire(task, proposal, state, standing, now)
         if state is State.REJECTED:
-            by = ", ".join(sorted(d.reviewer for d in decisions if d.verdict is Choice.REJECT))
-            self._tell(task, proposal, "rejected", f"rejected by {by}")
-            self._release(proposal)
-            return self._not_run(
-                proposal.approval_id, f"rejected by {by}: {proposal.summary} will not happen"
-            )
+            return self._rejected(task, proposal, standing, allowed)
         veto_until = proposal.extra.get("veto_until")
         if state is State.PENDING and isinstance(veto_until, int):
             if now < veto_until:  # early (clock skew, a redelivery): come back when the window closes
                 raise Deferred("veto window still open", delay_seconds=int(veto_until - now) + 1)
             # A reversible action whose veto window closed with nobody rejecting it.
-            return self._settled(proposal, self._run(task, proposal, ["veto window passed"], veto_until))
+            run = self._run(task, proposal, standing.current(proposal), ["veto window passed"], veto_until)
+            return self._settled(proposal, run)
         if state is not State.APPROVED:
             if state is State.EXPIRED:
-                self._tell(task, proposal, "expired", "nobody decided in time")
+                self._teller.tell(task, proposal, "expired", "nobody decided in time")
                 self._release(proposal)
             return self._not_run(proposal.approval_id, f"not approved ({state.value})")
-        approvers = sorted(
-            {
-                d.reviewer
-                for d in decisions
-                if d.verdict is Choice.APPROVE
-                and d.reviewer in allowed
-                and d.fingerprint == proposal.fingerprint
-            }
-        )
-        approved = approved_at(proposal, decisions, allowed)
+        approved = standing.approved_at(proposal, allowed)
         if now > approved + proposal.run_within_seconds:
             self._release(proposal)
             return self._not_run(proposal.approval_id, "approved too long ago: the run window has passed")
-        return self._settled(proposal, self._run(task, proposal, approvers, approved))
+        current = standing.current(proposal)
+        return self._settled(
+            proposal, self._run(task, proposal, current, standing.approvers(proposal, allowed), approved)
+        )
+
+    def _rejected(
+        self, task: Task | None, proposal: Proposal, standing: Standing, allowed: frozenset[str]
+    ) -> str:
+        """Nothing runs; the run hears the reviewers' words (``respond``), or the task is told."""
+        rejections = [d for d in standing.decisions if d.verdict is Choice.REJECT and d.reviewer in allowed]
+        by = sorted({d.reviewer for d in rejections})
+        if self._teller.responds(task):
+            said = " / ".join(f"{d.reviewer}: {d.reason}" for d in rejections if d.reason)
+            self._teller.respond(proposal, "rejected", by, said)
+        else:
+            self._teller.tell(task, proposal, "rejected", f"rejected by {', '.join(by)}")
+        self._release(proposal)
+        return self._not_run(
+            proposal.approval_id, f"rejected by {', '.join(by)}: {proposal.summary} will not happen"
+        )
 
     def _expire(
-        self, task: Task | None, proposal: Proposal, state: State, approved: float, now: float
+        self, task: Task | None, proposal: Proposal, state: State, standing: Standing, now: float
     ) -> str:
         """Tell the task "expired" only if nobody decided in time, or it was approved but never ran."""
         if state is State.EXPIRED:
-            self._tell(task, proposal, "expired", "nobody decided in time")
+            self._teller.tell(task, proposal, "expired", "nobody decided in time")
             return self._settled(
                 proposal, self._not_run(proposal.approval_id, "expired: nobody decided in time")
             )
+        allowed = frozenset(r.id for r in self._config.reviewers_for(proposal.tool))
+        approved = standing.approved_at(proposal, allowed)
         window_passed = state is State.APPROVED and now > approved + proposal.run_within_seconds
-        if window_passed and not action_ran(self._ledger, task, proposal):
-            self._tell(task, proposal, "expired", "approved, but not run within the run window")
+        if window_passed and not action_ran(self._ledger, task, proposal, standing.current(proposal)):
+            self._teller.tell(task, proposal, "expired", "approved, but not run within the run window")
             return self._settled(
                 proposal, self._not_run(proposal.approval_id, "expired: approved but not run in time")
             )
         return self._not_run(proposal.approval_id, f"not expired ({state.value})")
 
-    def _run(self, task: Task | None, proposal: Proposal, approvers: list[str], approved_at: float) -> str:
+    def _run(
+        self,
+        task: Task | None,
+        proposal: Proposal,
+        current: Current,
+        approvers: list[str],
+        approved_at: float,
+    ) -> str:
         """Fingerprint, task, arguments and hard policies re-checked; then the ledger runs it once."""
-        if fingerprint(proposal.args) != proposal.fingerprint:
+        checked = self._checked(task, proposal, current, approvers)
+        if isinstance(checked, str):
+            return checked
+        tool, args, facts = checked
+        assert task is not None  # noqa: S101 - _checked refused a missing task
+        who = f"edited by {current.editor}, approved by" if current.n else "approved by"
+        summary = tool.summary(args) if current.n else proposal.summary
+        try:
+            op = run_once(
+                self._ledger,
+                tool,
+                args,
+                canonical=current.args,
+                run_id=proposal.run_id,
+                facts=facts,
+                services=task.services,
+                summary=f"{summary} ({who} {', '.join(approvers)})",
+            )
+        except LedgerConflict as exc:
+            return self._not_run(proposal.approval_id, f"conflict: {exc}")
+        self._metrics.add_metric(name=f"ApprovedAction_{op.state.value}", unit="Count", value=1)
+        self._log.info(
+            "approved action",
+            extra={
+                "approval": proposal.approval_id,
+                "state": op.state.value,
+                "approvers": approvers,
+                "version": current.n,
+            },
+        )
+        if op.state not in (OpState.SUCCEEDED, OpState.FAILED):
+            # The action may or may not have happened: telling the customer "not done" could be
+            # false. Come back once reconciliation (or a person) has settled it, then tell once.
+            raise Deferred(
+                f"{summary}: outcome {op.state.value}, waiting for reconciliation", UNSETTLED_RETRY
+            )
+        result = json.dumps(op.result, default=str)[:300] if op.state is OpState.SUCCEEDED else op.error
+        if current.n and self._teller.responds(task):  # the run hears what ran, as edited
+            heard = "edited" if op.state is OpState.SUCCEEDED else "failed"
+            self._teller.respond(
+                proposal, heard, [current.editor, *approvers], op.error or "", current, op.result
+            )
+        else:
+            outcome = "done" if op.state is OpState.SUCCEEDED else "failed"
+            self._teller.tell(task, proposal, outcome, op.error or "", facts, summary)
+        return (
+            f"{summary}: {op.state.value} ({who} {', '.join(approvers)} at {int(approved_at)}) {result or ''}"
+        ).strip()
+
+    def _checked(
+        self, task: Task | None, proposal: Proposal, current: Current, approvers: list[str]
+    ) -> tuple[Tool[Any], Any, RunFacts] | str:
+        """The tool, validated arguments and live facts of the call to run; or why it will not run."""
+        if (
+            fingerprint(current.args) != current.fingerprint
+            or fingerprint(proposal.args) != proposal.fingerprint
+        ):
             return self._not_run(proposal.approval_id, "the stored arguments were changed")
         tool = task.tool(proposal.tool) if task else None
         if task is None or tool is None:
@@ -136,77 +217,27 @@ class ApprovalExecutor:
         if proposal.tool_schema and proposal.tool_schema != tool.args_fingerprint():
             # A newer deployment changed what the tool takes: what the person approved is not what
             # would run now. It expires instead, and the task is told (lockgate.schema's rule).
-            self._tell(task, proposal, "expired", "the action changed in a newer version of the tool")
+            self._teller.tell(task, proposal, "expired", "the action changed in a newer version of the tool")
             return self._not_run(
                 proposal.approval_id, f"{proposal.tool}'s arguments changed since it was proposed"
             )
         try:
-            args = tool.validate(proposal.args)
+            args = tool.validate(current.args)
         except ToolArgumentsInvalid as exc:
-            return self._not_run(proposal.approval_id, f"arguments no longer valid: {exc}")
+            return self._edit_refused(task, proposal, current, approvers, f"arguments not valid: {exc}")
         facts = task.facts_from(proposal.extra.get("facts", {}))
         refusal = policy_refusal(tool, args, facts)
         if refusal is not None:
-            return self._not_run(proposal.approval_id, f"refused by policy now: {refusal}")
-        try:
-            op = run_once(
-                self._ledger,
-                tool,
-                args,
-                canonical=proposal.args,
-                run_id=proposal.run_id,
-                facts=facts,
-                services=task.services,
-                summary=f"{proposal.summary} (approved by {', '.join(approvers)})",
-            )
-        except LedgerConflict as exc:
-            return self._not_run(proposal.approval_id, f"conflict: {exc}")
-        self._metrics.add_metric(name=f"ApprovedAction_{op.state.value}", unit="Count", value=1)
-        self._log.info(
-            "approved action",
-            extra={"approval": proposal.approval_id, "state": op.state.value, "approvers": approvers},
-        )
-        if op.state not in (OpState.SUCCEEDED, OpState.FAILED):
-            # The action may or may not have happened: telling the customer "not done" could be
-            # false. Come back once reconciliation (or a person) has settled it, then tell once.
-            raise Deferred(
-                f"{proposal.summary}: outcome {op.state.value}, waiting for reconciliation", UNSETTLED_RETRY
-            )
-        result = json.dumps(op.result, default=str)[:300] if op.state is OpState.SUCCEEDED else op.error
-        outcome = "done" if op.state is OpState.SUCCEEDED else "failed"
-        self._tell(task, proposal, outcome, op.error or "", facts)
-        return (
-            f"{proposal.summary}: {op.state.value} (approved by {', '.join(approvers)} at "
-            f"{int(approved_at)}) {result or ''}"
-        ).strip()
+            return self._edit_refused(task, proposal, current, approvers, f"refused by policy now: {refusal}")
+        return tool, args, facts
 
-    def _tell(
-        self, task: Task | None, proposal: Proposal, outcome: str, detail: str, facts: RunFacts | None = None
-    ) -> None:
-        """Let the task close the loop (e.g. email the customer) once per proposal and outcome."""
-        if task is None or task.on_decision is None:
-            return
-        notice = DecisionNotice(
-            proposal.approval_id,
-            proposal.run_id,
-            proposal.tool,
-            proposal.summary,
-            outcome,
-            detail,
-            facts or task.facts_from(proposal.extra.get("facts", {})),
-        )
-        hook = task.on_decision
-        try:
-            self._ledger.execute(
-                op_key=f"decision-notice#{proposal.approval_id}#{outcome}",
-                fingerprint=proposal.fingerprint,
-                tool="on_decision",
-                run_id=proposal.run_id,
-                summary=f"tell the task: {outcome}",
-                effect=lambda key: hook(notice, task.services),
-            )
-        except LedgerConflict:
-            return
+    def _edit_refused(
+        self, task: Task, proposal: Proposal, current: Current, approvers: list[str], why: str
+    ) -> str:
+        """An approved call that fails its checks now does not run; an edit's run hears why."""
+        if current.n and self._teller.responds(task):
+            self._teller.respond(proposal, "refused", [current.editor, *approvers], why, current)
+        return self._not_run(proposal.approval_id, why)
 
     def _settled(self, proposal: Proposal, outcome: str) -> str:
         """``outcome``, after giving back the proposal's places: it will never run (again)."""
@@ -231,23 +262,19 @@ class ApprovalExecutor:
         return f"not run: {why}"
 
 
-def approved_at(proposal: Proposal, decisions: list[DecisionRecord], allowed: frozenset[str]) -> float:
-    """When the last counted approval was given (0 if none)."""
-    times = [
-        d.decided_at
-        for d in decisions
-        if d.verdict is Choice.APPROVE and d.reviewer in allowed and d.fingerprint == proposal.fingerprint
-    ]
-    return max(times, default=0)
+def approved_at(proposal: Proposal, standing: Standing, allowed: frozenset[str]) -> float:
+    """When the last counted approval of the current version was given (0 if none)."""
+    return standing.approved_at(proposal, allowed)
 
 
-def action_ran(ledger: Ledger, task: Task | None, proposal: Proposal) -> bool:
-    """Whether the ledger holds the proposed action (in any state): then it was run, not expired."""
+def action_ran(ledger: Ledger, task: Task | None, proposal: Proposal, current: Current | None = None) -> bool:
+    """Whether the ledger holds the approved action (in any state): then it was run, not expired."""
     tool = task.tool(proposal.tool) if task else None
     if tool is None:
         return False
+    canonical = current.args if current is not None else proposal.args
     try:
-        args = tool.validate(proposal.args)
+        args = tool.validate(canonical)
     except ToolArgumentsInvalid:
         return False
-    return ledger.get(operation_key_for(tool, args, proposal.run_id, proposal.args)) is not None
+    return ledger.get(operation_key_for(tool, args, proposal.run_id, canonical)) is not None

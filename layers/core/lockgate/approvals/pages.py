@@ -20,6 +20,8 @@ LINK_FIELDS = ("r", "e", "n", "d", "s")
 FORM_TOKEN_FIELD = "form_token"  # noqa: S105 - a field name, not a secret
 DECISION_FIELD = "decision"
 REASON_FIELD = "reason"  # a rejection's optional reason
+SEEN_FIELD = "seen"  # the fingerprint of the version the page showed: a decision counts for it only
+EDIT_PREFIX = "edit."  # "edit.amount": a new value for an editable field ("Approve with changes")
 
 
 def security_headers() -> dict[str, str]:
@@ -199,4 +201,7 @@ button{flex:1;min-height:3.5rem;font-size:1.15rem;font-weight:600;border-radius:
  border:2px solid;cursor:pointer}
 .approve{background:#e6f4ea;border-color:#1e7b34;color:#0d4a1c}
 .reject{background:#fbe9e7;border-color:#b3261e;color:#7a1410}
+.edit{background:#e8eefb;border-color:#2a4d9b;color:#13254d}
+input[type=text]{box-sizing:border-box;width:100%;font:inherit;padding:.4rem;margin-top:.3rem}
+del{background:#fbe9e7}ins{background:#e6f4ea;text-decoration:none;font-weight:600}
 """

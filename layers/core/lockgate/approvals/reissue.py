@@ -186,10 +186,10 @@ class LinkReissuer:
         proposal = self._proposals.get(approval_id)
         if proposal is None or reviewer.id not in {r.id for r in self._config.reviewers_for(proposal.tool)}:
             return None
-        decisions = self._decisions.for_approval(approval_id)
-        if current_state(self._config, proposal, decisions, now) is not State.PENDING:
+        standing = self._decisions.standing(approval_id)
+        if current_state(self._config, proposal, standing, now) is not State.PENDING:
             return None
-        return None if any(d.reviewer == reviewer.id for d in decisions) else proposal
+        return None if standing.decided(reviewer.id, standing.current(proposal).n) else proposal
 
 
 def _public_base(base_url: str, domain: str) -> str:

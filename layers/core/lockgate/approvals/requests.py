@@ -143,6 +143,8 @@ def _proposal(
             "op_key": operation_key_for(tool, args, run_id, canonical),
             # What follows each button, for the page (the approval side has no tools to ask).
             "after": {"approve": tool.after_approve, "reject": tool.after_reject},
+            # What a reviewer may change, and its schema: the approval side checks an edit against it.
+            **({"editable": tool.editable_schema()} if tool.editable else {}),
         },
         tool_schema=tool.args_fingerprint(),
         facts=tuple(tool.facts(args, facts)) if tool.facts else (),

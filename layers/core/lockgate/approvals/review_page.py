@@ -11,12 +11,14 @@ from urllib.parse import parse_qsl
 
 from lockgate.actions.tools import Fact
 from lockgate.approvals.decisions import MAX_REASON_CHARS, State
+from lockgate.approvals.edit_page import EditView, edit_fields, edits_section
 from lockgate.approvals.outcome import ActionOutcome, ActionState
 from lockgate.approvals.pages import (
     DECISION_FIELD,
     FORM_TOKEN_FIELD,
     LINK_FIELDS,
     REASON_FIELD,
+    SEEN_FIELD,
     Page,
     document,
     esc,
@@ -39,6 +41,7 @@ class Decided:
     verdict: str
     at: int
     reason: str = ""
+    version: int = 0  # which version it was about (0: as proposed)
 
 
 @dataclass(frozen=True)
@@ -63,13 +66,21 @@ class ProposalView:
     after_reject: str = ""
     answers_only: bool = False  # "did this happen?": the answer is recorded, nothing runs
     veto_until: int | None = None  # a "veto" proposal runs then unless someone rejects it
+    version: int = 0  # the current version (0: as proposed; n: the nth reviewer's edit)
+    seen: str = ""  # the current version's fingerprint: the form's decision counts for it only
+    edits: list[EditView] = field(default_factory=list)
+    editable: list[tuple[str, str, str]] = field(default_factory=list)  # (field, current value, hint)
+
+    def current_decisions(self) -> list[Decided]:
+        """The decisions that count now: every rejection, and approvals of the current version."""
+        return [d for d in self.decisions if d.verdict != "approve" or d.version == self.version]
 
 
 def confirmation_page(
     view: ProposalView, reviewer: str, form_action: str, form_token: str, query: str, now: int
 ) -> Page:
     """The GET page: what would happen, why, the facts, who decides, and an Approve / Reject form."""
-    mine = [d for d in view.decisions if d.who == reviewer]
+    mine = [d for d in view.current_decisions() if d.who == reviewer]
     if mine:
         action = (
             f"<p class=note>You already decided: <strong>{esc(mine[-1].verdict)}</strong> at "
@@ -78,7 +89,7 @@ def confirmation_page(
     elif now > view.expires_at:
         action = "<p class=note>This request has expired. It can no longer be approved.</p>"
     else:
-        action = _after_buttons(view) + _form(form_action, form_token, query)
+        action = _after_buttons(view) + _form(view, form_action, form_token, query)
     body = f"""
 <p class=warn><strong>Nothing has happened yet.</strong> Opening this link changed nothing.
 It runs only if it is approved on this page.</p>
@@ -88,9 +99,9 @@ It runs only if it is approved on this page.</p>
 <h2>Why you are asked</h2>
 {_list(view.why_asked)}
 {_facts(view.facts)}
+{edits_section(view.edits)}
 <h2>What exactly would happen</h2>
-<p class=meta>The assistant's arguments. Amounts, orders and recipients were checked against our own
-records; free text (such as a reason) was written by the AI and was not.</p>
+<p class=meta>{_checked_note(view)}</p>
 {_details(view.details)}
 <h2>{esc(UNVERIFIED_LABEL)}</h2>
 <blockquote class=unverified>{esc(view.unverified_reason) or "<em>(no reason given)</em>"}</blockquote>
@@ -147,9 +158,22 @@ def _outcome_text(view: ProposalView, state: State, outcome: ActionOutcome | Non
     }[outcome.state]
 
 
-def _form(form_action: str, form_token: str, query: str) -> str:
+def _checked_note(view: ProposalView) -> str:
+    if view.version:
+        return (
+            "The latest version's arguments. A reviewer's changes are checked against our own records "
+            "and the tool's rules again before anything runs; if they fail, nothing runs."
+        )
+    return (
+        "The assistant's arguments. Amounts, orders and recipients were checked against our own "
+        "records; free text (such as a reason) was written by the AI and was not."
+    )
+
+
+def _form(view: ProposalView, form_action: str, form_token: str, query: str) -> str:
     link = {key: value for key, value in parse_qsl(query, keep_blank_values=True) if key in LINK_FIELDS}
     hidden = "".join(hidden_field(name, link.get(name, "")) for name in LINK_FIELDS)
+    hidden += hidden_field(SEEN_FIELD, view.seen)
     # Reject first and the same size as Approve; no autofocus, so neither is the default.
     return f"""<form method=post action="{esc(form_action)}">
 {hidden}{hidden_field(FORM_TOKEN_FIELD, form_token)}
@@ -160,6 +184,7 @@ reviewers see it)</label>
 <button type=submit name={DECISION_FIELD} value=reject class=reject>Reject</button>
 <button type=submit name={DECISION_FIELD} value=approve class=approve>Approve</button>
 </div>
+{edit_fields(view.editable)}
 </form>"""
 
 
@@ -233,7 +258,9 @@ def _list(items: list[str]) -> str:
 def _decisions(decisions: list[Decided]) -> str:
     """Who decided what and when, with a rejection's reason in their words (escaped)."""
     lines = [
-        f"<li>{esc(d.who)}: <strong>{esc(d.verdict)}</strong> at {utc_time(d.at)}"
+        f"<li>{esc(d.who)}: <strong>{esc(d.verdict)}</strong>"
+        + (f" (version {d.version})" if d.version else "")
+        + f" at {utc_time(d.at)}"
         + (f"<blockquote class=reason>{esc(d.reason)}</blockquote>" if d.reason else "")
         + "</li>"
         for d in decisions
@@ -242,7 +269,7 @@ def _decisions(decisions: list[Decided]) -> str:
 
 
 def _progress(view: ProposalView, reviewer: str) -> str:
-    approvals = len({d.who for d in view.decisions if d.verdict == "approve"})
+    approvals = len({d.who for d in view.current_decisions() if d.verdict == "approve"})
     count = (
         f"<p>{approvals} of {view.reviewers_required} approvals so far.</p>"
         if view.reviewers_required > 1

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 from lockgate.approvals.decisions import DecisionRecord, DecisionStore, State, current_state
 from lockgate.approvals.proposals import Proposal, ProposalStore
+from lockgate.approvals.standing import Current, Standing
+from lockgate.approvals.versions import Version
 from lockgate.clock import Clock
 from lockgate.config import ApprovalsConfig
 
@@ -17,6 +19,12 @@ class ProposalStatus:
     proposal: Proposal
     decisions: tuple[DecisionRecord, ...]
     state: State
+    versions: tuple[Version, ...] = ()  # reviewers' edits, oldest first
+
+    @property
+    def current(self) -> Current:
+        """The version reviewers decide now (the last edit, or the proposal as made)."""
+        return Standing(list(self.decisions), list(self.versions)).current(self.proposal)
 
 
 class ReviewQueue:
@@ -47,6 +55,6 @@ class ReviewQueue:
         return sorted(statuses, key=lambda s: (s.proposal.created_at, s.proposal.approval_id), reverse=True)
 
     def _status(self, proposal: Proposal) -> ProposalStatus:
-        decisions = self._decisions.for_approval(proposal.approval_id)
-        state = current_state(self._config, proposal, decisions, self._clock.now())
-        return ProposalStatus(proposal, tuple(sorted(decisions, key=lambda d: d.decided_at)), state)
+        standing = self._decisions.standing(proposal.approval_id)
+        state = current_state(self._config, proposal, standing, self._clock.now())
+        return ProposalStatus(proposal, tuple(standing.decisions), state, tuple(standing.versions))

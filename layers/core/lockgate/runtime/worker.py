@@ -243,7 +243,8 @@ def approvals(
     dynamodb = deps.client("dynamodb")
     proposals = ProposalStore(dynamodb, settings.approvals_table)
     inbox = InboxStore(dynamodb, settings.inbox_table)
-    veto = VetoTimer(inbox, InboxQueue(deps.client("sqs"), settings.inbox_queue_url), deps.log)
+    queue = InboxQueue(deps.client("sqs"), settings.inbox_queue_url)
+    veto = VetoTimer(inbox, queue, deps.log)
     limits = PendingLimits(dynamodb, settings.approvals_table, settings.state_table, config.approvals)
     requests = ApprovalRequests(
         config.approvals, deps.clock, deps.log, deps.metrics, limits=limits, veto_timer=veto
@@ -259,6 +260,8 @@ def approvals(
         log=deps.log,
         metrics=deps.metrics,
         limits=limits,
+        inbox=inbox,  # a task with ``respond`` hears rejections and edits in its run
+        queue=queue,
     )
     setup.router.add("approval", "*", executor)
     return requests

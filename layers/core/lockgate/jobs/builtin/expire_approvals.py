@@ -78,13 +78,15 @@ class ApprovalExpiry:
             return False
         if now <= proposal.expires_at and now <= proposal.created_at + proposal.run_within_seconds:
             return False  # neither window can have passed: skip the decisions read
-        decisions = self._decisions.for_approval(proposal.approval_id)
-        state = current_state(self._config, proposal, decisions, now)
+        standing = self._decisions.standing(proposal.approval_id)
+        state = current_state(self._config, proposal, standing, now)
         if state is State.EXPIRED:
             return True
         if state is not State.APPROVED:
             return False
         allowed = frozenset(r.id for r in self._config.reviewers_for(proposal.tool))
-        if now <= approved_at(proposal, decisions, allowed) + proposal.run_within_seconds:
+        if now <= approved_at(proposal, standing, allowed) + proposal.run_within_seconds:
             return False
-        return not action_ran(self._ledger, self._tasks.get(proposal.task), proposal)
+        return not action_ran(
+            self._ledger, self._tasks.get(proposal.task), proposal, standing.current(proposal)
+        )

@@ -106,11 +106,11 @@ class OperationReconciler:
         return "succeeded"
 
     def _apply_answer(self, ctx: JobContext, op: Operation, escalation: Proposal) -> str:
-        decisions = self._decisions.for_approval(escalation.approval_id)
-        state = current_state(self._config, escalation, decisions, ctx.clock.now())
+        standing = self._decisions.standing(escalation.approval_id)
+        state = current_state(self._config, escalation, standing, ctx.clock.now())
         if state not in (State.APPROVED, State.REJECTED):
             return "waiting"  # pending (or expired unanswered: it stays listed as UNKNOWN)
-        by = sorted({d.reviewer for d in decisions if d.fingerprint == escalation.fingerprint})
+        by = sorted({d.reviewer for d in standing.decisions if d.fingerprint == escalation.fingerprint})
         if state is State.APPROVED:
             settled = self._ledger.resolve_unknown(op.key, OpState.SUCCEEDED, {"confirmed_by": by}, None)
         else:
