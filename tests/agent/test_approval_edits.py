@@ -85,7 +85,12 @@ def test_a_reviewer_approves_a_smaller_refund_and_exactly_the_edited_amount_is_p
     assert context_events == []  # one event, handled
     # And the page now shows what was changed, by whom
     after = flow.desk.show(approval_id, flow.link(approval_id, "bob"))
-    assert after.status == 409 and "Already approved" in after.body
+    assert (
+        after.status == 409
+        and "Already approved" in after.body
+        and "<del>80.0</del> → <ins>40.0</ins>" not in after.body
+    )
+    assert "A reviewer&#x27;s edit was approved; what became of the edited call is in" in after.body
 
 
 def test_an_edit_needs_the_other_reviewer_again_and_earlier_approvals_do_not_carry_over(

@@ -142,7 +142,10 @@ class ApprovalDesk:
         state = self.recorder.state(proposal, standing)
         view = proposal_view(proposal, standing, self._config)
         if state is not State.PENDING:
-            outcome = self._outcomes.of(proposal) if self._outcomes and state is State.APPROVED else None
+            # The ledger key of an edited call depends on the tool's code, which this side does not
+            # load: rather than "not run yet" from the original's key, the page says it cannot tell.
+            known = self._outcomes and state is State.APPROVED and not standing.versions
+            outcome = self._outcomes.of(proposal) if known and self._outcomes else None
             return decided_page(view, state, outcome, status=_SETTLED_STATUS[state])
         secret = self._secrets()[0]
         page = confirmation_page(

@@ -129,6 +129,7 @@ def decided_page(view: ProposalView, state: State, outcome: ActionOutcome | None
 <p><strong>{esc(view.summary)}</strong></p>
 <p class=meta>Task {esc(view.task)} · tool {esc(view.tool)} · request {esc(view.approval_id)}
 · asked {utc_time(view.created_at)}</p>
+{edits_section(view.edits)}
 <h2>Who decided</h2>
 {_decisions(view.decisions) or "<p>Nobody decided in time.</p>"}
 <h2>What happened</h2>
@@ -142,6 +143,11 @@ def _outcome_text(view: ProposalView, state: State, outcome: ActionOutcome | Non
         return "The answer is recorded; nothing runs."
     if state is not State.APPROVED:
         return "Nothing ran, and nothing will."
+    if outcome is None and view.version:
+        return (
+            "A reviewer's edit was approved; what became of the edited call is in "
+            "`lockgate approvals show` and the run's record."
+        )
     if outcome is None:
         return "What became of it is not recorded on this request."
     at = f" at {utc_time(outcome.at)}" if outcome.at else ""
