@@ -51,6 +51,15 @@ class MemoryRuns:
         run.status, run.outcome, run.totals, run.updated_at = status, outcome, totals, now
         return True
 
+    def reopen(self, run: Run, resumed_by: str) -> bool:
+        stored = self._runs[run.run_id]
+        if run.status == "running" or stored.status != run.status:
+            return False
+        now = int(self._clock.now())
+        stored.status, stored.resumed_by, stored.updated_at = "running", resumed_by, now
+        run.status, run.resumed_by, run.updated_at = "running", resumed_by, now
+        return True
+
     def get(self, run_id: str) -> Run | None:
         stored = self._runs.get(run_id)
         return copy.deepcopy(stored) if stored is not None else None

@@ -79,6 +79,34 @@ def test_a_replayed_finish_says_so_and_changes_nothing(runs: Any) -> None:
     assert (stored.status, stored.outcome, stored.totals) == ("completed", "replied", {"cost_usd": 0.01})
 
 
+def test_an_ended_run_reopens_once_for_a_decision_and_finishes_again(runs: Any) -> None:
+    # Given a run that ended with end_turn
+    run = runs.open("helpdesk#d-5", "support", "helpdesk#d-5")
+    runs.finish(run, "completed", "replied", {"cost_usd": 0.01})
+    first, second = runs.get("helpdesk#d-5"), runs.get("helpdesk#d-5")  # two decisions read it
+    # When both try to reopen it from the status they read
+    assert runs.reopen(first, "ap_1#rejected") is True
+    assert runs.reopen(second, "ap_2#rejected") is False
+    # Then it runs again for the first decision only, and a finish ends it again, once
+    stored = runs.get("helpdesk#d-5")
+    assert stored is not None and (stored.status, stored.resumed_by) == ("running", "ap_1#rejected")
+    assert runs.finish(first, "completed", "told the customer", {"cost_usd": 0.02}) is True
+    assert runs.finish(first, "completed", "again", {"cost_usd": 0.03}) is False
+    ended = runs.get("helpdesk#d-5")
+    assert ended is not None and (ended.status, ended.outcome) == ("completed", "told the customer")
+    assert ended.resumed_by == "ap_1#rejected"
+
+
+def test_a_running_run_is_not_reopened(runs: Any) -> None:
+    # Given a run still running (its own delivery is being handled)
+    run = runs.open("helpdesk#d-6", "support", "helpdesk#d-6")
+    # When a decision tries to reopen it
+    # Then it is refused and the run is as it was
+    assert runs.reopen(run, "ap_1#rejected") is False
+    stored = runs.get("helpdesk#d-6")
+    assert stored is not None and (stored.status, stored.resumed_by) == ("running", "")
+
+
 def _execute(ledger: Any, effect: Any, fingerprint: str = "f1") -> Any:
     return ledger.execute(
         op_key="refund#A-1",

@@ -7,24 +7,22 @@ outcomes come back from the record (and the ledger), so nothing runs twice.
 from __future__ import annotations
 
 import json
-import zlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from lockgate.agent.step_items import step_data, step_json
 from lockgate.clock import Clock
 from lockgate.dynamo import error_code, read_all, read_page
 from lockgate.errors import StoreUnavailable
-from lockgate.schema import COMPRESSED_STEP, check_readable, stamped
+from lockgate.schema import check_readable, stamped
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 RETENTION_SECONDS = 30 * 86_400
 MAX_STEP_JSON = 350_000  # a DynamoDB item holds 400 KB
-COMPRESS_OVER = 800  # bytes of step JSON above which it is stored compressed, if that saves a unit
-STEP_ITEM_BYTES = 160  # a step item's keys, names and numbers besides its data
 
 
 @dataclass(frozen=True)
@@ -49,6 +47,7 @@ class Run:
     created_at: int = 0
     updated_at: int = 0
     totals: dict[str, Any] = field(default_factory=dict)
+    resumed_by: str = ""  # the decision (``<approval id>#<outcome>``) that last reopened it, if any
 
     def step(self, n: int, kind: str) -> Step | None:
         """The recorded step ``n`` of this kind, if any."""
@@ -71,6 +70,10 @@ class Runs(Protocol):
 
     def finish(self, run: Run, status: str, outcome: str, totals: dict[str, Any]) -> bool:
         """Record how the run ended; False when it had already ended (a replay changes nothing)."""
+        ...
+
+    def reopen(self, run: Run, resumed_by: str) -> bool:
+        """Open an ended run again for a person's decision; False if it runs, or ended otherwise since."""
         ...
 
     def get(self, run_id: str) -> Run | None:
@@ -123,7 +126,7 @@ class RunStore:
         if len(body) > MAX_STEP_JSON:
             raise StoreUnavailable(f"step {n} of {run.run_id} is too large to record ({len(body)} bytes)")
         now = int(self._clock.now())
-        stored_as, schema = _step_data(body)
+        stored_as, schema = step_data(body)
         try:
             self._db.put_item(
                 TableName=self._table,
@@ -185,6 +188,38 @@ class RunStore:
         run.status, run.outcome, run.totals, run.updated_at = status, outcome, totals, now
         return True
 
+    def reopen(self, run: Run, resumed_by: str) -> bool:
+        """Open an ended run again for a person's decision (``resumed_by``), so it can continue and finish.
+
+        The write expects the status ``run`` was read with: of two decisions racing to resume one run,
+        one reopens it and the other finds it running (and waits for it to end again).
+        """
+        if run.status == "running":
+            return False
+        now = int(self._clock.now())
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key={"pk": {"S": _pk(run.run_id)}, "sk": {"S": "meta"}},
+                UpdateExpression="SET #s = :running, resumed_by = :by, updated_at = :now",
+                ConditionExpression="#s = :ended",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues={
+                    ":running": {"S": "running"},
+                    ":by": {"S": resumed_by},
+                    ":now": {"N": str(now)},
+                    ":ended": {"S": run.status},
+                },
+            )
+        except ClientError as exc:
+            if error_code(exc) == "ConditionalCheckFailedException":
+                return False
+            raise StoreUnavailable(error_code(exc)) from exc
+        except BotoCoreError as exc:
+            raise StoreUnavailable(type(exc).__name__) from exc
+        run.status, run.resumed_by, run.updated_at = "running", resumed_by, now
+        return True
+
     def get(self, run_id: str) -> Run | None:
         """A run with all its steps, or None."""
         items = read_all(
@@ -201,7 +236,7 @@ class RunStore:
             check_readable(item, f"run {run_id}")
         steps = sorted(
             (
-                Step(int(i["n"]["N"]), i["kind"]["S"], _step_json(i))
+                Step(int(i["n"]["N"]), i["kind"]["S"], step_json(i))
                 for i in items
                 if i["sk"]["S"].startswith("step#")
             ),
@@ -210,31 +245,6 @@ class RunStore:
         run = _header(meta)
         run.steps = steps
         return run
-
-
-def _step_data(body: str) -> tuple[dict[str, Any], int]:
-    """A step's data attribute: the JSON as text, or zlib-compressed when that saves a write unit.
-
-    Most steps fit one 1 KB write unit as text; a tool result with an email or a help page is
-    several, and text compresses three to five times (``lockgate.schema.COMPRESSED_STEP``).
-    """
-    text = body.encode("utf-8")
-    if len(text) > COMPRESS_OVER:
-        packed = zlib.compress(text, 6)
-        if _write_units(len(packed)) < _write_units(len(text)):
-            return {"dataz": {"B": packed}}, COMPRESSED_STEP
-    return {"data": {"S": body}}, 1
-
-
-def _write_units(data_bytes: int) -> int:
-    """The 1 KB write units of a step item whose data takes ``data_bytes``."""
-    return -(-(data_bytes + STEP_ITEM_BYTES) // 1024)
-
-
-def _step_json(item: dict[str, Any]) -> Any:
-    if "dataz" in item:
-        return json.loads(zlib.decompress(item["dataz"]["B"]).decode("utf-8"))
-    return json.loads(item["data"]["S"])
 
 
 def page_of_runs(
@@ -267,6 +277,7 @@ def _header(meta: dict[str, Any]) -> Run:
         created_at=int(meta["created_at"]["N"]),
         updated_at=int(meta["updated_at"]["N"]),
         totals=json.loads(meta["totals"]["S"]) if "totals" in meta else {},
+        resumed_by=meta.get("resumed_by", {}).get("S", ""),
     )
 
 
