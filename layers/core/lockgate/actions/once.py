@@ -38,9 +38,17 @@ def operation_key(run_id: str, tool: str, identity: str | None, args: Mapping[st
     return f"{run_id}#{tool}#{fingerprint(dict(args))}"
 
 
-def operation_key_for(tool: Tool[Any], args: Any, run_id: str, canonical: Mapping[str, Any]) -> str:
-    """The ledger key of a call: the same whether the loop runs it or a person approved it first."""
-    return operation_key(run_id, tool.name, tool.ledger_identity(args, run_id), canonical)
+def operation_key_for(
+    tool: Tool[Any], args: Any, run_id: str, canonical: Mapping[str, Any], segment: str = ""
+) -> str:
+    """The ledger key of a call: the same whether the loop runs it or a person approved it first.
+
+    ``segment`` names the part of a run that a person's decision resumed (``Task.respond``): an
+    identity unique per run (``Tool.identity_per_run``) is unique per part, so the reply telling the
+    customer a decision is not the reply to their email.
+    """
+    scope = f"{run_id}#{segment}" if segment else run_id
+    return operation_key(run_id, tool.name, tool.ledger_identity(args, scope), canonical)
 
 
 def run_once(
@@ -53,14 +61,18 @@ def run_once(
     facts: RunFacts,
     services: Mapping[str, Any],
     summary: str,
+    segment: str = "",
 ) -> Operation:
-    """Run ``tool`` with validated ``args`` at most once; LedgerConflict if its key saw other arguments."""
+    """Run ``tool`` with validated ``args`` at most once; LedgerConflict if its key saw other arguments.
+
+    ``segment``: the resumed part of the run the call belongs to (see ``operation_key_for``).
+    """
 
     def effect(idempotency_key: str | None) -> Any:
         return tool.run(args, ToolContext(run_id, facts, idempotency_key, services))
 
     return ledger.execute(
-        op_key=operation_key_for(tool, args, run_id, canonical),
+        op_key=operation_key_for(tool, args, run_id, canonical, segment),
         fingerprint=fingerprint(canonical),
         tool=tool.name,
         run_id=run_id,

@@ -178,7 +178,8 @@ class Tool[Args: BaseModel]:
 
     identity_per_run: bool = False
     """The ``identity`` is unique within one run only (e.g. one reply per recipient per run): a model asked
-    again after a crash may word the call differently, and must not make a second one."""
+    again after a crash may word the call differently, and must not make a second one. A run that a
+    person's decision resumes (``Task.respond``) starts afresh after each decision: one more there."""
 
     target: Callable[[Args], str] | None = None
     """What a call acts on (e.g. the order id): at most one proposal per task, tool and target waits for a

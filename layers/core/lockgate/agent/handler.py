@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lockgate.agent.loop import AgentLoop
+from lockgate.agent.loop import AgentLoop, RunOutcome
 from lockgate.agent.tasks import Task
 from lockgate.clock import Clock
 from lockgate.errors import PermanentFailure
@@ -22,15 +22,22 @@ class AgentTaskHandler:
 
     def __call__(self, event: InboxEvent, context: TaskContext) -> str:
         """Run the loop within the invocation's remaining time."""
-        deadline = self._clock.now() + max(0.0, context.remaining_seconds() - MARGIN_SECONDS)
-        try:
-            outcome = self._loop.run(self.task, event, deadline)
-        except ModelError as exc:
-            if not exc.retryable:
-                # Our key, our billing or our request is wrong: retrying the delivery cannot help.
-                raise PermanentFailure(f"model call failed ({exc.kind}, request {exc.request_id})") from exc
-            raise  # retried with backoff by the worker; recorded steps are replayed, not re-bought
+        outcome = run_in_time(self._loop, self.task, event, context, self._clock)
         return f"{self.task.name}: {outcome.status}: {outcome.summary}"
+
+
+def run_in_time(
+    loop: AgentLoop, task: Task, event: InboxEvent, context: TaskContext, clock: Clock
+) -> RunOutcome:
+    """Run (or resume) the task's run for ``event`` within the invocation's remaining time."""
+    deadline = clock.now() + max(0.0, context.remaining_seconds() - MARGIN_SECONDS)
+    try:
+        return loop.run(task, event, deadline)
+    except ModelError as exc:
+        if not exc.retryable:
+            # Our key, our billing or our request is wrong: retrying the delivery cannot help.
+            raise PermanentFailure(f"model call failed ({exc.kind}, request {exc.request_id})") from exc
+        raise  # retried with backoff by the worker; recorded steps are replayed, not re-bought
 
 
 def route_tasks(router: Router, tasks: list[Task], loop: AgentLoop, clock: Clock) -> None:

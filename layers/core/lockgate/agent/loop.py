@@ -13,11 +13,12 @@ from typing import Any
 from lockgate.actions.guard import RunState
 from lockgate.actions.once import Operations
 from lockgate.actions.proposing import Proposer
+from lockgate.agent import decision_step
 from lockgate.agent.batches import Batches
 from lockgate.agent.intake import AdmittedReplies, IntakeResult, take_in, with_request
 from lockgate.agent.run_totals import Totals
 from lockgate.agent.runs import Run, Runs
-from lockgate.agent.screen import RunAsk, ScreenCalls, Screener, expected_screen
+from lockgate.agent.screen import ScreenCalls, Screener, expected_screen
 from lockgate.agent.tasks import Skip, Task
 from lockgate.agent.tool_calls import ToolCalls
 from lockgate.capacity.admission import Admission, InputTooLarge
@@ -75,6 +76,7 @@ class AgentLoop:
         self._log = log
         self._metrics = metrics
         self._tool_calls = ToolCalls(
+            runs=runs,
             ledger=ledger,
             log=log,
             metrics=metrics,
@@ -140,10 +142,21 @@ class AgentLoop:
         messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
         source, cacheable = event.delivery.source, not task.fresh
         ask = ScreenCalls(self._calls, task, source, totals, self._usage_metrics, cacheable, allowances)
-        for n in range(1, task.max_steps + 1):
+        offered, model_steps, n = tools, 0, 0
+        while True:  # step n: a model reply and its tool results, or a person's decision (Task.respond)
+            n += 1
+            if (decision := run.step(n, decision_step.KIND)) is not None:
+                decision_step.add_to(messages, decision.data)
+                offered = [*tools, decision_step.SCHEMA]
+                if decision == decision_step.heard(run)[-1]:  # the decision this delivery brought
+                    totals.resume(run.totals)  # what the run counted when it ended before it
+                continue
+            if model_steps == task.max_steps:
+                break
+            model_steps += 1
             try:
                 reply = self._reply(
-                    task, run, n, tools, messages, deadline, totals, cache_ttl, event, allowances
+                    task, run, n, offered, messages, deadline, totals, cache_ttl, event, allowances
                 )
             except InputTooLarge as exc:
                 self._finish(run, "input_too_large", str(exc), totals, state)
@@ -163,10 +176,13 @@ class AgentLoop:
                 continue  # the API paused a long turn: send it back as-is to let it continue
             calls = [b for b in reply.content if b.get("type") == "tool_use"]
             if reply.stop_reason != "tool_use" or not calls:
+                if run.step(n + 1, decision_step.KIND) is not None:
+                    continue  # the run ended here, and a person's decision resumed it
                 return self._finish(run, "completed", _text(reply) or "finished", totals, state)
-            results = self._results(task, run, n, calls, state, totals, _text(reply), ask)
+            results = self._tool_calls.step(task, run, n, calls, state, totals, _text(reply), ask)
             messages.append({"role": "user", "content": results})
-        return self._finish(run, "step_limit", f"stopped after {task.max_steps} steps", totals, state)
+        summary = decision_step.limit_summary(run, task.max_steps)
+        return self._finish(run, "step_limit", summary, totals, state)
 
     # -- model steps ----------------------------------------------------------------------
 
@@ -237,51 +253,10 @@ class AgentLoop:
         totals.add_intake(result)
         return result
 
-    # -- tool steps -----------------------------------------------------------------------
-
-    def _results(
-        self,
-        task: Task,
-        run: Run,
-        n: int,
-        calls: list[dict[str, Any]],
-        state: RunState,
-        totals: Totals,
-        reply_text: str,
-        ask: RunAsk,
-    ) -> list[dict[str, Any]]:
-        recorded = run.step(n, "tools")
-        if recorded is not None:
-            state.taint_sources.extend(recorded.data.get("taint_added", []))
-            state.suspicious.extend(recorded.data.get("suspicious_added", []))
-            totals.blocked += sum(1 for c in recorded.data["calls"] if c["check"] != "cleared")
-            return list(recorded.data["results"])
-        taint_before, suspicious_before = len(state.taint_sources), len(state.suspicious)
-        results, log = [], []
-        for call in calls:  # answered in order, all in one user message
-            block, entry = self._tool_calls.answer(task, run, call, state, reply_text, ask)
-            results.append(block)
-            log.append(entry)
-            if entry["check"] != "cleared":
-                totals.blocked += 1
-        self._tool_calls.screen_pending(task, state, ask)  # before the step's record, as it counts
-        self._runs.record(
-            run,
-            n,
-            "tools",
-            {
-                "results": results,
-                "calls": log,
-                "taint_added": state.taint_sources[taint_before:],
-                "suspicious_added": state.suspicious[suspicious_before:],
-            },
-        )
-        return results
-
     def _finish(self, run: Run, status: str, summary: str, totals: Totals, state: RunState) -> RunOutcome:
         ended = self._runs.finish(run, status, summary, totals.as_dict(state))
         if ended and self._rollup is not None:  # a replayed finish was counted the first time
-            self._rollup.add_run(run.run_id, run.task, totals.by_model)
+            self._rollup.add_run(run.run_id, run.task, totals.since_mark())
         self._metrics.add_metric(name=f"Run_{status}", unit="Count", value=1)
         return RunOutcome(run.run_id, status, summary)
 

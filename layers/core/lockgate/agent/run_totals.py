@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -9,7 +11,7 @@ from lockgate.actions.guard import RunState
 from lockgate.agent.intake import IntakeResult
 from lockgate.model.client import ModelReply, Usage
 from lockgate.model.price_table import PriceTable
-from lockgate.model.usage import ModelTotals
+from lockgate.model.usage import TOKEN_FIELDS, ModelTotals
 
 
 @dataclass
@@ -23,6 +25,7 @@ class Totals:
     replayed_steps: int = 0
     blocked: int = 0
     by_model: dict[str, ModelTotals] = field(default_factory=dict)
+    marked: dict[str, ModelTotals] | None = None  # by_model when a decision resumed the run
 
     def add(self, reply: ModelReply, cache_ttl: str) -> float:
         """Count one model reply; returns its cost (zero from the response cache, half in a batch)."""
@@ -44,6 +47,35 @@ class Totals:
         self.cost_usd = round(self.cost_usd + usd, 6)
         self.by_model.setdefault(model, ModelTotals()).add(usage, usd, **counts)
 
+    def resume(self, ended: Mapping[str, Any]) -> None:
+        """Take up the totals the run ended with before a person's decision resumed it (its screens and
+        intake included, which a replay does not count again); the day's rollup adds only what follows."""
+        if ended:
+            self.usage = {key: int(ended["usage"].get(key, 0)) for key in self.usage}
+            self.cost_usd = float(ended["cost_usd"])
+            self.model_calls = int(ended["model_calls"])
+            self.replayed_steps = int(ended["replayed_steps"])
+            self.blocked = int(ended["blocked"])
+            self.by_model = {model: _model_totals(counted) for model, counted in ended["by_model"].items()}
+        self.marked = {model: copy.deepcopy(totals) for model, totals in self.by_model.items()}
+
+    def since_mark(self) -> dict[str, ModelTotals]:
+        """The split per model since the run was resumed (models called since), else all of it."""
+        if self.marked is None:
+            return self.by_model
+        since: dict[str, ModelTotals] = {}
+        for model, now in self.by_model.items():
+            was = self.marked.get(model, ModelTotals())
+            if now.calls > was.calls:
+                since[model] = ModelTotals(
+                    calls=now.calls - was.calls,
+                    cache_hits=now.cache_hits - was.cache_hits,
+                    batched=now.batched - was.batched,
+                    usd=round(now.usd - was.usd, 6),
+                    tokens={key: value - was.tokens[key] for key, value in now.tokens.items()},
+                )
+        return since
+
     def as_dict(self, state: RunState) -> dict[str, Any]:
         """JSON-ready, with the run's taint."""
         return {
@@ -56,3 +88,14 @@ class Totals:
             "suspicious": state.suspicious,
             "by_model": {model: totals.as_dict() for model, totals in self.by_model.items()},
         }
+
+
+def _model_totals(counted: Mapping[str, Any]) -> ModelTotals:
+    """One model's share back from the run's recorded totals."""
+    return ModelTotals(
+        calls=int(counted["calls"]),
+        cache_hits=int(counted["cache_hits"]),
+        batched=int(counted["batched"]),
+        usd=float(counted["usd"]),
+        tokens={key: int(counted.get(key, 0)) for key in TOKEN_FIELDS},
+    )

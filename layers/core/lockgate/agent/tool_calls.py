@@ -1,5 +1,6 @@
-"""One tool call the model asked for: the guard's checks, then a refusal, a proposal for a person,
-or the call run once through the operation ledger (and what it returned screened, if untrusted)."""
+"""The tool calls of one model step: each through the guard's checks, then a refusal, a proposal for a
+person, or the call run once through the operation ledger (and what it returned screened, if
+untrusted); the step's answers recorded on the run together."""
 
 from __future__ import annotations
 
@@ -13,19 +14,22 @@ from lockgate.actions.ledger import LedgerConflict, OpState
 from lockgate.actions.once import Operations, run_once
 from lockgate.actions.proposing import Proposer
 from lockgate.actions.tools import Risk, Tool, ToolContext, ToolError
+from lockgate.agent import decision_step
 from lockgate.agent.invisible import strip_invisible
-from lockgate.agent.runs import Run
+from lockgate.agent.run_totals import Totals
+from lockgate.agent.runs import Run, Runs
 from lockgate.agent.screen import RunAsk, Screener
 from lockgate.agent.tasks import Task
 from lockgate.telemetry import Log, Metrics, Tracing
 
 
 class ToolCalls:
-    """Answers tool_use blocks for the loop; the loop records what they answered."""
+    """Answers the tool_use blocks of a model step for the loop, and records what they answered."""
 
     def __init__(
         self,
         *,
+        runs: Runs,
         ledger: Operations,
         log: Log,
         metrics: Metrics,
@@ -33,12 +37,54 @@ class ToolCalls:
         screener: Screener | None = None,
         approvals: Proposer | None = None,
     ) -> None:
+        self._runs = runs
         self._ledger = ledger
         self._log = log
         self._metrics = metrics
         self._tracing = tracing
         self._screener = screener
         self._approvals = approvals
+
+    def step(
+        self,
+        task: Task,
+        run: Run,
+        n: int,
+        calls: list[dict[str, Any]],
+        state: RunState,
+        totals: Totals,
+        reply_text: str,
+        ask: RunAsk,
+    ) -> list[dict[str, Any]]:
+        """Step ``n``'s tool results, all in call order: replayed from the run's record, or answered and
+        recorded (with what the step added to the run's taint)."""
+        recorded = run.step(n, "tools")
+        if recorded is not None:
+            state.taint_sources.extend(recorded.data.get("taint_added", []))
+            state.suspicious.extend(recorded.data.get("suspicious_added", []))
+            totals.blocked += sum(1 for c in recorded.data["calls"] if c["check"] != "cleared")
+            return list(recorded.data["results"])
+        taint_before, suspicious_before = len(state.taint_sources), len(state.suspicious)
+        results, log = [], []
+        for call in calls:  # answered in order, all in one user message
+            block, entry = self.answer(task, run, call, state, reply_text, ask)
+            results.append(block)
+            log.append(entry)
+            if entry["check"] != "cleared":
+                totals.blocked += 1
+        self.screen_pending(task, state, ask)  # before the step's record, as it counts
+        self._runs.record(
+            run,
+            n,
+            "tools",
+            {
+                "results": results,
+                "calls": log,
+                "taint_added": state.taint_sources[taint_before:],
+                "suspicious_added": state.suspicious[suspicious_before:],
+            },
+        )
+        return results
 
     def answer(
         self, task: Task, run: Run, call: dict[str, Any], state: RunState, reply_text: str, ask: RunAsk
@@ -49,6 +95,8 @@ class ToolCalls:
         screened before this run's guard rules on anything but a read (``screen_pending``).
         """
         name, call_id = str(call.get("name", "")), str(call.get("id", ""))
+        if name == decision_step.TOOL and (heard := decision_step.answer(call, run)) is not None:
+            return heard  # offered once a decision was heard: a read of what the run was told
         if not _reads(task, name):
             self.screen_pending(task, state, ask)
         draft_only = self._approvals.draft_only if self._approvals is not None else None
@@ -119,6 +167,7 @@ class ToolCalls:
                 facts=state.facts,
                 services=task.services,
                 summary=tool.summary(args),
+                segment=decision_step.segment(run),
             )
         except LedgerConflict as exc:
             self._metrics.add_metric(name="LedgerConflict", unit="Count", value=1)

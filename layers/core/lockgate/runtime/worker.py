@@ -13,9 +13,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lockgate.actions.ledger import Ledger
+from lockgate.actions.responses import EVENT_TYPE, SOURCE
 from lockgate.agent.batches import Batches
 from lockgate.agent.handler import route_tasks
 from lockgate.agent.loop import AgentLoop
+from lockgate.agent.resume import DecisionResponses, StoredEvents
 from lockgate.agent.runs import RunStore
 from lockgate.agent.screen import Screener
 from lockgate.agent.tasks import Task, require_priced_models
@@ -129,6 +131,15 @@ def agent_tasks(
         return None
     agent = build_agent(setup, settings, config, deps)
     route_tasks(setup.router, setup.tasks, agent.loop, deps.clock)
+    # A person's decision goes back to the run that proposed the call (Task.respond).
+    started = StoredEvents(
+        InboxStore(deps.client("dynamodb"), settings.inbox_table),
+        BodyStore(deps.client("s3"), settings.body_bucket),
+    )
+    responses = DecisionResponses(
+        setup.tasks, agent.loop, agent.runs, started, deps.clock, deps.log, deps.metrics
+    )
+    setup.router.add(SOURCE, EVENT_TYPE, responses)
     return agent.model
 
 
