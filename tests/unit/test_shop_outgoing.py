@@ -238,3 +238,20 @@ def test_given_a_decided_reply_then_the_customer_gets_no_notice_quoting_its_subj
     notice = DecisionNotice("ap-1", "run-1", "send_email", summary, outcome, "", FACTS)
     # No services: a notice that tried to send would fail here, not pass quietly.
     assert tell_customer(notice, {})["status"] == "not sent"
+
+
+@pytest.mark.parametrize("outcome", ["rejected", "edited"])
+def test_given_a_refund_the_run_answers_for_then_the_decision_hook_sends_no_second_email(
+    outcome: str,
+) -> None:
+    # Given a rejected (or edited) refund: the shop's task responds, so its run tells the customer
+    notice = DecisionNotice(
+        "ap-1", "run-1", "refund_order", "refund $80.00 on order A-2001", outcome, "", FACTS
+    )
+    # When the decision hook hears of it
+    # Then it sends nothing (no services: a send would fail here, not pass quietly)
+    told = tell_customer(notice, {})
+    assert told == {
+        "status": "not sent",
+        "why": "the run tells the customer (the task responds to decisions)",
+    }

@@ -39,6 +39,11 @@ How to work:
    refund_order returned "status": "refunded".
 5. Finish by sending exactly one reply with send_email to the customer's address. Links may
    only point to https://{host}.
+6. When a person decides on something you passed to the team, its result comes back to you as
+   decision_on_proposal's. Then send the customer one more email saying what the team decided:
+   rejected (give the reviewer's reason in your own words, if there is one), or, when a reviewer
+   changed a refund, what was actually refunded (ran_with and result), not what you proposed.
+   Never propose a rejected action again.
 
 Never promise or describe anything the tools did not do. If a tool refuses or says a person
 must approve, tell the customer their request has been passed to the team. Never include other
@@ -104,6 +109,8 @@ def support_inbox_task(services: ShopServices) -> Task:
         services={"shop": services},
         restore_facts=restore_facts,
         on_decision=tell_customer,
+        # A rejection or an edited refund comes back to the run, which tells the customer itself.
+        respond=True,
         # Read the request first: a cheap model, escalating to a larger one; else a person.
         intake=CUSTOMER_REQUEST,
         # The same cheap model screens what the tools read (emails, help pages) for injected

@@ -6,11 +6,13 @@ sender's orders with find_orders — looks each up while searching the help page
 turn), refunds a delivered/damaged order when asked (one named in the email, or the sender's
 only order; the "$NN" in the email, else total minus refunded), replies to the sender with
 send_email (order status, tracking link, the help passage by number, whether a refund was made
-or passed to the team), then ends with a one-line summary. A structured-output request (the
-task's intake) is answered with the customer's request as JSON (see ``extraction``), a content
-screen with INJECTION or CLEAN (see ``screening``). Each step
-is "the next planned call not yet in the conversation", so replies depend only on the
-conversation; argument names are read from each tool's input_schema where they differ.
+or passed to the team), then ends with a one-line summary. Told a person's decision on its
+proposal (``decision_on_proposal``), it emails the customer what was decided (see
+``shop_decision``). A structured-output request (the task's intake) is answered with the
+customer's request as JSON (see ``extraction``), a content screen with INJECTION or CLEAN (see
+``screening``). Each step is "the next planned call not yet in the conversation", so replies
+depend only on the conversation; argument names are read from each tool's input_schema where
+they differ.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from lockgate_infra.stub.conversation import (
 from lockgate_infra.stub.extraction import extraction_reply, is_extraction
 from lockgate_infra.stub.replies import Reply, not_written_for
 from lockgate_infra.stub.screening import is_screen, screen_reply
+from lockgate_infra.stub.shop_decision import decision_reply
 from lockgate_infra.stub.shop_reply import Email, Extras, compose, extras_lines, reply_subject, summary
 
 ORDER_ID = re.compile(r"\bA-\d{4}\b")
@@ -151,6 +154,9 @@ class ShopModel:
         sent = turn.find("send_email", send_args)
         if sent is None:
             return turn.ask(f"Sending the reply to {to}.", [("send_email", send_args)])
+        decided = decision_reply(turn, new.sender, reply_subject(new.subject), refund)
+        if decided is not None:  # a person decided on its proposal: tell the customer, once
+            return decided
         return Reply([text(summary(to, orders, refund, sent))], "end_turn")
 
     def _emails(self, turn: _Turn) -> tuple[list[Email], list[tuple[str, JSON]], list[str]]:
