@@ -15,6 +15,7 @@ import json
 from typing import Any
 
 from lockgate.actions.responses import DecisionResponse
+from lockgate.agent.run_totals import Totals
 from lockgate.agent.runs import Run, Step
 
 KIND = "decision"
@@ -102,6 +103,14 @@ def add_to(messages: list[dict[str, Any]], data: dict[str, Any]) -> None:
     else:
         messages.append({"role": "assistant", "content": [data["use"]]})
     messages.append({"role": "user", "content": [data["result"]]})
+
+
+def hear(run: Run, step: Step, messages: list[dict[str, Any]], totals: Totals) -> None:
+    """A recorded decision into the conversation, as the loop replays the run; at the one that resumed
+    it this time, the run's totals take up what it counted when it ended before (screens included)."""
+    add_to(messages, step.data)
+    if step == heard(run)[-1]:
+        totals.resume(run.totals)
 
 
 def answer(call: dict[str, Any], run: Run) -> tuple[dict[str, Any], dict[str, Any]] | None:

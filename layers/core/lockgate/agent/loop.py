@@ -7,6 +7,7 @@ executed; untrusted content enters only inside tool results.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any
 
@@ -142,14 +143,11 @@ class AgentLoop:
         messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
         source, cacheable = event.delivery.source, not task.fresh
         ask = ScreenCalls(self._calls, task, source, totals, self._usage_metrics, cacheable, allowances)
-        offered, model_steps, n = tools, 0, 0
-        while True:  # step n: a model reply and its tool results, or a person's decision (Task.respond)
-            n += 1
+        offered, model_steps = tools, 0
+        for n in itertools.count(1):  # a model reply and its tool results, or a decision (Task.respond)
             if (decision := run.step(n, decision_step.KIND)) is not None:
-                decision_step.add_to(messages, decision.data)
+                decision_step.hear(run, decision, messages, totals)
                 offered = [*tools, decision_step.SCHEMA]
-                if decision == decision_step.heard(run)[-1]:  # the decision this delivery brought
-                    totals.resume(run.totals)  # what the run counted when it ended before it
                 continue
             if model_steps == task.max_steps:
                 break
@@ -163,13 +161,8 @@ class AgentLoop:
                 raise  # set aside with this reason: a person must shorten or handle the input
             messages.append({"role": "assistant", "content": reply.content})
             if reply.stop_reason == "max_tokens":
-                return self._finish(
-                    run,
-                    "gave_up",
-                    "the reply was cut off at max_tokens; nothing in it was executed",
-                    totals,
-                    state,
-                )
+                cut_off = "the reply was cut off at max_tokens; nothing in it was executed"
+                return self._finish(run, "gave_up", cut_off, totals, state)
             if reply.stop_reason == "refusal":
                 return self._finish(run, "refused", "the model declined this request", totals, state)
             if reply.stop_reason == "pause_turn":
@@ -181,8 +174,8 @@ class AgentLoop:
                 return self._finish(run, "completed", _text(reply) or "finished", totals, state)
             results = self._tool_calls.step(task, run, n, calls, state, totals, _text(reply), ask)
             messages.append({"role": "user", "content": results})
-        summary = decision_step.limit_summary(run, task.max_steps)
-        return self._finish(run, "step_limit", summary, totals, state)
+        ended = decision_step.limit_summary(run, task.max_steps)  # says so if a decision came too late
+        return self._finish(run, "step_limit", ended, totals, state)
 
     # -- model steps ----------------------------------------------------------------------
 
