@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 
+from lockgate.actions.responses import DecisionResponse
+from lockgate.agent import decision_step
 from lockgate.agent.screen import SCREEN_PROMPT
 from lockgate_infra.stub import shop_model
 from lockgate_infra.stub.gullible import gullible_model
@@ -198,3 +200,22 @@ def test_several_offline_models_answer_together_each_task_by_the_first_written_f
     assert (
         isinstance(nobody, NotWrittenFor) and "scripted model for 'issue-triage'" in nobody.content[0]["text"]
     )
+
+
+def test_given_a_decision_on_its_proposal_then_a_rule_after_decision_on_proposal_acts_on_it() -> None:
+    # Given a script with a rule for a rejection, and a run that read the issue and ended its turn
+    model = ScriptedModel(
+        "issue-triage",
+        when(r"issue #(?P<number>\d+)").call("read_issue", number="{number}"),
+        when(r'"decision": "rejected"', after="decision_on_proposal").call(
+            "comment", number="{number}", body="A maintainer decided against closing it."
+        ),
+    )
+    first = model(request("issue #7"))
+    turns = [*answered(first, {"read_issue": "nothing to see"}), {"role": "assistant", "content": "Done."}]
+    # When Lockgate adds a person's rejection of its proposal, as the loop does when the run resumes
+    rejected = DecisionResponse("run-1", "ap_1", "issue-triage", "t1", "close_issue", "rejected", ("bob",))
+    decision_step.add_to(turns, decision_step.step_data(rejected))
+    reply = model(request("issue #7", *turns, tools=[*TOOLS, decision_step.SCHEMA]))
+    # Then the rule's call is made
+    assert calls(reply) == [("comment", {"number": 7, "body": "A maintainer decided against closing it."})]
