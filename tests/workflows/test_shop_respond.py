@@ -20,6 +20,7 @@ from lockgate.inbox.events import enqueue
 from lockgate.inbox.models import Delivery
 from lockgate.inbox.queue import InboxQueue
 from lockgate.inbox.store import InboxStore
+from lockgate_infra.cli.transcript import render
 from lockgate_infra.testing import TestStack
 
 GRACE = "grace@example.com"
@@ -101,6 +102,10 @@ def test_a_rejected_refund_with_a_reason_is_told_to_the_customer_once_and_nothin
     assert [s.kind for s in after] == ["model", "tools", "model"]
     assert (resumed.status, resumed.resumed_by) == ("completed", f"{proposal.approval_id}#rejected")
     assert delivery.outcome == f"support-inbox: completed: {resumed.outcome}"
+    # (and `lockgate runs show` says so)
+    shown = render(resumed)
+    assert f"a person's decision on {proposal.approval_id} (refund_order): rejected" in shown
+    assert '"reviewer_said": "item was used"' in shown
     # And Grace got exactly one email telling her the decision, with Bob's reason
     emails = lockgate_stack.emails()
     (told,) = [e for e in emails if "could not approve" in e["body"]]

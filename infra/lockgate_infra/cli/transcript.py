@@ -41,6 +41,8 @@ def render(run: Run, actions: dict[str, ActionOutcome] | None = None) -> str:
             lines.extend(_model_lines(step.n, step.data))
         elif step.kind == "intake":
             lines.extend(_intake_lines(step.data))
+        elif step.kind == "decision":  # a person's decision that resumed the run (Task.respond)
+            lines.extend(_decision_lines(step.n, step.data))
         elif step.kind in ("batch", "batch_result"):
             lines.append(
                 f"\n[{step.n}] message batch: {step.data.get('batch_id') or step.data.get('outcome')}"
@@ -62,6 +64,15 @@ def _intake_lines(data: dict[str, Any]) -> list[str]:
             *(f"    {p}" for p in data["problems"]),
         ]
     return [f"\n[0] request read by {data.get('model')} (tried {tried}): {json.dumps(data['value'])}"]
+
+
+def _decision_lines(n: int, data: dict[str, Any]) -> list[str]:
+    told = str(data.get("result", {}).get("content", ""))
+    on = f"{data.get('approval_id')} ({data.get('tool')})"
+    return [
+        f"\n[{n}] a person's decision on {on}: {data.get('outcome')}",
+        f"    decision_on_proposal told the model: {_clip(told)}",
+    ]
 
 
 def _model_lines(n: int, data: dict[str, Any]) -> list[str]:
