@@ -119,7 +119,8 @@ def answer(call: dict[str, Any], run: Run) -> tuple[dict[str, Any], dict[str, An
     decisions = heard(run)
     if not decisions:
         return None
-    wanted = (call.get("input") or {}).get("approval_id")
+    asked = call.get("input")
+    wanted = asked.get("approval_id") if isinstance(asked, dict) else None
     entry = {"tool": TOOL, "check": "cleared", "reason": "", "summary": f"read the decision on {wanted}"}
     for step in reversed(decisions):
         if step.data["approval_id"] == wanted:

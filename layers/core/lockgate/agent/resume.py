@@ -16,6 +16,7 @@ from typing import Protocol
 
 from lockgate.actions.responses import DecisionResponse
 from lockgate.agent import decision_step
+from lockgate.agent.batches import RECHECK_SECONDS
 from lockgate.agent.handler import run_in_time
 from lockgate.agent.loop import AgentLoop
 from lockgate.agent.runs import Runs
@@ -97,7 +98,9 @@ class DecisionResponses:
         if heard and not ours:  # a redelivery: the run heard it already
             return f"{task.name}: already heard {key}; the run is {run.status}: {run.outcome}"
         if run.status == "running" and not ours:
-            raise Deferred(f"run {run.run_id} is still going: the decision waits until it ends", WAIT_SECONDS)
+            # A task whose every step is batched waits for its batches an hour at a time: so does this.
+            wait = RECHECK_SECONDS if task.batch == "every" else WAIT_SECONDS
+            raise Deferred(f"run {run.run_id} is still going: the decision waits until it ends", wait)
         if not ours and run.status not in RESUMABLE:
             return self._not_heard(response, f"the run ended as {run.status} ({run.outcome})")
         started = self._started.get(run.delivery)
