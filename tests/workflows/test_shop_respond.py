@@ -145,3 +145,48 @@ def test_an_edited_refund_is_told_as_what_was_refunded(lockgate_stack: TestStack
     (told,) = [e for e in lockgate_stack.emails() if "with a change" in e["body"]]
     assert "we refunded $40.00 on order A-2001" in told["body"]
     assert "your refund request of $80.00 for order A-2001" in told["body"]
+
+
+def test_bob_rejects_on_his_page_with_a_reason_and_the_run_tells_grace_once(
+    lockgate_stack: TestStack,
+) -> None:
+    # Given Grace's $80 refund waiting for a person
+    run, proposal = refund_waiting(lockgate_stack)
+    # When Bob rejects it through his own link, typing why
+    lockgate_stack.reject(proposal, as_="bob", reason="item was used")
+    # Then the worker's executor sent the decision back to the run, which heard Bob's words
+    resumed = lockgate_stack.run(run.run_id)
+    told = decision_told(resumed)
+    assert (told["decision"], told["by"]) == ("rejected", ["bob"]) and "item was used" in told[
+        "reviewer_said"
+    ]
+    assert resumed.status == "completed"
+    # And Grace got exactly one email more, from the run, with the reason (and not the reviewer's name),
+    # none from the decision hook; and nothing was refunded
+    emails = lockgate_stack.emails()
+    assert len(emails) == 2
+    assert (
+        "could not approve" in emails[1]["body"] and "The reviewer's note: item was used" in emails[1]["body"]
+    )
+    assert not lockgate_stack.ledger.ran("refund_order")
+
+
+def test_alice_approves_a_smaller_refund_and_the_run_tells_grace_what_was_refunded(
+    lockgate_stack: TestStack,
+) -> None:
+    # Given Grace's $80 refund waiting for a person
+    run, proposal = refund_waiting(lockgate_stack)
+    # When Alice approves it changed to $40 on her page
+    lockgate_stack.edit(proposal, as_="alice", amount="40.00")
+    # Then $40 was refunded, once
+    payments = lockgate_stack.client("dynamodb").scan(TableName=lockgate_stack.table("ShopPaymentsTable"))[
+        "Items"
+    ]
+    assert [(p["order_id"]["S"], p["amount"].get("S") or p["amount"].get("N")) for p in payments] == [
+        ("A-2001", "40.00")
+    ]
+    # And the run heard what ran and what Alice changed, and told Grace what she actually got, once
+    told = decision_told(lockgate_stack.run(run.run_id))
+    assert told["decision"] == "edited" and told["changed_by_reviewer"] == {"amount": "40.00"}
+    emails = lockgate_stack.emails()
+    assert len(emails) == 2 and "we refunded $40.00 on order A-2001" in emails[1]["body"]

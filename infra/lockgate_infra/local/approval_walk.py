@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import re
 import urllib.parse
+from collections.abc import Mapping
 from dataclasses import dataclass
 from html import unescape
 
 from lockgate.approvals.desk import LinkSigner
+from lockgate.approvals.pages import EDIT_PREFIX, REASON_FIELD
 from lockgate.approvals.proposals import Proposal, ProposalStore
 from lockgate.clock import SystemClock
 from lockgate.config import ApprovalsConfig
@@ -48,15 +50,29 @@ def walk(link: str) -> list[Step]:
     return decide(link, "approve", again=True)
 
 
-def decide(link: str, decision: str, *, again: bool = False) -> list[Step]:
-    """Open the link, then submit its form with ``decision`` (``approve`` or ``reject``); ``again``: twice."""
+def decide(
+    link: str,
+    decision: str,
+    *,
+    again: bool = False,
+    reason: str = "",
+    changes: Mapping[str, str] | None = None,
+) -> list[Step]:
+    """Open the link, then submit its form with ``decision`` (``approve``, ``reject`` or ``edit``);
+    ``again``: twice.
+
+    ``reason``: a rejection's reason, typed into the page's field (empty: none given); ``changes``:
+    the editable fields' new values, for "Approve with these changes" (``edit``).
+    """
     status, page = _request(link)
     steps = [Step("open the link (GET: changes nothing)", status, _title(page))]
     fields = {unescape(k): unescape(v) for k, v in HIDDEN.findall(page)}
     if status != 200 or "form_token" not in fields:
         return steps
     action = urllib.parse.urlsplit(link)._replace(query="").geturl()
-    form = urllib.parse.urlencode({**fields, "decision": decision}).encode()
+    given = {REASON_FIELD: reason} if reason else {}
+    given |= {f"{EDIT_PREFIX}{name}": value for name, value in (changes or {}).items()}
+    form = urllib.parse.urlencode({**fields, "decision": decision, **given}).encode()
     for label in (f"click {decision.capitalize()} (POST)", f"click {decision.capitalize()} again")[
         : 1 + again
     ]:

@@ -61,8 +61,9 @@ def _lines(decision: dict[str, Any], proposed: Call | None, what: str) -> list[s
     outcome = decision.get("decision")
     if outcome == "rejected":
         lines = [f"Our team reviewed {what} and could not approve it."]
-        if decision.get("reviewer_said"):
-            lines.append(f"The reviewer's note: {str(decision['reviewer_said']).strip()[:300]}")
+        said = _without_names(str(decision.get("reviewer_said", "")), decision.get("by") or [])
+        if said:
+            lines.append(f"The reviewer's note: {said[:300]}")
         return [*lines, "Reply to this email if you have any questions."]
     ran = _dict(decision.get("ran_with"))
     result = _dict(decision.get("result"))
@@ -79,6 +80,13 @@ def _lines(decision: dict[str, Any], proposed: Call | None, what: str) -> list[s
         f"Our team approved {what}, but it could not be completed.",
         "A person from our team will follow up.",
     ]
+
+
+def _without_names(said: str, by: list[Any]) -> str:
+    """The reviewers' words without who said them ("bob: item was used"): names stay in the team."""
+    for name in by:
+        said = said.replace(f"{name}: ", "")
+    return said.strip()
 
 
 def _dict(value: Any) -> dict[str, Any]:

@@ -249,11 +249,23 @@ class TestStack(Serving):
         """Approve through reviewer ``as_``'s own signed link, as their browser would; then drain."""
         return self._decide(proposal, as_, "approve")
 
-    def reject(self, proposal: Proposal | str, *, as_: str) -> list[Step]:
-        """Reject through reviewer ``as_``'s own signed link; then drain."""
-        return self._decide(proposal, as_, "reject")
+    def reject(self, proposal: Proposal | str, *, as_: str, reason: str = "") -> list[Step]:
+        """Reject through reviewer ``as_``'s own signed link (``reason``: typed in as theirs); then drain."""
+        return self._decide(proposal, as_, "reject", reason)
 
-    def _decide(self, proposal: Proposal | str, reviewer: str, decision: str) -> list[Step]:
+    def edit(self, proposal: Proposal | str, *, as_: str, **changes: str) -> list[Step]:
+        """Approve a changed call through ``as_``'s own link ("Approve with these changes": the
+        tool's editable fields, e.g. ``amount="40.00"``); then drain."""
+        return self._decide(proposal, as_, "edit", changes=changes)
+
+    def _decide(
+        self,
+        proposal: Proposal | str,
+        reviewer: str,
+        decision: str,
+        reason: str = "",
+        changes: Mapping[str, str] | None = None,
+    ) -> list[Step]:
         if isinstance(proposal, str):
             found = next((p for p in self.proposals() if p.approval_id == proposal), None)
             if found is None:
@@ -267,7 +279,7 @@ class TestStack(Serving):
                 f"{reviewer!r} gets no link for {proposal.tool}: the reviewers who do are "
                 f"{', '.join(sorted(links)) or 'none'} ([[approvals.reviewers]] and their roles)"
             )
-        steps = decide(links[reviewer], decision)
+        steps = decide(links[reviewer], decision, reason=reason, changes=changes)
         self.drain()
         return steps
 
