@@ -155,6 +155,9 @@ def test_a_rejection_with_its_reason_reaches_the_model_and_the_run_goes_on(rig: 
     (result,) = answered["content"]
     assert result["tool_use_id"] == call and "is_error" not in result
     assert json.loads(result["content"]) == {
+        "approval_id": "ap_1",
+        "tool": "pay",
+        "proposed": {"amount": 80.0},
         "decision": "rejected",
         "by": ["bob"],
         "reviewer_said": "item was used",
@@ -259,6 +262,9 @@ def test_an_edited_call_that_ran_is_told_with_what_ran_and_what_the_reviewer_cha
     shop.hear(edited)
     (result,) = rig.stub.requests[-1]["messages"][-1]["content"]
     assert json.loads(result["content"]) == {
+        "approval_id": "ap_1",
+        "tool": "pay",
+        "proposed": {"amount": 80.0},
         "decision": "edited",
         "by": ["alice"],
         "ran_with": {"amount": 40.0},

@@ -97,7 +97,14 @@ def test_a_rejected_refund_with_a_reason_is_told_to_the_customer_once_and_nothin
     # Then the run took it up: the reviewer's words reached the model as the result of its call,
     # and the model answered it with an email to the customer
     resumed = lockgate_stack.run(run.run_id)
-    assert decision_told(resumed) == {"decision": "rejected", "by": ["bob"], "reviewer_said": "item was used"}
+    assert decision_told(resumed) == {
+        "approval_id": proposal.approval_id,
+        "tool": "refund_order",
+        "proposed": proposal.args,
+        "decision": "rejected",
+        "by": ["bob"],
+        "reviewer_said": "item was used",
+    }
     after = [s for s in resumed.steps if s.n > next(d.n for d in resumed.steps if d.kind == "decision")]
     assert [s.kind for s in after] == ["model", "tools", "model"]
     assert (resumed.status, resumed.resumed_by) == ("completed", f"{proposal.approval_id}#rejected")

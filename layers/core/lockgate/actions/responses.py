@@ -60,7 +60,14 @@ class DecisionResponse:
 
     def tool_result(self) -> dict[str, Any]:
         """The JSON the model reads as its proposed call's result."""
-        told: dict[str, Any] = {"decision": self.outcome, "by": list(self.by)}
+        # Which proposal it is about: a run may have asked a person more than once.
+        told: dict[str, Any] = {
+            "approval_id": self.approval_id,
+            "tool": self.tool,
+            "proposed": self.proposed,
+            "decision": self.outcome,
+            "by": list(self.by),
+        }
         if self.reason:
             told["reviewer_said" if self.outcome == "rejected" else "why"] = self.reason
         if self.ran is not None:

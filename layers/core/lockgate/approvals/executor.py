@@ -114,7 +114,7 @@ class ApprovalExecutor:
         rejections = [d for d in standing.decisions if d.verdict is Choice.REJECT and d.reviewer in allowed]
         by = sorted({d.reviewer for d in rejections})
         if self._teller.responds(task):
-            said = " / ".join(f"{d.reviewer}: {d.reason}" for d in rejections if d.reason)
+            said = " / ".join(d.reason for d in rejections if d.reason)  # the words; names are in "by"
             self._teller.respond(proposal, "rejected", by, said)
         else:
             self._teller.tell(task, proposal, "rejected", f"rejected by {', '.join(by)}")
@@ -191,7 +191,7 @@ class ApprovalExecutor:
         if current.n and self._teller.responds(task):  # the run hears what ran, as edited
             heard = "edited" if op.state is OpState.SUCCEEDED else "failed"
             self._teller.respond(
-                proposal, heard, [current.editor, *approvers], op.error or "", current, op.result
+                proposal, heard, _editor_first(current.editor, approvers), op.error or "", current, op.result
             )
         else:
             outcome = "done" if op.state is OpState.SUCCEEDED else "failed"
@@ -236,7 +236,7 @@ class ApprovalExecutor:
     ) -> str:
         """An approved call that fails its checks now does not run; an edit's run hears why."""
         if current.n and self._teller.responds(task):
-            self._teller.respond(proposal, "refused", [current.editor, *approvers], why, current)
+            self._teller.respond(proposal, "refused", _editor_first(current.editor, approvers), why, current)
         return self._not_run(proposal.approval_id, why)
 
     def _settled(self, proposal: Proposal, outcome: str) -> str:
@@ -278,3 +278,8 @@ def action_ran(ledger: Ledger, task: Task | None, proposal: Proposal, current: C
     except ToolArgumentsInvalid:
         return False
     return ledger.get(operation_key_for(tool, args, proposal.run_id, canonical)) is not None
+
+
+def _editor_first(editor: str, approvers: list[str]) -> list[str]:
+    """Who decided an edited call: its editor, then the other approvers (each once)."""
+    return [editor, *(a for a in approvers if a != editor)]
