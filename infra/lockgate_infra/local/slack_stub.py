@@ -1,10 +1,13 @@
-"""A stand-in for Slack on loopback: the Web API's chat.postMessage / chat.update and response_urls.
+"""A stand-in for Slack on loopback: the Web API's chat.postMessage (with message metadata),
+chat.update and conversations.history, and response_urls.
 
 It records every call (method, JSON body, whether the bot token was right) and keeps each message
 as the channel would show it now, so tests and the local stack can read what Lockgate sent: the
 console shows each with its buttons, ``GET /messages`` and ``GET /calls`` answer other processes
 (``lockgate local slack``), and ``signed_click`` makes the interaction request Slack would send when
-someone clicks a button, signed with the app's signing secret.
+someone clicks a button, signed with the app's signing secret, from a workspace (``team``).
+``lose_answer`` makes the next call of a method take effect and then fail, as when Slack posted a
+message and its answer never came back.
 """
 
 from __future__ import annotations
@@ -23,17 +26,19 @@ from urllib.parse import urlencode
 from lockgate.config import SourceConfig, load_config
 from lockgate.webhooks.signing import sign
 from lockgate_infra.local.devsecrets import SLACK_DEV_SECRETS
+from lockgate_infra.local.slack_channels import METHODS, Channels
 from lockgate_infra.local.slack_view import call_lines
 from lockgate_infra.serving import Activity, Serving
 
 _MAX_BODY = 1_048_576
+LOCAL_TEAM = "T0LOCAL"  # the workspace a click comes from unless told otherwise
 
 
 @dataclass(frozen=True)
 class SlackCall:
     """One request the stub received."""
 
-    kind: str  # "chat.postMessage", "chat.update" or "response"
+    kind: str  # "chat.postMessage", "chat.update", "conversations.history" or "response"
     body: dict[str, Any]
     authorized: bool  # the bot token was the expected one (always True for response_url posts)
     path: str
@@ -42,15 +47,22 @@ class SlackCall:
 class SlackStub(Serving):
     """Slack's Web API and response_urls on ``127.0.0.1`` (port 0 picks a free one)."""
 
-    def __init__(self, bot_token: str, port: int = 0, sink: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self,
+        bot_token: str,
+        port: int = 0,
+        sink: Callable[[str], None] | None = None,
+        now: Callable[[], float] = time.time,
+    ) -> None:
         self.bot_token = bot_token
         self.calls: list[SlackCall] = []
-        self.messages: dict[str, dict[str, Any]] = {}  # ts → channel, ts, text, blocks: as shown now
+        self.channels = Channels(now)
+        self.messages = self.channels.messages  # ts → the message as the channel shows it now
         self._sink = sink  # the console's lines for each call
+        self._lose: set[str] = set()  # methods whose next answer is lost
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", port), _handler(self))
         self._thread: threading.Thread | None = None
-        self._ts = 0
         self.activity = Activity()  # every request, for `lockgate local status`
 
     @property
@@ -101,6 +113,18 @@ class SlackStub(Serving):
         if self._thread is not None:
             self._thread.join(5)
 
+    def lose_answer(self, method: str) -> None:
+        """The next ``method`` call takes effect, then answers 500: its caller never learns the outcome."""
+        with self._lock:
+            self._lose.add(method)
+
+    def answer_lost(self, kind: str) -> bool:
+        """Whether this call's answer is to be lost (once per ``lose_answer``)."""
+        with self._lock:
+            lost = kind in self._lose
+            self._lose.discard(kind)
+        return lost
+
     def of_kind(self, kind: str) -> list[SlackCall]:
         """The calls of one kind, in the order they came."""
         with self._lock:
@@ -123,26 +147,9 @@ class SlackStub(Serving):
         self, kind: str, path: str, body: dict[str, Any], authorized: bool
     ) -> tuple[dict[str, Any], str]:
         """What the call does to the channel (under the lock); Slack's answer and the message's ts."""
-        if kind == "response":  # /actions/<message ts>/<name>: the message the click was on
-            ts = path.removeprefix("/actions/").rpartition("/")[0]
-            if body.get("replace_original") and ts in self.messages:
-                self.messages[ts].update(text=body.get("text", ""), blocks=body.get("blocks") or [])
-            return {"ok": True}, ts
-        if kind not in ("chat.postMessage", "chat.update"):
-            return {"ok": False, "error": "unknown_method"}, ""
-        if not authorized:
+        if kind != "response" and kind in METHODS and not authorized:
             return {"ok": False, "error": "invalid_auth"}, ""
-        if kind == "chat.update":
-            ts = str(body.get("ts", ""))
-            if ts not in self.messages:
-                return {"ok": False, "error": "message_not_found"}, ts
-        else:
-            self._ts += 1
-            ts = f"{int(time.time())}.{self._ts:06d}"
-        channel = str(body.get("channel", ""))
-        self.messages[ts] = {"channel": channel, "ts": ts, "text": body.get("text", ""),
-                             "blocks": body.get("blocks") or []}  # fmt: skip
-        return {"ok": True, "channel": channel, "ts": ts}, ts
+        return self.channels.apply(kind, path, body)
 
     def snapshot(self, what: str) -> list[dict[str, Any]] | None:
         """``GET /messages`` (the channel now) or ``GET /calls`` (every call), as JSON-ready lists."""
@@ -165,7 +172,9 @@ def _handler(stub: SlackStub) -> type[BaseHTTPRequestHandler]:
             except ValueError:
                 body = {"unparsed": raw.decode("utf-8", "replace")}
             # Slack answers 200 with ok: false for API errors
-            self._send(200, stub.record(self.path, body, self.headers.get("authorization", "")))
+            answer = stub.record(self.path, body, self.headers.get("authorization", ""))
+            lost = stub.answer_lost(self.path.removeprefix("/api/"))
+            self._send(500 if lost else 200, {"ok": False, "error": "answer_lost"} if lost else answer)
 
         def do_GET(self) -> None:
             found = stub.snapshot(self.path)
@@ -196,13 +205,17 @@ def click_payload(
     *,
     message_ts: str = "1.000001",
     channel: str = "C0LOCAL",
+    team: str = LOCAL_TEAM,
+    enterprise: str | None = None,
 ) -> dict[str, Any]:
     """A block_actions payload as Slack sends it for a button click (the fields Lockgate reads and more)."""
     return {
         "type": "block_actions",
-        "user": {"id": user, "username": user.lower(), "team_id": "T0LOCAL"},
+        "user": {"id": user, "username": user.lower(), "team_id": team},
         "api_app_id": "A0LOCAL",
-        "team": {"id": "T0LOCAL", "domain": "local"},
+        "team": {"id": team, "domain": team.lower()},
+        "enterprise": None if enterprise is None else {"id": enterprise, "name": enterprise.lower()},
+        "is_enterprise_install": False,
         "container": {"type": "message", "message_ts": message_ts, "channel_id": channel},
         "trigger_id": "1.2.local",
         "response_url": response_url,

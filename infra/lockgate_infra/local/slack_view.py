@@ -38,6 +38,9 @@ def call_lines(kind: str, body: Mapping[str, Any], answer: Mapping[str, Any], ts
     text = _text(body)
     if not answer.get("ok"):
         return [f"[slack] {kind} refused ({answer.get('error')}): {text}"]
+    if kind == "conversations.history":
+        found = len(answer.get("messages") or [])
+        return [f"[slack] conversations.history of {body.get('channel', '?')}: {found} message(s)"]
     if kind == "chat.postMessage":
         head = f"[slack] chat.postMessage to {body.get('channel', '?')} (message {ts}): {text}"
     elif kind == "chat.update":
