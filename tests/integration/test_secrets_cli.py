@@ -313,6 +313,7 @@ SLACK = """
 channel = "C0123ABCD"
 bot_token = "secretsmanager:lockgate/slack/bot"
 signing_secret = "secretsmanager:{signing}"
+team_id = "T0123ABCD"
 """
 
 

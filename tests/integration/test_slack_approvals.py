@@ -49,6 +49,7 @@ SLACK_CONFIG = f"""
 channel = "{CHANNEL}"
 bot_token = "secretsmanager:lockgate/slack/bot"
 signing_secret = "secretsmanager:lockgate/slack/signing"
+team_id = "T0LOCAL"
 
 [[approvals.reviewers]]
 id = "carol"

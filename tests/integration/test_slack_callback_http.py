@@ -26,6 +26,7 @@ SLACK = """
 channel = "C0APPROVALS"
 bot_token = "env:TEST_SLACK_BOT"
 signing_secret = "env:TEST_SLACK_SIGNING"
+team_id = "T0LOCAL"
 """
 ARGS = {"order_id": "A-2001", "amount": "80.00"}
 

@@ -1,4 +1,5 @@
-"""``[approvals.slack]`` and reviewers' ``slack_user``: optional, validated, named in every error."""
+"""``[approvals.slack]`` and reviewers' ``slack_user``: optional, validated, named in every error; the
+workspace (``team_id``) is required, so a click from another workspace is never taken."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ SLACK = {
     "channel": "C0123ABCD",
     "bot_token": "secretsmanager:lockgate/slack/bot",
     "signing_secret": "secretsmanager:lockgate/slack/signing",
+    "team_id": "T0123TEAM",
 }
 ALICE = {"id": "alice", "roles": ["refunds"], "slack_user": "U0ALICE1"}
 BOB = {"id": "bob", "roles": ["refunds"], "slack_user": "U0BOB002"}
@@ -25,11 +27,22 @@ def _approvals(**approvals: Any) -> dict[str, Any]:
 def test_given_the_slack_section_and_mapped_reviewers_then_both_parse() -> None:
     config = parse_config(_approvals(slack=SLACK, reviewers=[ALICE, BOB])).approvals
     assert config.slack == SlackApprovals(
-        "C0123ABCD", "secretsmanager:lockgate/slack/bot", "secretsmanager:lockgate/slack/signing", 300
+        channel="C0123ABCD",
+        bot_token="secretsmanager:lockgate/slack/bot",
+        signing_secret="secretsmanager:lockgate/slack/signing",
+        team_id="T0123TEAM",
+        tolerance_seconds=300,
+        enterprise_id=None,
     )
     assert config.slack_reviewer("U0BOB002") is not None
     assert config.slack_reviewer("U0BOB002").id == "bob"  # type: ignore[union-attr]
     assert config.slack_reviewer("U0NOBODY") is None
+
+
+def test_given_an_enterprise_grid_org_then_it_is_pinned_alongside_the_workspace() -> None:
+    config = parse_config(_approvals(slack={**SLACK, "enterprise_id": "E0123ORG"})).approvals
+    assert config.slack is not None
+    assert (config.slack.team_id, config.slack.enterprise_id) == ("T0123TEAM", "E0123ORG")
 
 
 def test_given_no_slack_section_then_the_file_reads_as_before() -> None:
@@ -49,6 +62,16 @@ def test_given_no_slack_section_then_the_file_reads_as_before() -> None:
         ({**SLACK, "tolerance_seconds": 3600}, [], r"tolerance_seconds is a whole number from 1 to 300"),
         ({**SLACK, "webhook": "https://x"}, [], r"slack: unknown key\(s\) \['webhook'\]"),
         ({k: v for k, v in SLACK.items() if k != "channel"}, [], r"slack: channel is"),
+        # Without the workspace, any workspace's click carrying a mapped user id would decide.
+        (
+            {k: v for k, v in SLACK.items() if k != "team_id"},
+            [],
+            r"\[approvals\] slack: team_id is required: the id of your Slack workspace, "
+            r'e\.g\. team_id = "T0123ABCD"',
+        ),
+        ({**SLACK, "team_id": "acme"}, [], r"slack: team_id is a Slack workspace id"),
+        ({**SLACK, "team_id": "E0123ORG"}, [], r"slack: team_id is a Slack workspace id"),
+        ({**SLACK, "enterprise_id": "T0123TEAM"}, [], r"slack: enterprise_id is an Enterprise Grid id"),
         (SLACK, [{**ALICE, "slack_user": "@alice"}], r"reviewers\[0\]: slack_user is a Slack user id"),
         (SLACK, [ALICE, {**BOB, "slack_user": "U0ALICE1"}], r"each slack_user may be given to one reviewer"),
     ],

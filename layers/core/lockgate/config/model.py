@@ -44,9 +44,11 @@ class SlackApprovals:
     """``[approvals.slack]``: a Slack app posts each proposal with Approve / Reject buttons."""
 
     channel: str  # the channel id (C0123...) the messages go to
-    bot_token: str  # secret reference: the app's bot token (chat:write), read by the notifier only
+    bot_token: str  # secret reference: the bot token (chat:write, channels:history), the notifier's only
     signing_secret: str  # secret reference: the app's signing secret, read by the approval callback only
+    team_id: str  # the workspace (T0123...) whose clicks may decide: a click from any other is refused
     tolerance_seconds: int = 300  # how old a signed click may be (Slack's own advice: five minutes)
+    enterprise_id: str | None = None  # Enterprise Grid (E0123...): a click must come from this org too
 
 
 @dataclass(frozen=True)
