@@ -4,7 +4,8 @@
   POST /approvals/{id} (a reviewer's decision); GET /approvals (a reviewer's digest, no links) and
   POST /approvals (re-send one proposal's link privately); POST /approvals/slack (a click on a Slack
   message's Approve / Reject button). Only this role may write Decisions.
-- ApprovalNotifierFunction: the Approvals table's stream; each new proposal → signed links.
+- ApprovalNotifierFunction: the Approvals table's stream (each new proposal → signed links, and its
+  Slack message) and the Decisions table's (each new decision → that Slack message updated).
 Only the approval side can read the link-signing secret.
 """
 
@@ -18,7 +19,6 @@ from typing import Any
 from aws_lambda_powertools import Logger, Metrics
 
 from lockgate.approvals.pages import outcome_page, parse_form
-from lockgate.approvals.proposals import Proposal
 from lockgate.config import load_config
 from lockgate.runtime.approvals import build_approvals
 from lockgate.runtime.deps import lambda_deps
@@ -33,30 +33,21 @@ parts = build_approvals(
     lambda_deps(os.environ, logger, metrics, timeout_seconds=settings.timeout_seconds),
 )
 desk, digest, notifier, reissuer = parts.desk, parts.digest, parts.notifier, parts.reissuer
-slack = parts.slack
+slack, stream = parts.slack, parts.stream
 
 
 @metrics.log_metrics
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    """A stream batch (notify) or an HTTP request (page / decision)."""
+    """A stream batch (notify, update) or an HTTP request (page / decision)."""
     if "Records" in event:
         return notify_batch(event)
     return http(event)
 
 
 def notify_batch(event: dict[str, Any]) -> dict[str, Any]:
-    """New proposals → notifications; a failed record is reported so the stream retries it."""
-    failures = []
-    for record in event.get("Records", []):
-        if record.get("eventName") != "INSERT":
-            continue
-        try:
-            notifier.notify(Proposal.from_item(record["dynamodb"]["NewImage"]))
-        except Exception:  # noqa: BLE001 - reported to Lambda as a failed record, retried, then DLQ
-            logger.exception("notification failed; the record will be retried")
-            failures.append({"itemIdentifier": record["dynamodb"]["SequenceNumber"]})
-    return {"batchItemFailures": failures}
+    """New proposals → notifications, new decisions → Slack updates; failed records are reported."""
+    return stream.handle(event)
 
 
 def http(event: dict[str, Any]) -> dict[str, Any]:

@@ -3,8 +3,11 @@
 grace's signed helpdesk email asks for a refund of A-2001; the agent proposes it; the notifier
 posts one message with Approve / Reject buttons to the configured channel (the stub records it).
 Each click is the interaction request Slack would send: form-encoded, signed with the app's signing
-secret, carrying the button's value and a response_url. The Decisions row, the approval.decided
-inbox event, the refund and the messages the stub recorded are what the tests assert.
+secret, from a workspace, carrying the button's value and a response_url. The clicker is answered
+privately; the message itself is updated by the notifier from the Decisions stream, whoever
+decided and however (a click, a link's page, the CLI). The Decisions rows (decisions and refused
+clicks), the approval.decided inbox event, the refund and the messages the stub recorded are what
+the tests assert.
 """
 
 from __future__ import annotations
@@ -19,15 +22,18 @@ from typing import Any
 import pytest
 
 from lockgate.approvals.notify import send_post
+from lockgate.approvals.refusals import Why
+from lockgate.approvals.slack import CANNOT_DECIDE
 from lockgate.approvals.slack_api import SlackApiError, SlackWebApi
 from lockgate.config import load_config
-from lockgate_infra.local.approval_walk import pending_proposals
+from lockgate_infra.local.approval_walk import decide, local_signer, pending_proposals
 from lockgate_infra.local.demo import _send, samples
 from lockgate_infra.local.devsecrets import SLACK_DEV_SECRETS, dev_secret
 from lockgate_infra.local.loopback import request
 from lockgate_infra.local.model import local_model
 from lockgate_infra.local.run import read_local_state, seed_secrets
 from lockgate_infra.local.slack_stub import (
+    LOCAL_TEAM,
     SlackCall,
     SlackStub,
     click_payload,
@@ -49,7 +55,7 @@ SLACK_CONFIG = f"""
 channel = "{CHANNEL}"
 bot_token = "secretsmanager:lockgate/slack/bot"
 signing_secret = "secretsmanager:lockgate/slack/signing"
-team_id = "T0LOCAL"
+team_id = "{LOCAL_TEAM}"
 
 [[approvals.reviewers]]
 id = "carol"
@@ -122,7 +128,9 @@ def _click(
     """Click a button of the posted message as ``user``; the status and that click's recorded answers."""
     _, slack, gateway = stack
     name = f"click-{user}-{time.monotonic_ns()}"
-    payload = click_payload(user, action_id, _button(_posted(slack), action_id), slack.response_url(name))
+    team = signing.pop("team", LOCAL_TEAM)
+    value = _button(_posted(slack), action_id)
+    payload = click_payload(user, action_id, value, slack.response_url(name), team=team)
     secret = signing.pop("secret", SLACK_DEV_SECRETS["signing_secret"])
     body, headers = signed_click(payload, secret, **signing)
     status, _ = request(f"{gateway}/approvals/slack", body, headers)
@@ -150,6 +158,22 @@ def _text(call: SlackCall) -> str:
     return json.dumps(call.body["blocks"]) + call.body["text"]
 
 
+def _shown(slack: SlackStub) -> dict[str, Any]:
+    """The one message in the channel, as it shows now (after every update)."""
+    (message,) = slack.messages.values()
+    return message
+
+
+def _refusals(stack: LocalStack) -> list[tuple[str, str]]:
+    """Who was refused and why: the refused-click rows of the Decisions table."""
+    items = stack.client("dynamodb").scan(TableName=stack.resources["DecisionsTable"])["Items"]
+    return sorted((i["who"]["S"], i["why"]["S"]) for i in items if i.get("kind", {}).get("S") == "refusal")
+
+
+def _has_buttons(message: dict[str, Any]) -> bool:
+    return '"type": "actions"' in json.dumps(message["blocks"])
+
+
 def test_the_notifier_posts_one_message_with_buttons_carrying_no_secret(slack_stack: Stack) -> None:
     stack, slack, _ = slack_stack
     (proposal,) = pending_proposals(stack)
@@ -158,13 +182,19 @@ def test_the_notifier_posts_one_message_with_buttons_carrying_no_secret(slack_st
     assert message.authorized and message.body["channel"] == CHANNEL
     assert SUMMARY in _text(message) and "unverified" in _text(message)
     assert f"<@{ALICE}>" in _text(message) and f"<@{BOB}>" in _text(message)
+    # And its notification text is true to it: buttons to press, no link to open
+    assert message.body["text"] == (
+        f"Approval needed (support-inbox): {SUMMARY}. "
+        "Approve or Reject in this message; nothing happens unless it is approved."
+    )
     # And each button's value is the approval id and the argument fingerprint, nothing more
     value = f"{proposal.approval_id}|{proposal.fingerprint}"
     assert _button(message, "lockgate_approve") == _button(message, "lockgate_reject") == value
+    assert message.body["metadata"]["event_payload"] == {"approval_id": proposal.approval_id}
 
 
 def test_a_mapped_reviewer_approves_in_slack_and_the_refund_runs_once(slack_stack: Stack) -> None:
-    stack, _, _ = slack_stack
+    stack, slack, _ = slack_stack
     (proposal,) = pending_proposals(stack)
     assert _refunds(stack) == []
     # When alice clicks Approve
@@ -174,21 +204,30 @@ def test_a_mapped_reviewer_approves_in_slack_and_the_refund_runs_once(slack_stac
     assert status == 200
     assert _decisions(stack) == [("alice", "approve", "slack")]
     assert _decided_events(stack) == [f"approval#{proposal.approval_id}#approved"]
+    # And only she is told what her click did
+    (answer,) = answers()
+    assert answer.body == {
+        "response_type": "ephemeral",
+        "replace_original": False,
+        "text": "Recorded: you approved it, and it runs once.",
+    }
     # And the refund runs exactly once
     assert stack.drain(timeout=30)
     (refund,) = _refunds(stack)
     assert refund["order_id"]["S"] == "A-2001"
-    # And the message in the channel now shows the outcome in place of the buttons
-    (answer,) = answers()
-    assert answer.body["replace_original"] is True
+    # And the one message in the channel now shows the outcome in place of the buttons (updated)
     # (the decision's minute: the one the click was in, or the next if the minute turned meanwhile)
     minutes = {
         time.strftime("%H:%M", time.gmtime(clicked_at + d)) for d in (0, 60) if clicked_at + d <= time.time()
     }
-    assert answer.body["text"] in {f"Approved by alice at {m} UTC — runs once" for m in minutes}
-    assert '"type": "actions"' not in json.dumps(answer.body["blocks"])
+    message = _shown(slack)
+    assert message["text"] in {
+        f"Approved by alice at {m} UTC — runs once (support-inbox: {SUMMARY})" for m in minutes
+    }
+    assert not _has_buttons(message)
+    assert len(slack.of_kind("chat.postMessage")) == 1 and len(slack.of_kind("chat.update")) == 1
 
-    # When the same click arrives again (Slack retried, or someone replayed it within five minutes)
+    # When the same click arrives again (a double click, or someone replayed it within five minutes)
     status, answers = _click(slack_stack, ALICE)
     # Then still one decision and one refund; only alice is told her first decision stands
     assert status == 200
@@ -201,30 +240,37 @@ def test_a_mapped_reviewer_approves_in_slack_and_the_refund_runs_once(slack_stac
         "replace_original": False,
         "text": "This was already approved; nothing more is needed.",
     }
+    # And the replay is kept: who, and why it was refused
+    assert _refusals(stack) == [(f"{LOCAL_TEAM}/{ALICE}", Why.REPLAY.value)]
+    assert len(slack.of_kind("chat.update")) == 1  # nothing new to show
 
 
 @pytest.mark.parametrize(
-    ("user", "told"),
+    ("user", "team", "why"),
     [
-        (STRANGER, "You are not set up as a Lockgate reviewer, so nothing was recorded."),
-        (CAROL, "You may not decide this request: it needs the refunds role. Nothing was recorded."),
+        (STRANGER, LOCAL_TEAM, Why.NOT_A_REVIEWER),
+        (CAROL, LOCAL_TEAM, Why.NO_ROLE),
+        (ALICE, "T0OTHER", Why.OTHER_WORKSPACE),  # alice's user id, from a workspace that is not ours
     ],
+    ids=["not a reviewer", "no role", "another workspace"],
 )
-def test_an_unknown_slack_user_or_one_without_the_role_is_refused_privately(
-    slack_stack: Stack, user: str, told: str
+def test_a_click_by_someone_who_may_not_decide_is_refused_privately_neutrally_and_kept(
+    slack_stack: Stack, user: str, team: str, why: Why
 ) -> None:
-    stack, _, _ = slack_stack
-    # When someone who is not a refunds reviewer clicks Approve
-    status, answers = _click(slack_stack, user)
-    # Then only they are told why, the message is unchanged, and nothing is written or run
+    stack, slack, _ = slack_stack
+    # When someone who may not decide this refund clicks Approve
+    status, answers = _click(slack_stack, user, team=team)
+    # Then only they are told, in words that say nothing of how Lockgate is set up
     assert status == 200
     (answer,) = answers()
-    assert answer.body["response_type"] == "ephemeral" and answer.body["replace_original"] is False
-    assert answer.body["text"].startswith(told)
+    assert answer.body == {"response_type": "ephemeral", "replace_original": False, "text": CANNOT_DECIDE}
+    # And nothing is decided or run, the message is unchanged, and the refused click is kept
     assert _decisions(stack) == []
     assert _decided_events(stack) == []
     assert stack.drain(timeout=30)
     assert _refunds(stack) == []
+    assert slack.of_kind("chat.update") == [] and _has_buttons(_shown(slack))
+    assert _refusals(stack) == [(f"{team}/{user}", why.value)]
 
 
 @pytest.mark.parametrize(
@@ -242,46 +288,62 @@ def test_a_click_slack_did_not_sign_just_now_is_refused_and_changes_nothing(
     status, answers = _click(slack_stack, ALICE, **forgery)
     assert status == 401
     assert answers() == []  # not even the clicker is answered: the payload was never read
-    assert _decisions(stack) == []
+    # Nothing is written at all: not a decision, not a refusal (nothing in it can be trusted)
+    items = stack.client("dynamodb").scan(TableName=stack.resources["DecisionsTable"])["Items"]
+    assert items == []
     assert stack.drain(timeout=30)
     assert _refunds(stack) == []
 
 
 @pytest.mark.parametrize("slack_stack", [2], indirect=True)
-def test_a_second_reviewer_completes_a_two_person_approval(slack_stack: Stack) -> None:
-    stack, _, _ = slack_stack
-    # When alice approves a refund that needs two people
+def test_a_two_person_approval_shows_1_of_2_in_the_same_message_until_a_link_completes_it(
+    slack_stack: Stack,
+) -> None:
+    stack, slack, gateway = slack_stack
+    (proposal,) = pending_proposals(stack)
+    # When alice approves in Slack a refund that needs two people
     status, answers = _click(slack_stack, ALICE)
-    # Then the message shows one of two approvals and keeps its buttons, and nothing runs yet
     assert status == 200
-    (first,) = answers()
-    assert first.body["replace_original"] is True
-    assert "1 of 2 approvals (alice at " in _text(first)
-    assert '"type": "actions"' in json.dumps(first.body["blocks"])
+    assert answers()[0].body["text"] == (
+        "Recorded: your approval. Another reviewer must also approve before it runs."
+    )
+    assert stack.drain(timeout=30)
+    # Then the same message (not a new one) says 1 of 2 in its text, keeps its buttons, and nothing runs
+    message = _shown(slack)
+    assert message["text"].startswith("1 of 2 approvals (alice at ")
+    assert message["text"].endswith(
+        f" — another reviewer must approve before it runs (support-inbox: {SUMMARY})"
+    )
+    assert _has_buttons(message)
+    assert len(slack.of_kind("chat.postMessage")) == 1
     assert _decided_events(stack) == []
-    assert stack.drain(timeout=30)
     assert _refunds(stack) == []
-    # When bob approves too
-    status, answers = _click(slack_stack, BOB)
-    # Then it is approved by both, the worker is told once, and the refund runs once
-    assert status == 200
-    (second,) = answers()
-    assert second.body["text"].startswith("Approved by alice and bob at ")
-    assert _decisions(stack) == [("alice", "approve", "slack"), ("bob", "approve", "slack")]
-    assert len(_decided_events(stack)) == 1
+    # When bob approves from his personal link's page (not in Slack)
+    config = load_config(stack.config_path).approvals
+    link = local_signer(stack, config, f"{gateway}/approvals").links_for(proposal)["bob"]
+    steps = decide(link, "approve")
+    assert [s.status for s in steps] == [200, 200]
+    # Then the message shows both approvals, without buttons, and the refund runs once
     assert stack.drain(timeout=30)
+    message = _shown(slack)
+    assert message["text"].startswith("Approved by alice and bob at ")
+    assert not _has_buttons(message)
+    assert _decisions(stack) == [("alice", "approve", "slack"), ("bob", "approve", "link")]
+    assert len(_decided_events(stack)) == 1
     assert len(_refunds(stack)) == 1
+    assert len(slack.of_kind("chat.postMessage")) == 1 and len(slack.of_kind("chat.update")) == 2
 
 
 def test_a_reject_click_settles_it_and_nothing_runs(slack_stack: Stack) -> None:
-    stack, _, _ = slack_stack
+    stack, slack, _ = slack_stack
     status, answers = _click(slack_stack, BOB, "lockgate_reject")
     assert status == 200
     (answer,) = answers()
-    assert answer.body["text"].startswith("Rejected by bob at ")
+    assert answer.body["text"] == "Recorded: you rejected it; it will not happen."
     assert _decisions(stack) == [("bob", "reject", "slack")]
     assert stack.drain(timeout=30)
     assert _refunds(stack) == []
+    assert _shown(slack)["text"].startswith("Rejected by bob at ")
 
 
 def test_lockgate_local_runs_a_slack_stub_only_when_slack_approvals_are_configured(tmp_path: Path) -> None:
@@ -362,13 +424,13 @@ def test_a_click_from_the_command_line_is_signed_as_slack_signs_it_and_decides(
     assert code == 0, out
     first, answered = out.splitlines()
     assert first.startswith("clicked 'Approve' (lockgate_approve) on message ") and first.endswith(
-        f" as {ALICE}: POST {stack.gateway.url}/approvals/slack -> 200"
+        f" as {ALICE} of {LOCAL_TEAM}: POST {stack.gateway.url}/approvals/slack -> 200"
     )
-    assert answered.startswith("answered (replaces the message): Approved by alice at ")
+    assert answered == "answered (only the clicker sees it): Recorded: you approved it, and it runs once."
     assert _decisions(stack) == [("alice", "approve", "slack")]
     assert stack.drain(timeout=30)
     assert len(_refunds(stack)) == 1
-    # And the message in the stand-in now shows the outcome, without buttons
+    # And the message in the stand-in now shows the outcome, without buttons (the notifier updated it)
     code, listed = run_cli("local", "slack", "messages")
     assert "Approved by alice at " in listed and "button" not in listed
     assert slack["url"].startswith("http://127.0.0.1:")
@@ -378,11 +440,39 @@ def test_a_click_from_the_command_line_is_signed_as_slack_signs_it_and_decides(
     assert (
         run_cli("local", "slack", "click", "lockgate_reject", proposal.approval_id, "--user", "alice")[0] == 2
     )
+    assert run_cli("local", "slack", "click", "lockgate_reject", proposal.approval_id, "--user", ALICE,
+                   "--team", "acme")[0] == 2  # fmt: skip
     assert capsys.readouterr().err.splitlines() == [
         "lockgate: no message in the Slack stand-in has a button lockgate_approve whose value starts with "
         "'ap_nope'; `lockgate local slack messages` lists them",
         "lockgate: --user 'alice' is not a Slack user id (like U0ALICE01): a reviewer's slack_user",
+        "lockgate: --team 'acme' is not a Slack workspace id (like T0123ABCD)",
     ]
+
+
+def test_a_rejection_from_the_command_line_updates_the_slack_message_and_a_foreign_click_is_refused(
+    slack_local: LocalStack,
+) -> None:
+    stack = slack_local
+    (proposal,) = pending_proposals(stack)
+    # When a click comes from another workspace, with alice's user id
+    click = ("local", "slack", "click", "lockgate_approve", proposal.approval_id, "--user", ALICE)
+    code, out = run_cli(*click, "--team", "T0OTHER")
+    # Then the stack answers it (200), tells the clicker only that they can't, and keeps the refusal
+    assert code == 0, out
+    assert out.splitlines()[-1] == f"answered (only the clicker sees it): {CANNOT_DECIDE}"
+    assert _decisions(stack) == [] and _refusals(stack) == [(f"T0OTHER/{ALICE}", "other-workspace")]
+    # When bob rejects it from the command line
+    config = str(stack.config_path)
+    code, out = run_cli(
+        "approvals", "reject", proposal.approval_id, "--as", "bob", "--yes", "--config", config
+    )
+    assert code == 0, out
+    assert stack.drain(timeout=30)
+    # Then the Slack message says so, and offers no buttons any more
+    code, listed = run_cli("local", "slack", "messages")
+    assert "Rejected by bob at " in listed and "button" not in listed
+    assert _decisions(stack) == [("bob", "reject", "cli")]
 
 
 def test_a_slack_command_on_a_stack_without_slack_says_how_to_add_it(

@@ -2,7 +2,8 @@
 
 The happy paths (and bad signatures, replays, roles) run on the embedded stack in
 test_slack_approvals.py; here, the answers that need no stack: not configured, oversized, a
-response_url outside Slack, the signing secret missing. Each writes nothing.
+response_url outside Slack, the signing secret missing. None decides anything; only the one Slack
+signed (the response_url outside Slack) is kept, as a refusal.
 """
 
 from __future__ import annotations
@@ -76,10 +77,16 @@ def _signed(response_url: str = "https://hooks.slack.com/actions/T0/1/x", **more
     return _event(*signed_click(payload, SIGNING))
 
 
-def _nothing_written(aws: Aws) -> bool:
+def _rows(aws: Aws) -> list[str]:
+    """Every Decisions row's partition and sort key, and every inbox item's key."""
     decisions = aws.client("dynamodb").scan(TableName=aws.names["DecisionsTable"])["Items"]
     inbox = aws.client("dynamodb").scan(TableName=aws.inbox_table)["Items"]
-    return decisions == [] and inbox == []
+    rows = [f"{d['approval_id']['S']} {d['reviewer']['S']}" for d in decisions]
+    return rows + [i["pk"]["S"] for i in inbox]
+
+
+def _nothing_written(aws: Aws) -> bool:
+    return _rows(aws) == []
 
 
 def test_given_no_slack_section_then_the_route_is_not_found(aws, monkeypatch, tmp_path) -> None:
@@ -90,21 +97,22 @@ def test_given_no_slack_section_then_the_route_is_not_found(aws, monkeypatch, tm
 
 
 @pytest.mark.parametrize(
-    ("event", "status"),
+    ("event", "status", "kept"),
     [
-        (lambda: _signed("https://evil.example/collect"), 400),  # signed, but answers would go elsewhere
-        (lambda: _signed(padding="x" * 70_000), 413),
-        (lambda: _event(b"payload=%7B%7D", {"content-type": "application/x-www-form-urlencoded"}), 401),
+        # Signed, but the answer would go elsewhere: Slack vouches for it, so the refusal is kept.
+        (lambda: _signed("https://evil.example/collect"), 400, ["refused#ap_slack"]),
+        (lambda: _signed(padding="x" * 70_000), 413, []),  # too big to check: nothing to attribute
+        (lambda: _event(b"payload=%7B%7D", {"content-type": "application/x-www-form-urlencoded"}), 401, []),
     ],
     ids=["response_url outside Slack", "oversized", "unsigned"],
 )
-def test_given_a_request_that_fails_a_check_then_a_neutral_answer_and_nothing_is_written(
-    aws, monkeypatch, tmp_path, event, status
+def test_given_a_request_that_fails_a_check_then_a_neutral_answer_and_nothing_is_decided(
+    aws, monkeypatch, tmp_path, event, status, kept
 ) -> None:
     app = _load(aws, monkeypatch, tmp_path, SLACK)
     answer = app.http(event())
     assert (answer["statusCode"], answer["body"]) == (status, '{"error":"request refused"}')
-    assert _nothing_written(aws)
+    assert [row.split()[0] for row in _rows(aws)] == kept  # partitions: no decision, no inbox event
 
 
 def test_given_the_signing_secret_is_missing_then_503_and_nothing_is_written(

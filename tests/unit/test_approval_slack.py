@@ -1,6 +1,7 @@
-"""Slack approvals' pure parts: the click parser (strict, size-limited), the message (escaped, no
-secrets), the response_url check and the Web API client. The whole flow is in
-tests/integration/test_slack_approvals.py on the embedded stack."""
+"""Slack approvals' pure parts: the click parser (strict, size-limited) and its workspace check, the
+message (escaped, no secrets, its text true to each state), the response_url check and the Web API
+client. The whole flow is in tests/integration/test_slack_approvals.py on the embedded stack; what
+is kept and updated, on moto, in tests/integration/test_slack_messages.py."""
 
 from __future__ import annotations
 
@@ -12,10 +13,10 @@ from urllib.parse import urlencode
 import pytest
 
 from lockgate.actions.tools import fingerprint
-from lockgate.approvals.decisions import Choice
+from lockgate.approvals.decisions import Choice, DecisionRecord, State
 from lockgate.approvals.proposals import Proposal
 from lockgate.approvals.slack_api import ResponseUrl, SlackApiError, SlackWebApi, check_base
-from lockgate.approvals.slack_messages import button_value, proposal_blocks
+from lockgate.approvals.slack_messages import button_value, message_for, proposal_blocks
 from lockgate.approvals.slack_payload import MAX_BODY_BYTES, parse_click
 from lockgate.config import Reviewer
 from lockgate.errors import ConfigError
@@ -44,6 +45,41 @@ def test_given_a_click_on_our_approve_button_then_it_parses_to_who_what_and_wher
     assert (click.user, click.choice, click.approval_id, click.fingerprint, click.response_url) == (
         "U0ALICE01", Choice.APPROVE, "ap_slack", PROPOSAL.fingerprint, HOOK,
     )  # fmt: skip
+    assert (click.team_id, click.user_team_id, click.enterprise_id, click.who) == (
+        "T0LOCAL",
+        "T0LOCAL",
+        "",
+        "T0LOCAL/U0ALICE01",
+    )
+
+
+def _from(team: Any, user_team: Any = None, enterprise: Any = None) -> dict[str, Any]:
+    payload = click_payload("U0ALICE01", "lockgate_approve", VALUE, HOOK)
+    payload["team"] = team if team is None else {"id": team}
+    payload["user"]["team_id"] = user_team
+    payload["enterprise"] = enterprise if enterprise is None else {"id": enterprise}
+    return payload
+
+
+@pytest.mark.parametrize(
+    ("payload", "pinned", "decides"),
+    [
+        (_from("T0PINNED", "T0PINNED"), ("T0PINNED", None), True),
+        (_from("T0PINNED"), ("T0PINNED", None), True),  # no user.team_id sent: the team decides
+        (_from("T0OTHER", "T0OTHER"), ("T0PINNED", None), False),  # another workspace, same user id
+        (_from("T0PINNED", "T0OTHER"), ("T0PINNED", None), False),  # a guest from another workspace
+        (_from(None, "T0PINNED"), ("T0PINNED", None), False),  # no workspace confirmed
+        (_from("T0PINNED", "T0PINNED", "E0ORG"), ("T0PINNED", "E0ORG"), True),
+        (_from("T0PINNED", "T0PINNED", "E0ELSE"), ("T0PINNED", "E0ORG"), False),
+        (_from("T0PINNED", "T0PINNED"), ("T0PINNED", "E0ORG"), False),  # the org is pinned: it must say so
+    ],
+)
+def test_given_a_click_then_only_the_pinned_workspace_and_org_may_decide(
+    payload: dict[str, Any], pinned: tuple[str, str | None], decides: bool
+) -> None:
+    click = parse_click(_form(payload), FORM)
+    assert click is not None
+    assert click.from_workspace(*pinned) is decides
 
 
 def _with(**changes: Any) -> dict[str, Any]:
@@ -67,6 +103,7 @@ def _with(**changes: Any) -> dict[str, Any]:
         (_form(click_payload("U0ALICE01", "delete_everything", VALUE, HOOK)), FORM),  # not our button
         (_form(click_payload("U0ALICE01", "lockgate_approve", "ap_slack|short", HOOK)), FORM),
         (_form(_with(response_url="x" * 1_001)), FORM),
+        (_form(_with(team={"id": "t0lower"})), FORM),  # not a workspace id as Slack writes one
         (_form(_with(padding="x" * MAX_BODY_BYTES)), FORM),  # over the size limit
         (b"payload=%ff%fe", FORM),  # not UTF-8
     ],
@@ -97,6 +134,67 @@ def test_given_a_proposal_then_the_message_escapes_what_slack_would_parse_and_ca
         ("lockgate_reject", f"ap_slack|{PROPOSAL.fingerprint}"),
     ]
     assert "alice@shop.example.com" not in text
+
+
+def _decided(reviewer: str, verdict: Choice, at: int) -> DecisionRecord:
+    return DecisionRecord("ap_slack", reviewer, verdict, at, PROPOSAL.fingerprint, "slack")
+
+
+TWO = Proposal(**{**PROPOSAL.__dict__, "summary": "refund $80.00 on order A-2001", "reviewers_required": 2})
+AT = 1_700_000_000 + 120  # 22:15 UTC
+
+
+@pytest.mark.parametrize(
+    ("decisions", "state", "text", "buttons"),
+    [
+        (
+            [],
+            State.PENDING,
+            "Approval needed (support-inbox): refund $80.00 on order A-2001. "
+            "Approve or Reject in this message; nothing happens unless it is approved.",
+            True,
+        ),
+        (
+            [_decided("alice", Choice.APPROVE, AT)],
+            State.PENDING,
+            "1 of 2 approvals (alice at 22:15 UTC) — another reviewer must approve before it runs "
+            "(support-inbox: refund $80.00 on order A-2001)",
+            True,
+        ),
+        (
+            [_decided("alice", Choice.APPROVE, AT), _decided("bob", Choice.APPROVE, AT + 60)],
+            State.APPROVED,
+            "Approved by alice and bob at 22:16 UTC — runs once "
+            "(support-inbox: refund $80.00 on order A-2001)",
+            False,
+        ),
+        (
+            [_decided("bob", Choice.REJECT, AT)],
+            State.REJECTED,
+            "Rejected by bob at 22:15 UTC — it will not happen "
+            "(support-inbox: refund $80.00 on order A-2001)",
+            False,
+        ),
+        (
+            [],
+            State.EXPIRED,
+            "Expired — nobody decided in time; it will not happen "
+            "(support-inbox: refund $80.00 on order A-2001)",
+            False,
+        ),
+    ],
+    ids=["pending", "1 of 2", "approved", "rejected", "expired"],
+)
+def test_given_each_state_then_the_message_text_says_what_its_blocks_say(
+    decisions: list[DecisionRecord], state: State, text: str, buttons: bool
+) -> None:
+    shown, blocks = message_for(TWO, [], decisions, state)
+    # The text is what a notification, a screen reader and the channel list show: it must be true
+    assert shown == text
+    assert "link" not in shown
+    assert ('"type": "actions"' in json.dumps(blocks)) is buttons
+    header = blocks[0]["text"]["text"]
+    assert header.startswith("*Approval needed*" if buttons else f"*{state.value.capitalize()}*")
 
 
 @pytest.mark.parametrize(
@@ -153,3 +251,36 @@ def test_given_the_web_api_then_the_token_goes_in_a_header_and_a_refusal_names_s
     assert "xoxb" not in str(refused.value)
     with pytest.raises(SlackApiError, match="not JSON"):
         api.post_message("C0123", "fallback", [])
+
+
+def test_given_the_web_api_then_metadata_updates_and_history_pages_are_sent_as_slack_reads_them() -> None:
+    calls: list[tuple[str, dict[str, Any]]] = []
+    answers = iter(
+        [
+            b'{"ok": true, "ts": "1.000001"}',
+            b'{"ok": true}',
+            b'{"ok": true, "messages": [{"ts": "1.000001"}], "has_more": true,'
+            b' "response_metadata": {"next_cursor": "page2"}}',
+            b'{"ok": true, "messages": [], "has_more": false, "response_metadata": {"next_cursor": ""}}',
+        ]
+    )
+
+    def post(url: str, body: bytes, headers: Mapping[str, str]) -> bytes:
+        calls.append((url.rsplit("/", 1)[1], json.loads(body)))
+        return next(answers)
+
+    api = SlackWebApi(lambda: "xoxb-token", post, "https://slack.example/api")
+    metadata = {"event_type": "lockgate_approval", "event_payload": {"approval_id": "ap_1"}}
+    assert api.post_message("C0123", "text", [], metadata) == "1.000001"
+    api.update_message("C0123", "1.000001", "new text", [])
+    assert api.history("C0123", 1.5) == ([{"ts": "1.000001"}], "page2")
+    assert api.history("C0123", 1.5, "page2") == ([], "")
+    assert calls == [
+        ("chat.postMessage", {"channel": "C0123", "text": "text", "blocks": [], "unfurl_links": False,
+                              "metadata": metadata}),
+        ("chat.update", {"channel": "C0123", "ts": "1.000001", "text": "new text", "blocks": []}),
+        ("conversations.history", {"channel": "C0123", "oldest": "1.500000", "include_all_metadata": True,
+                                   "limit": 100}),
+        ("conversations.history", {"channel": "C0123", "oldest": "1.500000", "include_all_metadata": True,
+                                   "limit": 100, "cursor": "page2"}),
+    ]  # fmt: skip

@@ -118,14 +118,22 @@ CALLBACK_ACCESS = {
     # A decided link's outcome: the state and time of "op#" ledger entries only (by condition).
     ("dynamodb:GetItem", "StateTable.Arn"),
 }
-# The approval notifier (the Approvals stream).
+# The approval notifier (the Approvals stream: new proposals; the Decisions stream: Slack updates).
 NOTIFIER_ACCESS = {
-    ("dynamodb:DescribeStream", "ApprovalsTable.StreamArn"),
-    ("dynamodb:GetRecords", "ApprovalsTable.StreamArn"),
-    ("dynamodb:GetShardIterator", "ApprovalsTable.StreamArn"),
+    *{
+        (f"dynamodb:{action}", f"{table}.StreamArn")
+        for action in ("DescribeStream", "GetRecords", "GetShardIterator")
+        for table in ("ApprovalsTable", "DecisionsTable")
+    },
     ("dynamodb:ListStreams", "${ApprovalsTable.Arn}/stream/*"),
+    ("dynamodb:ListStreams", "${DecisionsTable.Arn}/stream/*"),
     ("sqs:SendMessage", "ApprovalNotifyDLQ.Arn"),
     ("dynamodb:GetItem", "ApprovalsTable.Arn"),
+    ("dynamodb:Query", "DecisionsTable.Arn"),  # read only: what a Slack message shows
+    # Each Slack message's claim, ts and what it shows: its "slack-message#" rows of State only.
+    ("dynamodb:GetItem", "StateTable.Arn"),
+    ("dynamodb:PutItem", "StateTable.Arn"),
+    ("dynamodb:UpdateItem", "StateTable.Arn"),
     ("secretsmanager:GetSecretValue", "Ref:ApprovalLinkSecret"),
     (
         "secretsmanager:GetSecretValue",
@@ -502,7 +510,15 @@ FORBIDDEN = [
         for function_id in APPROVAL_FUNCTIONS
         for forbidden in ("anthropic-api-key", "/webhooks/", "Shop", "BodyBucket")
     ],
-    ("ApprovalNotifierFunction", "", "StateTable", "the notifier never touches the run state"),
+    ("ApprovalNotifierFunction", "dynamodb:Put", "DecisionsTable", "the notifier never decides"),
+    ("ApprovalNotifierFunction", "dynamodb:Update", "DecisionsTable", "nor changes a decision"),
+    ("ApprovalNotifierFunction", "dynamodb:Delete", "DecisionsTable", "nor deletes one"),
+    # Its "slack-message#" rows (by condition: test_..._touches_only_its_slack_message_rows_...) and
+    # nothing else: no query, scan or delete of the run state.
+    *[
+        ("ApprovalNotifierFunction", action, "StateTable", "the notifier reads no run state")
+        for action in ("dynamodb:Query", "dynamodb:Scan", "dynamodb:Delete", "dynamodb:Batch")
+    ],
     # The callback adds link re-send rows and reads a ledger entry's state (by conditions): it lists,
     # queries and deletes no state.
     *[
@@ -682,11 +698,11 @@ def _routes(cfn: dict[str, Any]) -> dict[tuple[str, str], str]:
     return routes
 
 
-def _stream_mapping(cfn: dict[str, Any]) -> dict[str, Any]:
+def _stream_mapping(cfn: dict[str, Any], table: str = "ApprovalsTable") -> dict[str, Any]:
     (mapping,) = (
         r["Properties"]
         for r in resources_of_type(cfn, "AWS::Lambda::EventSourceMapping").values()
-        if r["Properties"]["EventSourceArn"] == {"Fn::GetAtt": ["ApprovalsTable", "StreamArn"]}
+        if r["Properties"]["EventSourceArn"] == {"Fn::GetAtt": [table, "StreamArn"]}
     )
     return mapping
 
@@ -739,6 +755,41 @@ def test_given_the_approval_callback_then_it_writes_only_the_link_resend_rows_of
         s["Condition"] == {"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [PARTITION]}}
         for s in on_state
     )
+
+
+def test_given_the_approval_notifier_then_it_touches_only_its_slack_message_rows_of_the_state_table(cfn):
+    # Given the role that posts and updates the Slack messages, and the rows it keeps
+    from lockgate.approvals.slack_records import key
+
+    on_state = [
+        s
+        for s in statements(role_of(cfn, "ApprovalNotifierFunction"))
+        if "StateTable" in json.dumps(s["Resource"])
+    ]
+    # Then one statement, on the "slack-message#" partitions only, and the keys it writes are in it
+    (statement,) = on_state
+    assert sorted(as_list(statement["Action"])) == [
+        "dynamodb:GetItem",
+        "dynamodb:PutItem",
+        "dynamodb:UpdateItem",
+    ]
+    assert statement["Condition"] == {
+        "ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["slack-message#*"]}
+    }
+    assert fnmatch.fnmatchcase(key("ap_0123")["pk"]["S"], "slack-message#*")
+    assert environment(cfn, "ApprovalNotifierFunction")["SLACK_MESSAGE_TABLE"] == {"Ref": "StateTable"}
+
+
+def test_given_the_decisions_table_then_only_the_approval_callback_may_write_it(cfn):
+    # Decisions, and the refused clicks kept beside them, are the callback's to write: no other role.
+    writers = {
+        function_id
+        for function_id in ALL_FUNCTIONS
+        for action, resource in access(role_of(cfn, function_id))
+        if "DecisionsTable" in resource and action.split(":", 1)[1].startswith(WRITE_ACTIONS)
+    }
+    assert writers == {"ApprovalCallbackFunction"}
+    assert ("dynamodb:PutItem", "DecisionsTable.Arn") in access(role_of(cfn, "ApprovalCallbackFunction"))
 
 
 def test_given_the_approval_callback_then_it_reads_only_the_state_and_time_of_ledger_entries(cfn):
@@ -864,8 +915,11 @@ def test_given_the_slack_app_secrets_then_each_is_readable_by_one_role_only(cfn,
     assert readers == {reader}
 
 
-def test_given_the_approvals_stream_then_the_notifier_reports_partial_failures_and_keeps_what_fails(cfn):
-    mapping = _stream_mapping(cfn)
+@pytest.mark.parametrize("table", ["ApprovalsTable", "DecisionsTable"])
+def test_given_the_approval_streams_then_the_notifier_reports_partial_failures_and_keeps_what_fails(
+    cfn, table
+):
+    mapping = _stream_mapping(cfn, table)
     assert mapping["FunctionName"] == {"Ref": "ApprovalNotifierFunction"}
     assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     assert mapping["StartingPosition"] == "LATEST"
@@ -903,7 +957,8 @@ def test_given_the_approvals_table_then_it_streams_new_images_and_lists_a_tasks_
         {"AttributeName": "approval_id", "KeyType": "HASH"},
         {"AttributeName": "reviewer", "KeyType": "RANGE"},
     ]
-    assert "StreamSpecification" not in properties(cfn, "DecisionsTable")
+    # Keys only: which proposal's Slack message to update; no verdict or reason leaves the table.
+    assert properties(cfn, "DecisionsTable")["StreamSpecification"] == {"StreamViewType": "KEYS_ONLY"}
 
 
 @pytest.mark.parametrize("table_id", ["ApprovalsTable", "DecisionsTable"])
@@ -958,6 +1013,8 @@ def test_given_the_approval_functions_then_they_share_one_code_folder_and_know_t
         "APPROVAL_CHANNELS": {"Ref": "ApprovalChannels"},
         "APPROVAL_SLACK_WEBHOOK_REF": under_prefix("secretsmanager:${SecretsPrefix}/notify/slack"),
         "APPROVAL_DISCORD_WEBHOOK_REF": under_prefix("secretsmanager:${SecretsPrefix}/notify/discord"),
+        "SLACK_MESSAGE_TABLE": {"Ref": "StateTable"},  # its "slack-message#" rows only
+        "DECISIONS_READ_TABLE": {"Ref": "DecisionsTable"},  # read only
     }
 
 

@@ -193,7 +193,7 @@ def _slack_click(args: argparse.Namespace) -> int:
 
     target = _local(args)
     return click(target.state or {}, target.client("secretsmanager"), args.action_id, args.value, args.user,
-                 sys.stdout)  # fmt: skip
+                 sys.stdout, team=args.team)  # fmt: skip
 
 
 def _run_demo(args: argparse.Namespace) -> int:

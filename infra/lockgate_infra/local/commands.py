@@ -47,7 +47,8 @@ def add_local_commands(
         "lockgate_approve) of a message the Slack stand-in holds, signed with the stack's signing secret, to "
         "its POST /approvals/slack route; print what the stack answered. Exit 0 when the stack accepted the "
         "click, 1 when it refused it, 2 when it could not be sent (no stack, no Slack stand-in, no such "
-        "button, a bad user id).",
+        "button, a bad user or workspace id). The message itself changes a moment later, as the notifier "
+        "updates it (`lockgate local slack messages`).",
     )
     clicked.add_argument(
         "action_id", metavar="ACTION_ID", help="the button's action id, e.g. lockgate_approve"
@@ -59,6 +60,11 @@ def add_local_commands(
     )
     clicked.add_argument(
         "--user", required=True, metavar="SLACK_USER_ID", help="who clicks: a Slack user id, e.g. U0ALICE01"
+    )
+    clicked.add_argument(
+        "--team",
+        metavar="SLACK_TEAM_ID",
+        help="the workspace the click comes from (default: [approvals.slack] team_id); another is refused",
     )
     _port(clicked)
     clicked.set_defaults(run=slack_click)

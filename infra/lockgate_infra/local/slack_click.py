@@ -1,11 +1,13 @@
 """``lockgate local slack messages|click``: the running stack's Slack stand-in, from another terminal.
 
 A click is what Slack sends when someone clicks a button: a ``block_actions`` payload for a button
-of a message the stand-in holds (its action id and value, the message's ts and channel), with a
-response_url on the stand-in, form-encoded and signed with the app's signing secret as the stack
-stores it; posted to the stack's interactivity route. What the stack answered through the
-response_url is printed. Exit codes: 0 the stack accepted the click (2xx); 1 it refused it;
-2 the click could not be sent (no stack, no Slack stand-in, no such button, a bad user id).
+of a message the stand-in holds (its action id and value, the message's ts and channel), from the
+configured workspace (``[approvals.slack] team_id``, or ``--team``), with a response_url on the
+stand-in, form-encoded and signed with the app's signing secret as the stack stores it; posted to
+the stack's interactivity route. What the stack answered through the response_url is printed (the
+message itself changes a moment later: the notifier updates it from the Decisions stream). Exit
+codes: 0 the stack accepted the click (2xx); 1 it refused it; 2 the click could not be sent (no
+stack, no Slack stand-in, no such button, a bad user or workspace id).
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
-from lockgate.config import load_config
-from lockgate.config.slack import SLACK_USER
+from lockgate.config import SlackApprovals, load_config
+from lockgate.config.slack import SLACK_TEAM, SLACK_USER
 from lockgate.secrets import SecretResolver
 from lockgate_infra.local.loopback import request
 from lockgate_infra.local.slack_stub import click_payload, signed_click
@@ -51,15 +53,25 @@ def messages(state: Mapping[str, Any], out: TextIO) -> int:
     return 0
 
 
-def click(
-    state: Mapping[str, Any], secretsmanager: Any, action_id: str, value: str, user: str, out: TextIO
+def click(  # noqa: PLR0913 - the command's arguments
+    state: Mapping[str, Any],
+    secretsmanager: Any,
+    action_id: str,
+    value: str,
+    user: str,
+    out: TextIO,
+    team: str | None = None,
 ) -> int:
-    """Click the button ``action_id`` whose value is ``value`` (or starts with it) as Slack user ``user``."""
+    """Click the button ``action_id`` whose value is ``value`` (or starts with it) as Slack user ``user``
+    of workspace ``team`` (default: the configured one)."""
     url = slack_url(state)
     if not SLACK_USER.match(user):
         raise SlackClickError(
             f"--user {user!r} is not a Slack user id (like U0ALICE01): a reviewer's slack_user"
         )
+    if team is not None and not SLACK_TEAM.match(team):
+        raise SlackClickError(f"--team {team!r} is not a Slack workspace id (like T0123ABCD)")
+    slack = _slack(state)
     if not any(route.get("routeKey") == INTERACTIVITY_ROUTE for route in state.get("routes", [])):
         raise SlackClickError(f"the local stack serves no {INTERACTIVITY_ROUTE} route for Slack's clicks")
     message, button = find_button(_get(url, "/messages"), action_id, value)
@@ -70,12 +82,14 @@ def click(
         f"{url}/actions/{message['ts']}/cli-{time.time_ns()}",
         message_ts=str(message["ts"]),
         channel=str(message.get("channel", "")),
+        team=team or slack.team_id,
+        enterprise=slack.enterprise_id,
     )
-    body, headers = signed_click(payload, _signing_secret(state, secretsmanager))
+    body, headers = signed_click(payload, _signing_secret(slack, secretsmanager))
     target = f"{state['gateway_url']}/approvals/slack"
     status, reply = request(target, body, headers)
-    print(f"clicked {button.text!r} ({button.action_id}) on message {message['ts']} as {user}: "
-          f"POST {target} -> {status}", file=out)  # fmt: skip
+    print(f"clicked {button.text!r} ({button.action_id}) on message {message['ts']} as {user} of "
+          f"{payload['team']['id']}: POST {target} -> {status}", file=out)  # fmt: skip
     answers = [c for c in _get(url, "/calls") if c["path"] == payload["response_url"].removeprefix(url)]
     for answer in answers:
         seen_by = (
@@ -110,11 +124,16 @@ def find_button(
     )
 
 
-def _signing_secret(state: Mapping[str, Any], secretsmanager: Any) -> str:
-    """The signing secret as the stack stores it ([approvals.slack] signing_secret)."""
+def _slack(state: Mapping[str, Any]) -> SlackApprovals:
+    """The stack's [approvals.slack]: its workspace, and how to sign a click."""
     slack = load_config(state["config"]).approvals.slack
     if slack is None:
         raise SlackClickError(f"{state['config']} has no [approvals.slack]: nothing to sign a click with")
+    return slack
+
+
+def _signing_secret(slack: SlackApprovals, secretsmanager: Any) -> str:
+    """The signing secret as the stack stores it ([approvals.slack] signing_secret)."""
     return SecretResolver({}, secretsmanager=lambda: secretsmanager).resolve(slack.signing_secret)
 
 

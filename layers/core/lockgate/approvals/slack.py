@@ -1,11 +1,14 @@
 """Approving in Slack: the notifier posts each proposal with buttons; a click decides as a reviewer.
 
-``SlackChannel`` (notifier; reads the bot token) posts one message per proposal in the configured
-channel. ``SlackDesk`` (approval callback; reads the signing secret) takes Slack's interaction
-request: the signature is checked on the raw body before anything is parsed, the clicking Slack
-user is mapped to a reviewer, and the decision goes through the same ``DecisionRecorder`` as a
-link's form (roles, two people, one decision each, expiry, unchanged arguments). The outcome
-replaces the message; a refusal is told only to the person who clicked, and writes nothing.
+``SlackChannel`` (notifier; reads the bot token) hands each proposal to ``SlackPosts``: one message
+in the configured channel, posted once, updated whoever decides. ``SlackDesk`` (approval callback;
+reads the signing secret) takes Slack's interaction request: the signature is checked on the raw
+body before anything is parsed, the click must come from the pinned workspace (and organisation),
+the clicking Slack user is mapped to a reviewer, and the decision goes through the same
+``DecisionRecorder`` as a link's form (roles, two people, one decision each, expiry, unchanged
+arguments). The clicker alone is told what happened (the message itself is the notifier's to
+change, from the Decisions stream). A refused click is kept (``RefusalLog``) and told, neutrally,
+only to the person who clicked.
 """
 
 from __future__ import annotations
@@ -15,15 +18,10 @@ from typing import Any
 
 from lockgate.approvals.decisions import DecisionOutcome, DecisionRecorder, DecisionStore
 from lockgate.approvals.proposals import Proposal, ProposalStore
-from lockgate.approvals.slack_api import ResponseUrl, SlackWebApi, ephemeral
-from lockgate.approvals.slack_messages import (
-    approved_line,
-    fallback_text,
-    outcome_blocks,
-    proposal_blocks,
-    rejected_line,
-)
+from lockgate.approvals.refusals import RefusalLog, Why
+from lockgate.approvals.slack_api import ResponseUrl, ephemeral
 from lockgate.approvals.slack_payload import MAX_BODY_BYTES, SlackClick, parse_click
+from lockgate.approvals.slack_posts import SlackPosts
 from lockgate.clock import Clock
 from lockgate.config import ApprovalsConfig, Reviewer, SlackApprovals, SourceConfig
 from lockgate.errors import ConfigError, InvalidSignature, SecretUnavailable, StoreUnavailable
@@ -31,17 +29,28 @@ from lockgate.http import HttpResponse, json_response
 from lockgate.telemetry import Log, Metrics
 from lockgate.webhooks.schemes import SlackScheme
 
-NOT_A_REVIEWER = (
-    "You are not set up as a Lockgate reviewer, so nothing was recorded. "
-    "An admin can add your Slack user id as slack_user under [[approvals.reviewers]] in lockgate.toml."
-)
-CANNOT_DECIDE = "This request can no longer be decided here; nothing was recorded."
+# The one answer to every click that may not decide: it says nothing of how Lockgate is set up.
+CANNOT_DECIDE = "You can't decide this request; nothing was recorded."
 TRY_AGAIN = "Lockgate could not record that just now; nothing was recorded. Please try again in a minute."
+# To a reviewer allowed to decide it (who would see the same on its page):
 _SETTLED_REPLIES = {
     DecisionOutcome.ALREADY_DECIDED: "You have already decided this one; your first decision stands.",
     DecisionOutcome.ALREADY_APPROVED: "This was already approved; nothing more is needed.",
     DecisionOutcome.ALREADY_REJECTED: "This was already rejected; it will not happen.",
     DecisionOutcome.EXPIRED: "This request has expired: nobody decided in time, and it will not happen.",
+}
+_RECORDED_REPLIES = {
+    DecisionOutcome.APPROVED: "Recorded: you approved it, and it runs once.",
+    DecisionOutcome.AWAITING: "Recorded: your approval. Another reviewer must also approve before it runs.",
+    DecisionOutcome.REJECTED: "Recorded: you rejected it; it will not happen.",
+}
+_WHY = {
+    DecisionOutcome.ALREADY_DECIDED: Why.REPLAY,
+    DecisionOutcome.ALREADY_APPROVED: Why.SETTLED,
+    DecisionOutcome.ALREADY_REJECTED: Why.SETTLED,
+    DecisionOutcome.EXPIRED: Why.EXPIRED,
+    DecisionOutcome.CHANGED: Why.CHANGED,
+    DecisionOutcome.NOT_ALLOWED: Why.NO_ROLE,
 }
 
 
@@ -51,15 +60,12 @@ class SlackChannel:
     name = "slack-app"
     shared = True  # one message per proposal, not one per reviewer
 
-    def __init__(self, settings: SlackApprovals, api: SlackWebApi, config: ApprovalsConfig) -> None:
-        self._settings = settings
-        self._api = api
-        self._config = config
+    def __init__(self, posts: SlackPosts) -> None:
+        self._posts = posts
 
     def send(self, reviewer: Reviewer | None, proposal: Proposal, link: str | None) -> None:
-        """Post the proposal with Approve / Reject buttons; raise so the stream retries on failure."""
-        blocks = proposal_blocks(proposal, self._config.reviewers_for(proposal.tool))
-        self._api.post_message(self._settings.channel, fallback_text(proposal), blocks)
+        """Post the proposal with Approve / Reject buttons (once); raise so the stream retries on failure."""
+        self._posts.post(proposal)
 
 
 class SlackDesk:
@@ -73,16 +79,19 @@ class SlackDesk:
         proposals: ProposalStore,
         decisions: DecisionStore,
         recorder: DecisionRecorder,
+        refusals: RefusalLog,
         signing_secrets: Callable[[], Sequence[str]],
         responses: ResponseUrl,
         clock: Clock,
         log: Log,
         metrics: Metrics,
     ) -> None:
+        self._settings = settings
         self._config = config
         self._proposals = proposals
         self._decisions = decisions
         self._recorder = recorder
+        self._refusals = refusals
         self._secrets = signing_secrets
         self._responses = responses
         self._clock = clock
@@ -108,10 +117,13 @@ class SlackDesk:
         except (ConfigError, SecretUnavailable) as exc:
             self._log.error("slack signing secret unavailable", extra={"error": type(exc).__name__})
             return json_response(503, {"error": "temporarily unavailable"})
+        # From here on Slack vouches for the request: a refusal is kept, with who and which request.
         click = parse_click(body, headers.get("content-type", ""))
         if click is None:
+            self._refusals.record(None, "slack", "-", Why.NOT_A_CLICK)
             return self._refused(400, "payload", "not a click on a Lockgate button")
         if not self._responses.allows(click.response_url):
+            self._refusals.record(click.approval_id, "slack", click.who, Why.RESPONSE_URL)
             return self._refused(400, "response_url", "not under Slack's response host")
         try:
             reply = self._decide(click)
@@ -122,38 +134,34 @@ class SlackDesk:
         return HttpResponse(200, "")
 
     def _decide(self, click: SlackClick) -> dict[str, Any]:
-        """The reply to one click: the replaced message when a decision was recorded, else ephemeral."""
+        """The clicker's answer: what their click recorded, or why not (neutrally, unless they may decide)."""
+        if not click.from_workspace(self._settings.team_id, self._settings.enterprise_id):
+            return self._refuse(click, Why.OTHER_WORKSPACE)  # even when the user id is a mapped one
         reviewer = self._config.slack_reviewer(click.user)
         if reviewer is None:
-            self._count_refusal("unknown slack user", click)
-            return ephemeral(NOT_A_REVIEWER)
+            return self._refuse(click, Why.NOT_A_REVIEWER)
         proposal = self._proposals.get(click.approval_id)
-        if proposal is None or proposal.fingerprint != click.fingerprint:
-            self._count_refusal("unknown proposal or changed arguments", click)
-            return ephemeral(CANNOT_DECIDE)
+        if proposal is None:
+            return self._refuse(click, Why.UNKNOWN_REQUEST)
+        if proposal.fingerprint != click.fingerprint:
+            return self._refuse(click, Why.CHANGED)
         if self._recorder.reviewer(proposal.tool, reviewer.id) is None:
-            self._count_refusal("reviewer without the role", click)
-            roles = ", ".join(self._config.for_tool(proposal.tool).roles) or "a reviewer's"
-            return ephemeral(
-                f"You may not decide this request: it needs the {roles} role. Nothing was recorded."
-            )
+            return self._refuse(click, Why.NO_ROLE)
         outcome = self._recorder.record(proposal, reviewer.id, click.choice, "slack")
-        if not outcome.recorded:
-            return ephemeral(_SETTLED_REPLIES.get(outcome, CANNOT_DECIDE))
-        return self._updated_message(proposal, outcome)
+        if outcome.recorded:
+            return ephemeral(_RECORDED_REPLIES[outcome])
+        why = _WHY.get(outcome, Why.SETTLED)
+        if why is Why.SETTLED and any(
+            d.reviewer == reviewer.id for d in self._decisions.for_approval(proposal.approval_id)
+        ):
+            why = Why.REPLAY  # their own click, again, on what it settled
+        self._refusals.record(click.approval_id, "slack", click.who, why)
+        return ephemeral(_SETTLED_REPLIES.get(outcome, CANNOT_DECIDE))
 
-    def _updated_message(self, proposal: Proposal, outcome: DecisionOutcome) -> dict[str, Any]:
-        """The message as everyone in the channel now sees it."""
-        decisions = self._decisions.for_approval(proposal.approval_id)
-        reviewers = self._config.reviewers_for(proposal.tool)
-        if outcome is DecisionOutcome.AWAITING:
-            blocks = proposal_blocks(proposal, reviewers, decisions)
-            text = fallback_text(proposal)
-        else:
-            approved = outcome is DecisionOutcome.APPROVED
-            text = approved_line(decisions) if approved else rejected_line(decisions)
-            blocks = outcome_blocks(proposal, reviewers, text)
-        return {"replace_original": True, "text": text, "blocks": blocks}
+    def _refuse(self, click: SlackClick, why: Why) -> dict[str, Any]:
+        """Keep the refusal; the clicker is told only that they cannot decide it."""
+        self._refusals.record(click.approval_id, "slack", click.who, why)
+        return ephemeral(CANNOT_DECIDE)
 
     def _answer(self, click: SlackClick, reply: Mapping[str, Any]) -> None:
         """Post the reply; a failure leaves the decision as recorded (the message is only a view)."""
@@ -162,13 +170,6 @@ class SlackDesk:
         except (OSError, ValueError) as exc:
             self._metrics.add_metric(name="SlackResponseFailed", unit="Count", value=1)
             self._log.warning("slack response failed", extra={"error": type(exc).__name__})
-
-    def _count_refusal(self, reason: str, click: SlackClick) -> None:
-        self._metrics.add_metric(name="SlackDecisionRefused", unit="Count", value=1)
-        self._log.warning(
-            "slack decision refused",
-            extra={"reason": reason, "slack_user": click.user, "approval": click.approval_id[:40]},
-        )
 
     def _refused(self, status: int, check: str, reason: str) -> HttpResponse:
         """The same neutral answer for every failed check; the reason only in the log."""

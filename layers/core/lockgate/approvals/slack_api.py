@@ -1,4 +1,5 @@
-"""Talking to Slack: the Web API (``chat.postMessage``) with the bot token, and a click's response_url.
+"""Talking to Slack: the Web API (``chat.postMessage``, ``chat.update``, ``conversations.history``) with
+the bot token, and a click's response_url.
 
 Both are plain HTTPS POSTs that never follow a redirect. A response_url comes inside a payload
 Slack signed, and is still only used under Slack's own host (or the local stub's, when configured),
@@ -21,10 +22,15 @@ SLACK_API_URL = "https://slack.com/api"
 SLACK_RESPONSE_PREFIX = "https://hooks.slack.com/"
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 _MAX_URL_CHARS = 1_000
+HISTORY_PAGE = 100  # messages per conversations.history page
 
 
 class SlackApiError(Exception):
     """Slack refused a call (its ``error`` code, e.g. ``channel_not_found``); the notifier retries."""
+
+    def __init__(self, method: str, code: str) -> None:
+        super().__init__(f"{method}: {code}")
+        self.code = code
 
 
 def check_base(url: str) -> str:
@@ -55,18 +61,40 @@ class SlackWebApi:
         try:
             answer = json.loads(raw)
         except ValueError as exc:
-            raise SlackApiError(f"{method}: the answer is not JSON") from exc
+            raise SlackApiError(method, "the answer is not JSON") from exc
         if not isinstance(answer, dict) or answer.get("ok") is not True:
             error = answer.get("error") if isinstance(answer, dict) else None
-            raise SlackApiError(f"{method}: {str(error or 'not ok')[:80]}")
+            raise SlackApiError(method, str(error or "not ok")[:80])
         return answer
 
-    def post_message(self, channel: str, text: str, blocks: list[dict[str, Any]]) -> str:
+    def post_message(
+        self, channel: str, text: str, blocks: list[dict[str, Any]], metadata: Mapping[str, Any] | None = None
+    ) -> str:
         """Post a message with blocks (``text`` is the notification's fallback); its ``ts``."""
-        answer = self.call(
-            "chat.postMessage", {"channel": channel, "text": text, "blocks": blocks, "unfurl_links": False}
-        )
+        payload: dict[str, Any] = {"channel": channel, "text": text, "blocks": blocks, "unfurl_links": False}
+        if metadata is not None:
+            payload["metadata"] = dict(metadata)
+        answer = self.call("chat.postMessage", payload)
         return str(answer.get("ts", ""))
+
+    def update_message(self, channel: str, ts: str, text: str, blocks: list[dict[str, Any]]) -> None:
+        """Replace the text and blocks of the message ``ts`` (its metadata stays)."""
+        self.call("chat.update", {"channel": channel, "ts": ts, "text": text, "blocks": blocks})
+
+    def history(self, channel: str, oldest: float, cursor: str = "") -> tuple[list[dict[str, Any]], str]:
+        """A page of the channel's messages since ``oldest``, with their metadata; the next page's cursor."""
+        payload: dict[str, Any] = {
+            "channel": channel,
+            "oldest": f"{oldest:.6f}",
+            "include_all_metadata": True,
+            "limit": HISTORY_PAGE,
+        }
+        if cursor:
+            payload["cursor"] = cursor
+        answer = self.call("conversations.history", payload)
+        messages = [m for m in answer.get("messages") or [] if isinstance(m, dict)]
+        following = (answer.get("response_metadata") or {}).get("next_cursor") or ""
+        return messages, str(following) if answer.get("has_more") else ""
 
 
 class ResponseUrl:

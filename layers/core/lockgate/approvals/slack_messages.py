@@ -1,5 +1,6 @@
 """The Slack message for one proposal (Block Kit): what would run, why a person is asked, who may decide,
-and Approve / Reject buttons; then the same message with its outcome in place of the buttons.
+and Approve / Reject buttons; the approvals so far; then its outcome in place of the buttons. The
+message's ``text`` (what a notification and a screen reader show) says the same as its blocks.
 
 Every word of it is built by code from the stored proposal. Text Slack would parse (``<!channel>``,
 ``<url|label>``) is escaped; the assistant's own reason goes in plain text, marked unverified. A
@@ -13,8 +14,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from lockgate.approvals.decisions import Choice, DecisionRecord
-from lockgate.approvals.notify import message_text
+from lockgate.approvals.decisions import Choice, DecisionRecord, State
 from lockgate.approvals.proposals import Proposal
 from lockgate.config import Reviewer
 
@@ -53,8 +53,8 @@ def proposal_blocks(
     proposal: Proposal, reviewers: Sequence[Reviewer], decisions: Sequence[DecisionRecord] = ()
 ) -> list[dict[str, Any]]:
     """The message for a pending proposal, with the buttons (and the approvals so far, if any)."""
-    blocks = _facts(proposal, reviewers)
     approvers = _approvers(decisions)
+    blocks = _facts(proposal, reviewers, "Approval needed")
     if approvers:
         blocks.append(_context(progress_line(proposal, approvers)))
     blocks.append(
@@ -70,9 +70,30 @@ def proposal_blocks(
     return blocks
 
 
-def outcome_blocks(proposal: Proposal, reviewers: Sequence[Reviewer], line: str) -> list[dict[str, Any]]:
+def message_for(
+    proposal: Proposal, reviewers: Sequence[Reviewer], decisions: Sequence[DecisionRecord], state: State
+) -> tuple[str, list[dict[str, Any]]]:
+    """The message's text and blocks for the proposal's state: what the channel should show now."""
+    if state is State.PENDING:
+        approvers = _approvers(decisions)
+        if not approvers:
+            return fallback_text(proposal), proposal_blocks(proposal, reviewers, decisions)
+        line = progress_line(proposal, approvers)
+        return _with_summary(line, proposal), proposal_blocks(proposal, reviewers, decisions)
+    if state is State.APPROVED:
+        line = approved_line(decisions)
+    elif state is State.REJECTED:
+        line = rejected_line(decisions)
+    else:
+        line = "Expired — nobody decided in time; it will not happen"
+    return _with_summary(line, proposal), outcome_blocks(proposal, reviewers, line, _HEADERS[state])
+
+
+def outcome_blocks(
+    proposal: Proposal, reviewers: Sequence[Reviewer], line: str, header: str = "Decided"
+) -> list[dict[str, Any]]:
     """The message once decided: the same facts, the outcome where the buttons were."""
-    return [*_facts(proposal, reviewers), {"type": "section", "text": _mrkdwn(f"*{escape(line)}*")}]
+    return [*_facts(proposal, reviewers, header), {"type": "section", "text": _mrkdwn(f"*{escape(line)}*")}]
 
 
 def approved_line(decisions: Sequence[DecisionRecord]) -> str:
@@ -101,18 +122,29 @@ def progress_line(proposal: Proposal, approvers: Sequence[DecisionRecord]) -> st
 
 
 def fallback_text(proposal: Proposal) -> str:
-    """The notification's plain text (what a phone's lock screen shows)."""
-    return escape(message_text(proposal))
+    """The notification's plain text (what a phone's lock screen shows): true to a message with buttons."""
+    return escape(
+        f"Approval needed ({proposal.task}): {proposal.summary}. "
+        "Approve or Reject in this message; nothing happens unless it is approved."
+    )
+
+
+def _with_summary(line: str, proposal: Proposal) -> str:
+    """``1 of 2 approvals (...) — ... (support-inbox: refund $80.00 ...)``: the state, then the what."""
+    return escape(f"{line} ({proposal.task}: {proposal.summary})")
 
 
 def _approvers(decisions: Sequence[DecisionRecord]) -> list[DecisionRecord]:
     return sorted((d for d in decisions if d.verdict is Choice.APPROVE), key=lambda d: d.decided_at)
 
 
-def _facts(proposal: Proposal, reviewers: Sequence[Reviewer]) -> list[dict[str, Any]]:
+_HEADERS = {State.APPROVED: "Approved", State.REJECTED: "Rejected", State.EXPIRED: "Expired"}
+
+
+def _facts(proposal: Proposal, reviewers: Sequence[Reviewer], header: str) -> list[dict[str, Any]]:
     why = "\n".join(f"• {escape(reason)}" for reason in proposal.why) or "• a person must approve this tool"
     blocks: list[dict[str, Any]] = [
-        {"type": "section", "text": _mrkdwn(f"*Approval needed* ({escape(proposal.task)})")},
+        {"type": "section", "text": _mrkdwn(f"*{header}* ({escape(proposal.task)})")},
         {"type": "section", "text": _mrkdwn(f"*{escape(proposal.summary)}*\nNothing has happened yet.")},
         {"type": "section", "text": _mrkdwn(f"Why a person is asked:\n{why}")},
     ]

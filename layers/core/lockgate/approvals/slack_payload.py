@@ -21,8 +21,21 @@ class _Strict(BaseModel):
     model_config = ConfigDict(strict=True, extra="ignore", frozen=True)
 
 
+# A workspace or organisation id as Slack sends it; compared with the configured one, never trusted.
+_SlackId = Annotated[str, StringConstraints(pattern=r"^[A-Z0-9]{2,40}$")]
+
+
 class _User(_Strict):
     id: Annotated[str, StringConstraints(pattern=SLACK_USER.pattern)]
+    team_id: _SlackId | None = None  # the user's own workspace (another one's, in a shared channel)
+
+
+class _Team(_Strict):
+    id: _SlackId
+
+
+class _Enterprise(_Strict):
+    id: _SlackId
 
 
 class _Action(_Strict):
@@ -34,20 +47,36 @@ class _Action(_Strict):
 class _BlockActions(_Strict):
     type: Literal["block_actions"]
     user: _User
+    team: _Team | None = None  # null for some org-wide installs: then no workspace can be confirmed
+    enterprise: _Enterprise | None = None
     actions: Annotated[list[_Action], Field(min_length=1, max_length=1)]
     response_url: Annotated[str, StringConstraints(max_length=1_000)]
 
 
 class SlackClick(BaseModel):
-    """Who clicked which of our buttons on which proposal, and where to answer."""
+    """Who clicked (from which workspace) which of our buttons on which proposal, and where to answer."""
 
     model_config = ConfigDict(frozen=True)
 
     user: str
+    team_id: str  # the workspace the click came from ("" when Slack sent none)
+    user_team_id: str  # the clicking user's own workspace ("" when Slack sent none)
+    enterprise_id: str  # the Enterprise Grid organisation ("" when none)
     choice: Choice
     approval_id: str
     fingerprint: str
     response_url: str
+
+    @property
+    def who(self) -> str:
+        """``T0123/U0ALICE01``: the workspace and user, as a refusal records them."""
+        return f"{self.team_id or '-'}/{self.user}"
+
+    def from_workspace(self, team_id: str, enterprise_id: str | None) -> bool:
+        """Whether the click and the clicking user are both of workspace ``team_id`` (and org)."""
+        if self.team_id != team_id or self.user_team_id not in ("", team_id):
+            return False
+        return enterprise_id is None or self.enterprise_id == enterprise_id
 
 
 def parse_click(body: bytes, content_type: str) -> SlackClick | None:
@@ -71,6 +100,9 @@ def parse_click(body: bytes, content_type: str) -> SlackClick | None:
         return None
     return SlackClick(
         user=interaction.user.id,
+        team_id=interaction.team.id if interaction.team else "",
+        user_team_id=interaction.user.team_id or "",
+        enterprise_id=interaction.enterprise.id if interaction.enterprise else "",
         choice=choice,
         approval_id=target[0],
         fingerprint=target[1],

@@ -23,11 +23,15 @@ from lockgate.approvals.notify import (
     post_json,
     send_post,
 )
+from lockgate.approvals.notify_batch import NotifyBatch
 from lockgate.approvals.outcome import ActionOutcomes
 from lockgate.approvals.proposals import ProposalStore
+from lockgate.approvals.refusals import RefusalLog
 from lockgate.approvals.reissue import LinkReissuer, ReissueAudit
 from lockgate.approvals.slack import SlackChannel, SlackDesk
 from lockgate.approvals.slack_api import ResponseUrl, SlackWebApi
+from lockgate.approvals.slack_posts import SlackPosts
+from lockgate.approvals.slack_records import SlackPostStore
 from lockgate.config import LockgateConfig
 from lockgate.errors import ConfigError
 from lockgate.inbox.queue import InboxQueue
@@ -43,6 +47,7 @@ class ApprovalParts:
     desk: ApprovalDesk | None
     digest: ReviewDigest | None
     notifier: Notifier
+    stream: NotifyBatch  # the notifier's stream batches: new proposals, new rows in Decisions
     reissuer: LinkReissuer | None = None  # POST /approvals: a digest page's "email me its link"
     slack: SlackDesk | None = None  # POST /approvals/slack: clicks on Slack's buttons ([approvals.slack])
 
@@ -98,20 +103,44 @@ def build_approvals(settings: ApprovalSettings, config: LockgateConfig, deps: De
                 log=deps.log,
                 metrics=deps.metrics,
             )
+    posts = slack_posts(settings, config, deps, proposals)
     channels = [channel(name, settings, deps) for name in settings.channels]
-    channels += slack_channels(settings, config, deps)
+    channels += [SlackChannel(posts)] if posts is not None else []
     notifier = Notifier(signer.links_for, config.approvals.reviewers_for, channels, deps.log, deps.metrics)
     slack = slack_desk(settings, config, deps, desk, proposals) if desk is not None else None
-    return ApprovalParts(desk, digest, notifier, reissuer, slack)
+    stream = NotifyBatch(notifier, posts, deps.log)
+    return ApprovalParts(desk, digest, notifier, stream, reissuer, slack)
 
 
-def slack_channels(settings: ApprovalSettings, config: LockgateConfig, deps: Deps) -> list[Channel]:
-    """The Slack app's interactive messages when ``[approvals.slack]`` is set; the bot token read per send."""
+def slack_posts(
+    settings: ApprovalSettings, config: LockgateConfig, deps: Deps, proposals: ProposalStore
+) -> SlackPosts | None:
+    """The notifier's Slack messages when ``[approvals.slack]`` is set (the bot token read per call).
+
+    The callback (the function with DECISIONS_TABLE) posts nothing: None there.
+    """
     slack = config.approvals.slack
-    if slack is None:
-        return []
+    if slack is None or settings.decisions_table is not None:
+        return None
+    if not (settings.slack_message_table and settings.decisions_read_table):
+        raise ConfigError(
+            "[approvals.slack] needs the notifier's SLACK_MESSAGE_TABLE (the State table) and "
+            "DECISIONS_READ_TABLE (the Decisions table), as template.yaml sets them"
+        )
     token = functools.partial(deps.secrets.resolve, slack.bot_token)
-    return [SlackChannel(slack, SlackWebApi(token, send_post, settings.slack_api_url), config.approvals)]
+    dynamodb = deps.client("dynamodb")
+    return SlackPosts(
+        settings=slack,
+        api=SlackWebApi(token, send_post, settings.slack_api_url),
+        records=SlackPostStore(dynamodb, settings.slack_message_table),
+        proposals=proposals,
+        decisions=DecisionStore(dynamodb, settings.decisions_read_table),
+        config=config.approvals,
+        clock=deps.clock,
+        sleep=deps.sleep,
+        log=deps.log,
+        metrics=deps.metrics,
+    )
 
 
 def slack_desk(
@@ -131,6 +160,9 @@ def slack_desk(
         proposals=proposals,
         decisions=DecisionStore(deps.client("dynamodb"), settings.decisions_table),
         recorder=desk.recorder,
+        refusals=RefusalLog(
+            deps.client("dynamodb"), settings.decisions_table, deps.clock, deps.log, deps.metrics
+        ),
         signing_secrets=lambda: deps.secrets.resolve_all([slack.signing_secret]),
         responses=ResponseUrl(send_post, settings.slack_response_prefix),
         clock=deps.clock,

@@ -28,6 +28,10 @@ class ApprovalSettings:
     ledger_table: str | None = None  # LEDGER_TABLE: the State table, to read an approved action's state
     slack_api_url: str = "https://slack.com/api"  # SLACK_API_URL: the local stub's, on the embedded stack
     slack_response_prefix: str = "https://hooks.slack.com/"  # SLACK_RESPONSE_URL_PREFIX: likewise
+    # The notifier's, for [approvals.slack]: SLACK_MESSAGE_TABLE (the State table, its "slack-message#"
+    # rows only: each message's claim and ts) and DECISIONS_READ_TABLE (Decisions, read only).
+    slack_message_table: str | None = None
+    decisions_read_table: str | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> ApprovalSettings:
@@ -59,4 +63,6 @@ class ApprovalSettings:
             slack_api_url=environ.get("SLACK_API_URL", "").strip() or "https://slack.com/api",
             slack_response_prefix=environ.get("SLACK_RESPONSE_URL_PREFIX", "").strip()
             or "https://hooks.slack.com/",
+            slack_message_table=environ.get("SLACK_MESSAGE_TABLE") or None,
+            decisions_read_table=environ.get("DECISIONS_READ_TABLE") or None,
         )

@@ -1,0 +1,151 @@
+"""Refused decisions, kept: who tried to decide which request, through which channel, and why not.
+
+Every refusal of a request we can attribute (a Slack click whose signature verified: Slack vouches
+for its workspace, user and button) is one row in the Decisions table, written by the approval
+callback's role (the only one that may write there), counted as ``ApprovalClickRefused`` and
+logged. A request that fails its signature, or is too big to check, is not attributable: it is
+logged and counted where it is refused (``SlackInteractionRefused``), and writes nothing, so an
+unauthenticated sender cannot fill the table.
+
+A refusal row has no ``verdict``: it is never a decision. It is kept in a partition of its own,
+``refused#<approval id>`` (sort key ``refused#<epoch>#<8 hex>``), not in the approval's, so the
+decision reads (``DecisionStore.for_approval``) never see one, and refused clicks, however many, do
+not grow what every decision on that request reads.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+from lockgate.approvals.proposals import RETENTION_SECONDS
+from lockgate.clock import Clock
+from lockgate.dynamo import read_all, write_if
+from lockgate.errors import StoreUnavailable
+from lockgate.telemetry import Log, Metrics
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+PREFIX = "refused#"
+MAX_ID_CHARS = 64
+UNREAD = "-"  # the approval id when none could be read from the request
+CHANNELS = frozenset({"slack", "link", "cli"})
+
+
+class Why(StrEnum):
+    """Why a decision was refused: a short fixed code, never the request's own words."""
+
+    OTHER_WORKSPACE = "other-workspace"  # a Slack click from a workspace (or org) other than the pinned one
+    NOT_A_REVIEWER = "not-a-reviewer"  # no reviewer is mapped to this Slack user
+    NO_ROLE = "no-role"  # a reviewer, but not one for this tool
+    UNKNOWN_REQUEST = "unknown-request"  # no such proposal
+    CHANGED = "changed"  # the arguments differ from the ones the button (or link) was made for
+    SETTLED = "settled"  # already approved or rejected by others
+    EXPIRED = "expired"  # nobody decided in time
+    REPLAY = "replay"  # this reviewer already decided it: a second click, a retry or a replay
+    NOT_A_CLICK = "not-a-click"  # signed by Slack, but not a click on one of our buttons
+    RESPONSE_URL = "response-url"  # signed by Slack, but its answer would go outside Slack's host
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """One refused attempt to decide."""
+
+    approval_id: str  # as the request named it, clipped; "-" if none could be read
+    channel: str  # slack, link or cli
+    who: str  # "T0123/U0ALICE01" for Slack, a reviewer id otherwise; clipped
+    why: Why
+    at: int
+
+    @classmethod
+    def from_item(cls, item: dict[str, Any]) -> Refusal:
+        """From a low-level DynamoDB item."""
+        return cls(
+            approval_id=item["approval_id"]["S"].removeprefix(PREFIX),
+            channel=item["channel"]["S"],
+            who=item["who"]["S"],
+            why=Why(item["why"]["S"]),
+            at=int(item["at"]["N"]),
+        )
+
+
+def clip(text: str | None) -> str:
+    """An id from a request as a row keeps it: at most 64 characters, "-" when there is none."""
+    kept = "".join(c for c in (text or "") if c.isprintable())[:MAX_ID_CHARS]
+    return kept or UNREAD
+
+
+def partition(approval_id: str | None) -> str:
+    """The partition key of a request's refusals."""
+    return PREFIX + clip(approval_id)
+
+
+class RefusalLog:
+    """Writes each refusal to the Decisions table, counts it and logs it (no secrets, no bodies)."""
+
+    def __init__(  # noqa: PLR0913 - the log's collaborators, injected
+        self,
+        dynamodb: DynamoDBClient,
+        table_name: str,
+        clock: Clock,
+        log: Log,
+        metrics: Metrics,
+        token: Callable[[], str] = lambda: secrets.token_hex(4),
+    ) -> None:
+        self._db = dynamodb
+        self._table = table_name
+        self._clock = clock
+        self._log = log
+        self._metrics = metrics
+        self._token = token
+
+    def record(self, approval_id: str | None, channel: str, who: str, why: Why) -> Refusal:
+        """Keep one refusal; a row that cannot be written is logged, and the refusal still stands."""
+        if channel not in CHANNELS:
+            raise ValueError(f"channel is one of {sorted(CHANNELS)}, got {channel!r}")
+        refusal = Refusal(clip(approval_id), channel, clip(who), why, int(self._clock.now()))
+        self._metrics.add_metric(name="ApprovalClickRefused", unit="Count", value=1)
+        self._log.warning(
+            "approval click refused",
+            extra={"channel": channel, "why": why.value, "approval": refusal.approval_id, "who": refusal.who},
+        )
+        try:
+            self._write(refusal)
+        except StoreUnavailable as exc:
+            self._metrics.add_metric(name="ApprovalRefusalNotRecorded", unit="Count", value=1)
+            self._log.error("refusal not recorded", extra={"why": why.value, "error": str(exc)[:80]})
+        return refusal
+
+    def _write(self, refusal: Refusal) -> None:
+        sort_key = f"{PREFIX}{refusal.at}#{self._token()}"
+        write_if(
+            self._db.put_item,
+            TableName=self._table,
+            Item={
+                "approval_id": {"S": PREFIX + refusal.approval_id},
+                "reviewer": {"S": sort_key},
+                "kind": {"S": "refusal"},
+                "channel": {"S": refusal.channel},
+                "who": {"S": refusal.who},
+                "why": {"S": refusal.why.value},
+                "at": {"N": str(refusal.at)},
+                "ttl": {"N": str(refusal.at + RETENTION_SECONDS)},
+            },
+            # A fresh random key: never overwrite another refusal (a clash loses a row, changes none).
+            ConditionExpression="attribute_not_exists(reviewer)",
+        )
+
+    def for_approval(self, approval_id: str | None) -> list[Refusal]:
+        """Every refusal kept for a request (``None`` or ``"-"``: those whose id could not be read)."""
+        items = read_all(
+            self._db.query,
+            TableName=self._table,
+            KeyConditionExpression="approval_id = :p",
+            ExpressionAttributeValues={":p": {"S": partition(approval_id)}},
+            ConsistentRead=True,
+        )
+        return sorted((Refusal.from_item(i) for i in items), key=lambda r: r.at)
