@@ -97,8 +97,11 @@ def _refunds(
 ) -> None:
     orders = {o["order_id"]["S"]: o for o in world.scan("ShopOrdersTable")}
     proposals = world.scan("ApprovalsTable")
+    # (A refused click's row has no verdict: lockgate.approvals.refusals.)
     approving = {
-        d["approval_id"]["S"] for d in world.scan("DecisionsTable") if d["verdict"]["S"] == "approve"
+        d["approval_id"]["S"]
+        for d in world.scan("DecisionsTable")
+        if d.get("verdict", {}).get("S") == "approve"
     }
     approved_runs = {
         (p["run_id"]["S"], json.loads(p["args"]["S"])["order_id"])
