@@ -18,6 +18,7 @@ from lockgate.approvals.proposals import Proposal
 from lockgate.approvals.slack_api import ResponseUrl, SlackApiError, SlackWebApi, check_base
 from lockgate.approvals.slack_messages import button_value, message_for, proposal_blocks
 from lockgate.approvals.slack_payload import MAX_BODY_BYTES, parse_click
+from lockgate.approvals.versions import new_version
 from lockgate.config import Reviewer
 from lockgate.errors import ConfigError
 from lockgate_infra.local.slack_stub import click_payload
@@ -195,6 +196,21 @@ def test_given_each_state_then_the_message_text_says_what_its_blocks_say(
     assert ('"type": "actions"' in json.dumps(blocks)) is buttons
     header = blocks[0]["text"]["text"]
     assert header.startswith("*Approval needed*" if buttons else f"*{state.value.capitalize()}*")
+
+
+def test_given_an_edited_version_then_the_message_shows_its_changes_and_its_buttons_decide_it() -> None:
+    edit = new_version(1, TWO.args, {**TWO.args, "amount": "40.00"}, "bob", AT)
+    text, blocks = message_for(TWO, [], [], State.PENDING, [edit])
+    # The summary is the proposal's own (no tool on this side to word an edit): the change follows it
+    assert text.startswith(
+        "Approval needed (support-inbox): refund $80.00 on order A-2001; "
+        "edited by bob: amount 80.00 → 40.00. "
+    )
+    shown = json.dumps(blocks, ensure_ascii=False)
+    assert "Edited by bob at 22:15 UTC (version 1): amount 80.00 → 40.00" in shown
+    # A click decides the version it showed
+    assert button_value(TWO, [edit]) == f"ap_slack|{edit.fingerprint}" != button_value(TWO)
+    assert f'"value": "ap_slack|{edit.fingerprint}"' in shown
 
 
 @pytest.mark.parametrize(

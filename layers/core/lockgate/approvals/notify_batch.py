@@ -1,6 +1,7 @@
 """The notifier's stream batches: new proposals (the Approvals stream) are announced; new rows in the
-Decisions table (its keys-only stream: a decision, or a refused click) bring the proposal's Slack
-message up to date. A record that fails is reported, so Lambda retries from it (then the DLQ)."""
+Decisions table (its keys-only stream: a decision, an edited version, a refused click) bring the
+proposal's Slack message up to date. A record that fails is reported, so Lambda retries from it
+(then the DLQ)."""
 
 from __future__ import annotations
 
@@ -9,16 +10,14 @@ from typing import Any
 
 from lockgate.approvals.notify import Notifier
 from lockgate.approvals.proposals import Proposal
-from lockgate.approvals.refusals import PREFIX as REFUSED
 from lockgate.approvals.refusals import UNREAD
 from lockgate.approvals.slack_posts import SlackPosts
 from lockgate.telemetry import Log
 
 
 def decided_approval(keys: Mapping[str, Any]) -> str | None:
-    """The approval a Decisions row is about (a decision's, or a refusal's), or None if none is known."""
+    """The approval a Decisions row is about (a decision, an edit, a refused click), or None if unknown."""
     approval_id = str((keys.get("approval_id") or {}).get("S", ""))
-    approval_id = approval_id.removeprefix(REFUSED)
     return None if approval_id in ("", UNREAD) else approval_id
 
 

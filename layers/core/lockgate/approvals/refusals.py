@@ -7,10 +7,10 @@ logged. A request that fails its signature, or is too big to check, is not attri
 logged and counted where it is refused (``SlackInteractionRefused``), and writes nothing, so an
 unauthenticated sender cannot fill the table.
 
-A refusal row has no ``verdict``: it is never a decision. It is kept in a partition of its own,
-``refused#<approval id>`` (sort key ``refused#<epoch>#<8 hex>``), not in the approval's, so the
-decision reads (``DecisionStore.for_approval``) never see one, and refused clicks, however many, do
-not grow what every decision on that request reads.
+A refusal row sits beside the request's decisions (partition key: its approval id; sort key
+``refused#<epoch>#<8 hex>``), so one query reads everything said about a request. It has no
+``verdict`` and its ``kind`` is ``refusal``: it is never a decision, and where a proposal stands
+(``lockgate.approvals.standing``) is read from decisions, versions and ``#state`` only.
 """
 
 from __future__ import annotations
@@ -43,7 +43,8 @@ class Why(StrEnum):
     NOT_A_REVIEWER = "not-a-reviewer"  # no reviewer is mapped to this Slack user
     NO_ROLE = "no-role"  # a reviewer, but not one for this tool
     UNKNOWN_REQUEST = "unknown-request"  # no such proposal
-    CHANGED = "changed"  # the arguments differ from the ones the button (or link) was made for
+    CHANGED = "changed"  # the arguments differ from every version of the request
+    EDITED = "edited"  # a reviewer edited it after the message (or page) showed it: look again
     SETTLED = "settled"  # already approved or rejected by others
     EXPIRED = "expired"  # nobody decided in time
     REPLAY = "replay"  # this reviewer already decided it: a second click, a retry or a replay
@@ -65,7 +66,7 @@ class Refusal:
     def from_item(cls, item: dict[str, Any]) -> Refusal:
         """From a low-level DynamoDB item."""
         return cls(
-            approval_id=item["approval_id"]["S"].removeprefix(PREFIX),
+            approval_id=item["approval_id"]["S"],
             channel=item["channel"]["S"],
             who=item["who"]["S"],
             why=Why(item["why"]["S"]),
@@ -77,11 +78,6 @@ def clip(text: str | None) -> str:
     """An id from a request as a row keeps it: at most 64 characters, "-" when there is none."""
     kept = "".join(c for c in (text or "") if c.isprintable())[:MAX_ID_CHARS]
     return kept or UNREAD
-
-
-def partition(approval_id: str | None) -> str:
-    """The partition key of a request's refusals."""
-    return PREFIX + clip(approval_id)
 
 
 class RefusalLog:
@@ -126,7 +122,7 @@ class RefusalLog:
             self._db.put_item,
             TableName=self._table,
             Item={
-                "approval_id": {"S": PREFIX + refusal.approval_id},
+                "approval_id": {"S": refusal.approval_id},
                 "reviewer": {"S": sort_key},
                 "kind": {"S": "refusal"},
                 "channel": {"S": refusal.channel},
@@ -144,8 +140,8 @@ class RefusalLog:
         items = read_all(
             self._db.query,
             TableName=self._table,
-            KeyConditionExpression="approval_id = :p",
-            ExpressionAttributeValues={":p": {"S": partition(approval_id)}},
+            KeyConditionExpression="approval_id = :a AND begins_with(reviewer, :refused)",
+            ExpressionAttributeValues={":a": {"S": clip(approval_id)}, ":refused": {"S": PREFIX}},
             ConsistentRead=True,
         )
         return sorted((Refusal.from_item(i) for i in items), key=lambda r: r.at)

@@ -38,6 +38,8 @@ _SETTLED_REPLIES = {
     DecisionOutcome.ALREADY_APPROVED: "This was already approved; nothing more is needed.",
     DecisionOutcome.ALREADY_REJECTED: "This was already rejected; it will not happen.",
     DecisionOutcome.EXPIRED: "This request has expired: nobody decided in time, and it will not happen.",
+    DecisionOutcome.EDITED: "This request was edited since this message showed it; nothing was recorded. "
+    "The message now shows the edited version: look again.",
 }
 _RECORDED_REPLIES = {
     DecisionOutcome.APPROVED: "Recorded: you approved it, and it runs once.",
@@ -50,6 +52,7 @@ _WHY = {
     DecisionOutcome.ALREADY_REJECTED: Why.SETTLED,
     DecisionOutcome.EXPIRED: Why.EXPIRED,
     DecisionOutcome.CHANGED: Why.CHANGED,
+    DecisionOutcome.EDITED: Why.EDITED,
     DecisionOutcome.NOT_ALLOWED: Why.NO_ROLE,
 }
 
@@ -143,17 +146,17 @@ class SlackDesk:
         proposal = self._proposals.get(click.approval_id)
         if proposal is None:
             return self._refuse(click, Why.UNKNOWN_REQUEST)
-        if proposal.fingerprint != click.fingerprint:
-            return self._refuse(click, Why.CHANGED)
+        standing = self._decisions.standing(proposal.approval_id)
+        if click.fingerprint not in {proposal.fingerprint, *(v.fingerprint for v in standing.versions)}:
+            return self._refuse(click, Why.CHANGED)  # no version of this request was ever shown so
         if self._recorder.reviewer(proposal.tool, reviewer.id) is None:
             return self._refuse(click, Why.NO_ROLE)
-        outcome = self._recorder.record(proposal, reviewer.id, click.choice, "slack")
+        # The version the message showed: a click on one edited since decides nothing (EDITED).
+        outcome = self._recorder.record(proposal, reviewer.id, click.choice, "slack", seen=click.fingerprint)
         if outcome.recorded:
             return ephemeral(_RECORDED_REPLIES[outcome])
         why = _WHY.get(outcome, Why.SETTLED)
-        if why is Why.SETTLED and any(
-            d.reviewer == reviewer.id for d in self._decisions.for_approval(proposal.approval_id)
-        ):
+        if why is Why.SETTLED and any(d.reviewer == reviewer.id for d in standing.decisions):
             why = Why.REPLAY  # their own click, again, on what it settled
         self._refusals.record(click.approval_id, "slack", click.who, why)
         return ephemeral(_SETTLED_REPLIES.get(outcome, CANNOT_DECIDE))

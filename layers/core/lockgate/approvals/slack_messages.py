@@ -2,10 +2,12 @@
 and Approve / Reject buttons; the approvals so far; then its outcome in place of the buttons. The
 message's ``text`` (what a notification and a screen reader show) says the same as its blocks.
 
-Every word of it is built by code from the stored proposal. Text Slack would parse (``<!channel>``,
+Every word of it is built by code from the stored proposal and its edited versions (each edit is
+shown, field by field: the summary is the proposal's own). Text Slack would parse (``<!channel>``,
 ``<url|label>``) is escaped; the assistant's own reason goes in plain text, marked unverified. A
-button's value carries the approval id and the argument fingerprint, nothing secret: the click is
-trusted because Slack signed it, and the decision is re-checked against the stored proposal.
+button's value carries the approval id and the fingerprint of the version shown, nothing secret:
+the click is trusted because Slack signed it, and the decision is re-checked against the stored
+proposal (a click on a version edited since is refused).
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from lockgate.approvals.decisions import Choice, DecisionRecord, State
+from lockgate.approvals.edit_page import shown
 from lockgate.approvals.proposals import Proposal
+from lockgate.approvals.versions import Version
 from lockgate.config import Reviewer
 
 APPROVE_ACTION = "lockgate_approve"
@@ -31,9 +35,9 @@ def escape(text: str) -> str:
     return text.translate(_ESCAPES)[:_MAX_TEXT]
 
 
-def button_value(proposal: Proposal) -> str:
-    """What a button carries: the approval id and the fingerprint of the arguments shown."""
-    return f"{proposal.approval_id}{_SEPARATOR}{proposal.fingerprint}"
+def button_value(proposal: Proposal, edits: Sequence[Version] = ()) -> str:
+    """What a button carries: the approval id and the fingerprint of the version shown."""
+    return f"{proposal.approval_id}{_SEPARATOR}{_latest(proposal, edits)[0]}"
 
 
 def parse_button_value(value: str) -> tuple[str, str] | None:
@@ -50,11 +54,14 @@ def utc_time(epoch: int) -> str:
 
 
 def proposal_blocks(
-    proposal: Proposal, reviewers: Sequence[Reviewer], decisions: Sequence[DecisionRecord] = ()
+    proposal: Proposal,
+    reviewers: Sequence[Reviewer],
+    decisions: Sequence[DecisionRecord] = (),
+    edits: Sequence[Version] = (),
 ) -> list[dict[str, Any]]:
-    """The message for a pending proposal, with the buttons (and the approvals so far, if any)."""
+    """The message for a pending proposal, with the buttons (and its edits and approvals so far)."""
     approvers = _approvers(decisions)
-    blocks = _facts(proposal, reviewers, "Approval needed")
+    blocks = _facts(proposal, reviewers, "Approval needed", edits)
     if approvers:
         blocks.append(_context(progress_line(proposal, approvers)))
     blocks.append(
@@ -62,8 +69,8 @@ def proposal_blocks(
             "type": "actions",
             "block_id": "lockgate_decide",
             "elements": [
-                _button("Approve", APPROVE_ACTION, proposal, "primary"),
-                _button("Reject", REJECT_ACTION, proposal, "danger"),
+                _button("Approve", APPROVE_ACTION, proposal, "primary", edits),
+                _button("Reject", REJECT_ACTION, proposal, "danger", edits),
             ],
         }
     )
@@ -71,29 +78,44 @@ def proposal_blocks(
 
 
 def message_for(
-    proposal: Proposal, reviewers: Sequence[Reviewer], decisions: Sequence[DecisionRecord], state: State
+    proposal: Proposal,
+    reviewers: Sequence[Reviewer],
+    decisions: Sequence[DecisionRecord],
+    state: State,
+    edits: Sequence[Version] = (),
 ) -> tuple[str, list[dict[str, Any]]]:
-    """The message's text and blocks for the proposal's state: what the channel should show now."""
+    """The message's text and blocks for the proposal's state: what the channel should show now.
+
+    ``decisions``: the ones that count (approvals of the current version, rejections); ``edits``:
+    its edited versions, oldest first.
+    """
+    about = f"{proposal.task}: {_what(proposal, edits)}"
     if state is State.PENDING:
         approvers = _approvers(decisions)
+        blocks = proposal_blocks(proposal, reviewers, decisions, edits)
         if not approvers:
-            return fallback_text(proposal), proposal_blocks(proposal, reviewers, decisions)
-        line = progress_line(proposal, approvers)
-        return _with_summary(line, proposal), proposal_blocks(proposal, reviewers, decisions)
+            return fallback_text(proposal, edits), blocks
+        return escape(f"{progress_line(proposal, approvers)} ({about})"), blocks
     if state is State.APPROVED:
         line = approved_line(decisions)
     elif state is State.REJECTED:
         line = rejected_line(decisions)
     else:
         line = "Expired — nobody decided in time; it will not happen"
-    return _with_summary(line, proposal), outcome_blocks(proposal, reviewers, line, _HEADERS[state])
+    blocks = outcome_blocks(proposal, reviewers, line, _HEADERS[state], edits)
+    return escape(f"{line} ({about})"), blocks
 
 
 def outcome_blocks(
-    proposal: Proposal, reviewers: Sequence[Reviewer], line: str, header: str = "Decided"
+    proposal: Proposal,
+    reviewers: Sequence[Reviewer],
+    line: str,
+    header: str = "Decided",
+    edits: Sequence[Version] = (),
 ) -> list[dict[str, Any]]:
     """The message once decided: the same facts, the outcome where the buttons were."""
-    return [*_facts(proposal, reviewers, header), {"type": "section", "text": _mrkdwn(f"*{escape(line)}*")}]
+    facts = _facts(proposal, reviewers, header, edits)
+    return [*facts, {"type": "section", "text": _mrkdwn(f"*{escape(line)}*")}]
 
 
 def approved_line(decisions: Sequence[DecisionRecord]) -> str:
@@ -121,17 +143,29 @@ def progress_line(proposal: Proposal, approvers: Sequence[DecisionRecord]) -> st
     )
 
 
-def fallback_text(proposal: Proposal) -> str:
+def fallback_text(proposal: Proposal, edits: Sequence[Version] = ()) -> str:
     """The notification's plain text (what a phone's lock screen shows): true to a message with buttons."""
     return escape(
-        f"Approval needed ({proposal.task}): {proposal.summary}. "
+        f"Approval needed ({proposal.task}): {_what(proposal, edits)}. "
         "Approve or Reject in this message; nothing happens unless it is approved."
     )
 
 
-def _with_summary(line: str, proposal: Proposal) -> str:
-    """``1 of 2 approvals (...) — ... (support-inbox: refund $80.00 ...)``: the state, then the what."""
-    return escape(f"{line} ({proposal.task}: {proposal.summary})")
+def _what(proposal: Proposal, edits: Sequence[Version]) -> str:
+    """``refund $80.00 ...`` and, once edited, what the current version changed (the summary is the
+    proposal's own: the approval side has no tools to summarise an edit with)."""
+    _, args, editor = _latest(proposal, edits)
+    changed = [f"{k} {shown(proposal.args.get(k))} → {shown(v)}" for k, v in sorted(args.items())
+               if proposal.args.get(k) != v]  # fmt: skip
+    return f"{proposal.summary}; edited by {editor}: {', '.join(changed)}" if editor else proposal.summary
+
+
+def _latest(proposal: Proposal, edits: Sequence[Version]) -> tuple[str, dict[str, Any], str]:
+    """The fingerprint, arguments and editor of the version reviewers decide now ("": as proposed)."""
+    if not edits:
+        return proposal.fingerprint, proposal.args, ""
+    last = max(edits, key=lambda v: v.n)
+    return last.fingerprint, last.args, last.editor
 
 
 def _approvers(decisions: Sequence[DecisionRecord]) -> list[DecisionRecord]:
@@ -141,7 +175,9 @@ def _approvers(decisions: Sequence[DecisionRecord]) -> list[DecisionRecord]:
 _HEADERS = {State.APPROVED: "Approved", State.REJECTED: "Rejected", State.EXPIRED: "Expired"}
 
 
-def _facts(proposal: Proposal, reviewers: Sequence[Reviewer], header: str) -> list[dict[str, Any]]:
+def _facts(
+    proposal: Proposal, reviewers: Sequence[Reviewer], header: str, edits: Sequence[Version] = ()
+) -> list[dict[str, Any]]:
     why = "\n".join(f"• {escape(reason)}" for reason in proposal.why) or "• a person must approve this tool"
     blocks: list[dict[str, Any]] = [
         {"type": "section", "text": _mrkdwn(f"*{header}* ({escape(proposal.task)})")},
@@ -156,16 +192,23 @@ def _facts(proposal: Proposal, reviewers: Sequence[Reviewer], header: str) -> li
     needs = "two different reviewers" if proposal.reviewers_required > 1 else "one reviewer"
     deadline = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(proposal.expires_at))
     blocks.append(_context(f"Needs {needs} · may decide: {who} · expires {deadline}", escaped=True))
+    for version in sorted(edits, key=lambda v: v.n):  # what a reviewer changed: approvals count per version
+        changes = ", ".join(f"{k} {shown(a)} → {shown(b)}" for k, (a, b) in sorted(version.changes.items()))
+        blocks.append(
+            _context(f"Edited by {version.editor} at {utc_time(version.at)} (version {version.n}): {changes}")
+        )
     return blocks
 
 
-def _button(label: str, action_id: str, proposal: Proposal, style: str) -> dict[str, Any]:
+def _button(
+    label: str, action_id: str, proposal: Proposal, style: str, edits: Sequence[Version]
+) -> dict[str, Any]:
     button: dict[str, Any] = {
         "type": "button",
         "action_id": action_id,
         "text": {"type": "plain_text", "text": label},
         "style": style,
-        "value": button_value(proposal),
+        "value": button_value(proposal, edits),
     }
     if action_id == APPROVE_ACTION:  # a slip of the thumb should not approve a refund
         button["confirm"] = {

@@ -10,11 +10,11 @@ channel's history for a message carrying this proposal's id in its metadata (``e
 ``lockgate_approval``), keeps that one's ``ts`` if found, and posts only if none is there.
 
 Updating: the Decisions table's stream brings every new row to the notifier, which re-reads the
-proposal and its decisions and, when what the message should show has changed, calls
-``chat.update``: "1 of 2 approvals (alice at 14:02 UTC) …", "Approved by alice at 14:02 UTC — runs
-once", "Rejected by …", or "Expired …" (a click on an expired request leaves a refusal row, so its
-message catches up). A decision recorded while the message was being posted is shown right after
-its ``ts`` is kept, by the poster itself.
+proposal and where it stands and, when what the message should show has changed, calls
+``chat.update``: an edited version (its changes, and buttons for it), "1 of 2 approvals (alice at
+14:02 UTC) …", "Approved by alice at 14:02 UTC — runs once", "Rejected by …", or "Expired …" (a
+click on an expired request leaves a refusal row, so its message catches up). A decision recorded
+while the message was being posted is shown right after its ``ts`` is kept, by the poster itself.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from lockgate.approvals.decisions import DecisionStore, current_state
+from lockgate.approvals.decisions import Choice, DecisionStore, current_state
 from lockgate.approvals.proposals import Proposal, ProposalStore
 from lockgate.approvals.slack_api import SlackApiError, SlackWebApi
 from lockgate.approvals.slack_messages import message_for
@@ -41,6 +41,7 @@ HISTORY_MARGIN_SECONDS = 60  # look this far before the claim too (our clock and
 MAX_HISTORY_PAGES = 5
 # The message cannot be changed any more (deleted, channel gone or archived): retrying cannot help.
 GONE = frozenset({"message_not_found", "channel_not_found", "cant_update_message", "is_archived"})
+GONE_SHOWN = "gone"  # what the row says a message shows once Slack said it cannot be updated
 
 
 class SearchInconclusive(Exception):  # noqa: N818 - the record is retried, not posted twice
@@ -111,6 +112,8 @@ class SlackPosts:
             self._show(proposal, post)
 
     def _show(self, proposal: Proposal, post: SlackPost) -> None:
+        if post.shown == GONE_SHOWN:
+            return  # deleted or archived in Slack: nothing to update, and no call to make
         text, blocks = self._view(proposal)
         shown = shown_digest(text, blocks)
         if shown == post.shown:
@@ -120,23 +123,34 @@ class SlackPosts:
         except SlackApiError as exc:
             if exc.code not in GONE:
                 raise
-            self._metrics.add_metric(name="SlackMessageGone", unit="Count", value=1)
-            self._log.warning(
-                "slack message cannot be updated", extra={"approval": post.approval_id, "error": exc.code}
-            )
+            self._gone(post, exc.code)
             return
         self._records.shown(post.approval_id, post.ts, shown)
         self._metrics.add_metric(name="SlackMessageUpdated", unit="Count", value=1)
 
+    def _gone(self, post: SlackPost, code: str) -> None:
+        """Slack says the message cannot change any more: say so once, and never call for it again."""
+        self._metrics.add_metric(name="SlackMessageGone", unit="Count", value=1)
+        self._log.warning(
+            "slack message cannot be updated", extra={"approval": post.approval_id, "error": code}
+        )
+        self._records.shown(post.approval_id, post.ts, GONE_SHOWN)
+
     def _view(self, proposal: Proposal) -> tuple[str, list[dict[str, Any]]]:
         """What the message should show now, from the stored decisions."""
-        decisions = self._decisions.for_approval(proposal.approval_id)
-        state = current_state(self._config, proposal, decisions, self._clock.now())
+        standing = self._decisions.standing(proposal.approval_id)
+        state = current_state(self._config, proposal, standing, self._clock.now())
         reviewers = self._config.reviewers_for(proposal.tool)
         allowed = {r.id for r in reviewers}
-        # Only what counts: decisions on these arguments, by reviewers allowed for the tool.
-        counted = [d for d in decisions if d.fingerprint == proposal.fingerprint and d.reviewer in allowed]
-        return message_for(proposal, reviewers, counted, state)
+        current = standing.current(proposal)
+        # What counts: allowed reviewers' rejections, and their approvals of the current version.
+        counted = [
+            d
+            for d in standing.decisions
+            if d.reviewer in allowed
+            and (d.verdict is Choice.REJECT or (d.version, d.fingerprint) == (current.n, current.fingerprint))
+        ]
+        return message_for(proposal, reviewers, counted, state, standing.versions)
 
     def _post_new(self, approval_id: str, channel: str, text: str, blocks: list[dict[str, Any]]) -> str:
         metadata = {"event_type": EVENT_TYPE, "event_payload": {"approval_id": approval_id}}
