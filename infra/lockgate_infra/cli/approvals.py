@@ -1,4 +1,4 @@
-"""`lockgate approvals`: list, show, approve, edit and reject proposals from an operator's terminal.
+"""`lockgate approvals`: list, show, approve, edit, reject and audit proposals from an operator's terminal.
 
 Approve, edit (approve changed arguments) and reject record the caller (``--as`` or
 LOCKGATE_REVIEWER, a reviewer allowed for the tool) through the link's ``DecisionRecorder``; a
@@ -36,6 +36,7 @@ from lockgate.inbox.queue import InboxQueue
 from lockgate.inbox.store import InboxStore
 from lockgate.telemetry import CountingMetrics
 from lockgate_infra.cli.approval_text import DECISION_MESSAGES, as_dict, clean, details, table
+from lockgate_infra.cli.audit import add_audit_parser, run_audit
 from lockgate_infra.cli.targets import Target
 
 REVIEWER_ENV = "LOCKGATE_REVIEWER"
@@ -87,6 +88,7 @@ def add_approvals_parser(
             )
         parsers.append(decide)
     parsers.append(_edit_parser(sub))
+    parsers.append(add_audit_parser(sub))  # `approvals audit`: lockgate_infra.cli.audit
     for parser in parsers:
         parser.add_argument("--config", type=Path, default=default_config, help="lockgate.toml (reviewers)")
         parser.set_defaults(run=run)
@@ -159,6 +161,8 @@ def run_approvals(
     """Run one `lockgate approvals` subcommand; Refused (exit 2) says why nothing was decided."""
     out = out or sys.stdout
     approvals = load_config(args.config, target.stage).approvals  # a prod stack: prod's reviewers
+    if args.approvals_command == "audit":
+        return run_audit(args, target, approvals, out)
     command = ApprovalsCommand.for_target(target, approvals, SystemClock())
     if args.approvals_command == "list":
         statuses = command.queue.listing(include_settled=args.all)
