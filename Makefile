@@ -108,10 +108,11 @@ SEEDS ?= 10
 chaos: $(STAMP)
 	$(BIN)/python -m lockgate_infra.chaos --seeds $(SEEDS)
 
-# Re-take the README's approval-page screenshots (docs/img/, 390 px and desktop) in headless
-# Chromium (.ci/install-browser); the test also checks nothing scrolls sideways at 390 px.
+# Re-take the approval page's screenshots (docs/img/: the README's at 390 px and desktop, and
+# docs/approvals.md's edit section) in headless Chromium (.ci/install-browser); the tests also check
+# nothing scrolls sideways at 390 px, and that the edited refund is the one that runs.
 screenshots: $(STAMP)
-	LOCKGATE_UPDATE_SCREENSHOTS=1 $(BIN)/pytest tests/e2e/test_approval_browser.py -m browser -n 0 -p no:randomly -k screenshots
+	LOCKGATE_UPDATE_SCREENSHOTS=1 $(BIN)/pytest tests/e2e/test_approval_browser.py -m browser -n 0 -p no:randomly -k screenshot
 
 # Every benchmark, ratios against baselines measured in the same run → benchmarks/RESULTS.md.
 bench: $(STAMP)

@@ -34,6 +34,8 @@ SCREENSHOTS = {
     "desktop": ROOT / "docs" / "img" / "approval-desktop.png",
     "phone": ROOT / "docs" / "img" / "approval-phone.png",
 }
+# docs/approvals.md's: the page with "Change it before approving" open and the amount changed.
+EDIT_SCREENSHOT = ROOT / "docs" / "img" / "approval-edit.png"
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
 PHONE = (390, 844)  # CSS pixels: a common phone width
@@ -121,6 +123,11 @@ def demo_stack() -> Iterator[tuple[LocalStack, str, LockgateConfig]]:
         assert status == 200, reply
         assert stack.drain(timeout=30)
         yield stack, gateway.url, config
+
+
+def _refresh(*paths: Path) -> bool:
+    """Whether to (re)write these screenshots: on request, or when one is missing."""
+    return os.environ.get("LOCKGATE_UPDATE_SCREENSHOTS") == "1" or not all(p.exists() for p in paths)
 
 
 def _refunds(stack: LocalStack) -> list[dict[str, Any]]:
@@ -311,9 +318,7 @@ def test_the_page_fits_a_phone_and_a_desktop_and_its_screenshots_are_taken(
     (proposal,) = pending_proposals(stack)
     link = local_signer(stack, config.approvals, f"{gateway_url}/approvals").links_for(proposal)["alice"]
     # (docs/img is refreshed only on request: every run would otherwise rewrite it)
-    refresh = os.environ.get("LOCKGATE_UPDATE_SCREENSHOTS") == "1" or not all(
-        p.exists() for p in SCREENSHOTS.values()
-    )
+    refresh = _refresh(*SCREENSHOTS.values())
     for name, size, mobile in (("phone", PHONE, True), ("desktop", DESKTOP, False)):
         # When she opens it at this width
         _viewport(browser, size, mobile=mobile)
@@ -332,3 +337,59 @@ def test_the_page_fits_a_phone_and_a_desktop_and_its_screenshots_are_taken(
         assert png.startswith(b"\x89PNG\r\n\x1a\n")
     # And looking changed nothing
     assert stack.client("dynamodb").scan(TableName=stack.resources["DecisionsTable"])["Items"] == []
+
+
+@pytest.mark.slow
+def test_a_person_changes_the_amount_before_approving_and_only_the_changed_refund_runs_and_its_screenshot(
+    browser: Any, demo_stack: tuple[LocalStack, str, LockgateConfig], tmp_path: Path
+) -> None:
+    from decimal import Decimal
+
+    from selenium.webdriver.common.by import By
+
+    stack, gateway_url, config = demo_stack
+    # Given grace's $80.00 refund waiting for a person, and alice's link, on a desktop
+    (proposal,) = pending_proposals(stack)
+    link = local_signer(stack, config.approvals, f"{gateway_url}/approvals").links_for(proposal)["alice"]
+    _viewport(browser, DESKTOP, mobile=False)
+    browser.get(link)
+    assert _heading(browser) == SUMMARY
+    # When she opens "Change it before approving": its field shows the amount the assistant proposed
+    section = browser.find_element(By.TAG_NAME, "details")
+    amount = section.find_element(By.CSS_SELECTOR, "input[name='edit.amount']")
+    assert not amount.is_displayed()
+    section.find_element(By.TAG_NAME, "summary").click()
+    assert section.get_attribute("open") is not None and amount.is_displayed()
+    assert amount.get_attribute("value") == "80.00"
+    # ...and changes it to $40.00
+    amount.clear()
+    amount.send_keys("40.00")
+    change = section.find_element(By.CSS_SELECTOR, "button[name=decision][value=edit]")
+    assert change.text == "Approve with these changes" and change.is_displayed()
+    browser.execute_script("arguments[0].blur()", amount)  # no blinking caret in the picture
+    shot = EDIT_SCREENSHOT if _refresh(EDIT_SCREENSHOT) else tmp_path / "edit.png"
+    assert _save_screenshot(browser, shot).startswith(b"\x89PNG\r\n\x1a\n")
+    # (looking and typing changed nothing)
+    assert stack.client("dynamodb").scan(TableName=stack.resources["DecisionsTable"])["Items"] == []
+    # When she approves with these changes
+    change.click()
+    # Then the page says it is approved and will run once
+    assert _heading_after_submit(browser, SUMMARY) == "Approved"
+    assert "it will run once" in browser.find_element(By.TAG_NAME, "main").text
+    # And the refund that ran is the changed one, $40.00, exactly once
+    assert stack.drain(timeout=30)
+    (refund,) = _refunds(stack)
+    assert refund["order_id"]["S"] == "A-2001" and Decimal(refund["amount"]["N"]) == Decimal("40.00")
+    # And the decision is hers, on version 1, the version she made
+    decisions = stack.client("dynamodb").scan(TableName=stack.resources["DecisionsTable"])["Items"]
+    (mine,) = [d for d in decisions if "verdict" in d]
+    assert (mine["by"]["S"], mine["verdict"]["S"], mine["version"]["N"], mine["via"]["S"]) == (
+        "alice",
+        "approve",
+        "1",
+        "link",
+    )
+    # And her link, opened again, says it was approved, by whom, and that it was the edited version
+    browser.get(link)
+    assert _heading(browser) == "Already approved"
+    assert "alice: approve (version 1) at" in browser.find_element(By.TAG_NAME, "main").text
