@@ -353,6 +353,7 @@ def test_a_time_may_be_a_date_a_time_with_an_offset_or_epoch_seconds(
         (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(created)), str(created + 1)),
         (time.strftime("%Y-%m-%dT%H:%M:%S+02:00", time.gmtime(created + 7_200)), f"{created + 1}.5"),
         (time.strftime("%Y-%m-%d", time.gmtime(created)), None),
+        (time.strftime("%Y%m%d", time.gmtime(created)), None),  # eight digits: a date, not epoch seconds
     ):
         code, out, _ = lockgate(shop, capsys, "--since", since, *(["--until", until] if until else []))
         assert code == 0 and [json.loads(line)["approval_id"] for line in out.splitlines()] == [

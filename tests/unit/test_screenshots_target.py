@@ -1,4 +1,4 @@
-"""`make screenshots` (shown in the README) re-takes the approval page's screenshots with the browser tests."""
+"""`make screenshots` (shown in the README) re-takes the approval page's screenshots: the browser tests."""
 
 from __future__ import annotations
 

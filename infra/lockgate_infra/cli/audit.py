@@ -29,7 +29,8 @@ from lockgate_infra.cli.audit_files import CSV, FORMATS, JSONL, write_audit
 from lockgate_infra.cli.audit_json import iso
 from lockgate_infra.cli.targets import Target
 
-EPOCH = re.compile(r"\d{1,11}(\.\d*)?")  # epoch seconds (up to the year 5138)
+# Epoch seconds (up to the year 5138); eight digits are a date (20261201), as ISO 8601 reads them.
+EPOCH = re.compile(r"(?!\d{8}$)\d{1,11}(\.\d*)?")
 WHEN_HELP = "an ISO date or time in UTC (2026-12-01, 2026-12-01T09:00:00Z) or epoch seconds"
 BOM = "\ufeff"  # starts a CSV file, so that spreadsheets read it as UTF-8
 

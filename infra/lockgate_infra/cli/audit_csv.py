@@ -152,7 +152,10 @@ def from_csv(path: Path, text: str) -> Iterator[AuditRecord]:
     reader = csv.DictReader(io.StringIO(text, newline=""))
     missing = [c for c in COLUMNS if c not in (reader.fieldnames or ())]
     if missing:
-        raise AuditFileError(f"{path}: not an audit CSV (no column {', '.join(missing)})")
+        names = ", ".join(missing[:3]) + (", …" if len(missing) > 3 else "")
+        raise AuditFileError(
+            f"{path}: not an audit CSV ({len(missing)} of its {len(COLUMNS)} columns missing: {names})"
+        )
     group: list[dict[str, str]] = []
     for raw in reader:
         row = {k: restored(v or "") for k, v in raw.items() if k}
