@@ -389,7 +389,9 @@ def test_a_person_changes_the_amount_before_approving_and_only_the_changed_refun
         "1",
         "link",
     )
-    # And her link, opened again, says it was approved, by whom, and that it was the edited version
+    # And her link, opened again, says it was approved, by whom, and what she changed
     browser.get(link)
     assert _heading(browser) == "Already approved"
-    assert "alice: approve (version 1) at" in browser.find_element(By.TAG_NAME, "main").text
+    decided = browser.find_element(By.TAG_NAME, "main").text
+    assert "alice: approve (version 1) at" in decided
+    assert "Changed by a reviewer" in decided and "80.00 → 40.00" in decided
