@@ -1,8 +1,8 @@
 """`lockgate approvals audit` on moto: every proposal of a time range, as an auditor receives it.
 
 The proposals are decided through the same ``DecisionRecorder`` as the page, Slack and the CLI, the
-worker's part is played by the inbox and ledger calls it makes, and refused attempts are the
-Decisions rows the approval side writes for them (``kind`` "refusal").
+worker's part is played by the inbox and ledger calls it makes, and refused attempts are kept by
+the approval side's own ``RefusalLog``.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from lockgate.approvals.decisions import Choice, DecisionOutcome, DecisionRecord
 from lockgate.approvals.events import approval_event
 from lockgate.approvals.links import new_claims, sign_link
 from lockgate.approvals.proposals import HOUR, Proposal, ProposalStore
+from lockgate.approvals.refusals import RefusalLog, Why
 from lockgate.clock import FixedClock
 from lockgate.config import load_config
 from lockgate.inbox.models import delivery_key
@@ -73,6 +74,7 @@ class Shop:
         self.proposals = ProposalStore(db, self.aws.names["ApprovalsTable"])
         self.inbox = InboxStore(db, self.aws.inbox_table)
         self.ledger = Ledger(db, self.aws.state_table, self.clock)
+        self.refusals = RefusalLog(db, self.aws.names["DecisionsTable"], self.clock, LOG, CountingMetrics())
         self.recorder = DecisionRecorder(
             decisions=DecisionStore(db, self.aws.names["DecisionsTable"]),
             config=self.config,
@@ -119,22 +121,23 @@ class Shop:
         self.inbox.claim(key, "worker-1", now, 60)
         self.inbox.finish(key, "worker-1", outcome, now)
 
-    def refused(self, proposal: Proposal, channel: str, who: str, why: str, *, with_at: bool = True) -> int:
-        """A refused attempt, as the approval side records it in the Decisions table."""
-        at = int(self.clock.now())
+    def refused(self, proposal: Proposal, channel: str, who: str, why: Why) -> None:
+        """A refused attempt, kept by the approval side's own refusal log."""
+        self.refusals.record(proposal.approval_id, channel, who, why)
+
+    def refused_without_time(self, proposal: Proposal, channel: str, who: str, why: str) -> None:
+        """A refusal row with no ``at`` (its time only in its sort key): the audit still reads it."""
         self.db.put_item(
             TableName=self.aws.names["DecisionsTable"],
             Item={
                 "approval_id": {"S": proposal.approval_id},
-                "reviewer": {"S": f"refused#{at}#{who.encode().hex()[:8]}"},
+                "reviewer": {"S": f"refused#{int(self.clock.now())}#0badc0de"},
                 "kind": {"S": "refusal"},
                 "channel": {"S": channel},
                 "who": {"S": who},
                 "why": {"S": why},
-                **({"at": {"N": str(at)}} if with_at else {}),
             },
         )
-        return at
 
     def trail(self) -> AuditTrail:
         return audit_trail(
@@ -162,7 +165,7 @@ def a_week_of_decisions(shop: Shop) -> dict[str, Proposal]:
     """Given proposals that were edited, two-person approved, rejected with a reason, expired and refused."""
     edited = shop.propose(1)
     assert shop.decide(edited, "alice", Choice.APPROVE, edit={"amount": "40.00"}) is DecisionOutcome.APPROVED
-    shop.refused(edited, "slack", "U0MALLORY", "not a reviewer")
+    shop.refused(edited, "slack", "T0123/U0MALLORY", Why.NOT_A_REVIEWER)
     shop.worker_handles(
         edited.approval_id,
         "approved",
@@ -186,9 +189,9 @@ def a_week_of_decisions(shop: Shop) -> dict[str, Proposal]:
     expired = shop.propose(4, age=25 * HOUR)
     shop.worker_handles(expired.approval_id, "expired", "not run: expired: nobody decided in time")
     refused = shop.propose(5, summary="-refund $80.00 on order A-2005")
-    shop.refused(refused, "slack", "U0MALLORY", "not a reviewer")
+    shop.refused(refused, "slack", "T0123/U0MALLORY", Why.NOT_A_REVIEWER)
     shop.clock.advance(5)
-    shop.refused(refused, "link", "carol", "the link's signature does not verify", with_at=False)
+    shop.refused_without_time(refused, "link", "carol", "a-reason-added-later")
     return {"edited": edited, "pair": pair, "rejected": rejected, "expired": expired, "refused": refused}
 
 
@@ -229,7 +232,9 @@ def test_each_record_says_what_was_asked_changed_decided_refused_and_what_ran(sh
     (decision,) = edited.decisions
     assert (decision.reviewer, decision.verdict, decision.version) == ("alice", Choice.APPROVE, 1)
     assert decision.fingerprint == version.fingerprint != made["edited"].fingerprint
-    assert [(r.channel, r.who, r.why) for r in edited.refusals] == [("slack", "U0MALLORY", "not a reviewer")]
+    assert [(r.channel, r.who, r.why) for r in edited.refusals] == [
+        ("slack", "T0123/U0MALLORY", "not-a-reviewer")
+    ]
     assert edited.outcome.state == "approved" and edited.outcome.ledger_state == ""  # another key ran it
     assert (edited.outcome.worker_event, edited.outcome.worker_status) == ("approved", "done")
     assert edited.outcome.worker_outcome.startswith("refund $40.00 on order A-2001: SUCCEEDED")
@@ -258,7 +263,10 @@ def test_each_record_says_what_was_asked_changed_decided_refused_and_what_ran(sh
     )
     refused = records[made["refused"].approval_id]
     assert refused.outcome.state == "pending" and refused.outcome.worker_event == ""
-    assert [(r.channel, r.who) for r in refused.refusals] == [("slack", "U0MALLORY"), ("link", "carol")]
+    assert [(r.channel, r.who, r.why) for r in refused.refusals] == [
+        ("slack", "T0123/U0MALLORY", "not-a-reviewer"),
+        ("link", "carol", "a-reason-added-later"),
+    ]
     assert refused.refusals[1].at == refused.refusals[0].at + 5
 
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lockgate.approvals.audit import AuditOutcome, AuditRecord, Refusal
+from lockgate.approvals.audit import AuditOutcome, AuditRecord, AuditRefusal
 from lockgate.approvals.standing import Choice, DecisionRecord
 from lockgate.approvals.versions import Version
 from lockgate_infra.cli.audit_csv import FORMULA_START, neutralised, restored
@@ -45,7 +45,10 @@ def awkward_record(text: str = '=cmd|"/c calc"!A1, "quoted"\nsecond line') -> Au
             DecisionRecord(ID, "alice", Choice.APPROVE, AT + 10, "e" * 64, "link", "", 1),
             DecisionRecord(ID, "bob", Choice.REJECT, AT + 20, "e" * 64, "slack", text, 1),
         ),
-        refusals=(Refusal(AT + 5, "link", "", ""), Refusal(AT + 5, "slack", "U0MALLORY", f"\t{text}")),
+        refusals=(
+            AuditRefusal(AT + 5, "link", "", ""),
+            AuditRefusal(AT + 5, "slack", "U0MALLORY", f"\t{text}"),
+        ),
         outcome=AuditOutcome(
             "rejected", worker_event="rejected", worker_status="done", worker_outcome=text, worker_at=AT + 21
         ),

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TextIO
 
-from lockgate.approvals.audit import AuditOutcome, AuditRecord, Refusal, decision_order, refusal_order
+from lockgate.approvals.audit import AuditOutcome, AuditRecord, AuditRefusal, decision_order, refusal_order
 from lockgate.approvals.standing import DecisionRecord
 from lockgate.approvals.versions import Version
 from lockgate_infra.cli.audit_json import (
@@ -133,7 +133,7 @@ def _decided_row(d: DecisionRecord) -> dict[str, str]:
     }
 
 
-def _refused_row(r: Refusal) -> dict[str, str]:
+def _refused_row(r: AuditRefusal) -> dict[str, str]:
     return {"event": "refused", "at": when(r.at), "who": r.who, "channel": r.channel, "reason": r.why}
 
 
@@ -204,7 +204,7 @@ def _record_of(rows: list[dict[str, str]]) -> AuditRecord:
         )
         for r in of["decided"]
     ]
-    refusals = [Refusal(epoch(r["at"]) or 0, r["channel"], r["who"], r["reason"]) for r in of["refused"]]
+    refusals = [AuditRefusal(epoch(r["at"]) or 0, r["channel"], r["who"], r["reason"]) for r in of["refused"]]
     return AuditRecord(
         approval_id=p["approval_id"],
         task=p["task"],

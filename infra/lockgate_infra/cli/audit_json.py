@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from lockgate.approvals.audit import AuditOutcome, AuditRecord, Refusal
+from lockgate.approvals.audit import AuditOutcome, AuditRecord, AuditRefusal
 from lockgate.approvals.standing import Choice, DecisionRecord
 from lockgate.approvals.versions import Version
 
@@ -90,7 +90,7 @@ def from_json(data: dict[str, Any]) -> AuditRecord:
             for d in data["decisions"]
         ),
         refusals=tuple(
-            Refusal(epoch(r["at"]) or 0, r["channel"], r["who"], r["why"]) for r in data["refusals"]
+            AuditRefusal(epoch(r["at"]) or 0, r["channel"], r["who"], r["why"]) for r in data["refusals"]
         ),
         outcome=AuditOutcome(
             **{name: str(o[name]) for name in OUTCOME_FIELDS},

@@ -30,21 +30,23 @@ from lockgate.inbox.store import InboxStore
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-REFUSAL_KIND = "refusal"  # Decisions rows of refused attempts: sort key "refused#<epoch>#<hex>"
+# Decisions rows of refused attempts (lockgate.approvals.refusals): sort key "refused#<epoch>#<hex>".
+# Read here as plain text, so a reason code added later is exported, not an error.
+REFUSAL_KIND = "refusal"
 VETO_EVENT = "veto"  # the end of a veto window (lockgate.approvals.events.VetoTimer)
 
 
 @dataclass(frozen=True)
-class Refusal:
-    """An attempt on a proposal that was refused and recorded: where, by whom, why, when."""
+class AuditRefusal:
+    """A refused attempt to decide a proposal, as the audit exports it: when, where, by whom, why."""
 
     at: int
-    channel: str  # "slack", "link", ...
-    who: str  # as the channel named them (a Slack user id, a reviewer id)
-    why: str
+    channel: str  # slack, link or cli
+    who: str  # as the channel named them ("T0123/U0ALICE01" for Slack, a reviewer id otherwise)
+    why: str  # a short code: not-a-reviewer, no-role, settled, replay, ...
 
     @classmethod
-    def from_item(cls, item: Mapping[str, Any]) -> Refusal:
+    def from_item(cls, item: Mapping[str, Any]) -> AuditRefusal:
         """From a low-level Decisions item (``kind`` "refusal"); a missing ``at`` is read from its key."""
         at = _text(item, "at")
         if not at.isdigit():
@@ -85,7 +87,7 @@ class AuditRecord:
     expires_at: int
     versions: tuple[Version, ...]  # reviewers' edits, by number
     decisions: tuple[DecisionRecord, ...]  # by time, version, reviewer
-    refusals: tuple[Refusal, ...]  # by time
+    refusals: tuple[AuditRefusal, ...]  # by time
     outcome: AuditOutcome
 
 
@@ -94,7 +96,7 @@ def decision_order(decision: DecisionRecord) -> tuple[int, int, str]:
     return (decision.decided_at, decision.version, decision.reviewer)
 
 
-def refusal_order(refusal: Refusal) -> tuple[int, str, str, str]:
+def refusal_order(refusal: AuditRefusal) -> tuple[int, str, str, str]:
     """The order refusals are listed in: when, then the rest of it."""
     return (refusal.at, refusal.channel, refusal.who, refusal.why)
 
@@ -139,7 +141,7 @@ class AuditTrail:
         decisions = sorted((DecisionRecord.from_item(i) for i in items if "verdict" in i), key=decision_order)
         versions = sorted((Version.from_item(i) for i in items if _kind(i) == "version"), key=lambda v: v.n)
         refusals = sorted(
-            (Refusal.from_item(i) for i in items if _kind(i) == REFUSAL_KIND), key=refusal_order
+            (AuditRefusal.from_item(i) for i in items if _kind(i) == REFUSAL_KIND), key=refusal_order
         )
         standing = Standing(decisions, versions)
         state = current_state(self._config, proposal, standing, self._clock.now())
