@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from lockgate.config import model, sources
+from lockgate.config import model, provider, sources
 
 ROOT = Path(__file__).resolve().parents[3]
 DOCS = ROOT / "docs"
@@ -49,8 +49,20 @@ SECTIONS: tuple[tuple[str, type, frozenset[str], str], ...] = (
     (
         "[models.MODEL]",
         model.ModelConfig,
-        frozenset(),
+        frozenset({"providers"}),
         "One table per model id (quoted). How prices work: [Costs](../costs.md#model-prices).",
+    ),
+    (
+        "[models.MODEL.PROVIDER]",
+        model.ProviderPrice,
+        frozenset(),
+        "PROVIDER is `anthropic`, `bedrock` or `aws`; these win over the flat prices there.",
+    ),
+    (
+        "[provider]",
+        provider.ProviderConfig,
+        frozenset(),
+        "Who answers model calls: [Choosing a model provider](../providers.md).",
     ),
 )
 

@@ -1,7 +1,8 @@
 """StubAnthropic: the Messages API on 127.0.0.1, real HTTP, so the real SDK is what gets tested.
 
 Serves ``POST /v1/messages`` (non-streaming), ``POST /v1/messages/count_tokens`` and Message
-Batches (see ``batches``). Requests are
+Batches (see ``batches``), and the same signed with SigV4 (Claude Platform on AWS) or as Bedrock's
+``POST /model/{id}/invoke`` (see ``aws_wire``). Requests are
 validated like the API does (see ``validation``), answered by a scripted model (see ``models``),
 and billed with prompt-cache accounting (see ``accounting``). Errors use the API's shape and a
 ``request-id`` header, so the SDK raises its own classes.
@@ -12,14 +13,22 @@ from __future__ import annotations
 import itertools
 import json
 import threading
-from collections.abc import Mapping
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, cast
+from http.server import BaseHTTPRequestHandler
+from typing import Any
 
 from lockgate.clock import Clock, SystemClock
 from lockgate_infra.serving import Activity, Serving
 from lockgate_infra.stub.accounting import PromptCache, count_input_tokens, estimate_tokens
+from lockgate_infra.stub.aws_wire import (
+    Invoke,
+    bedrock_error,
+    bedrock_invoke,
+    messages_body,
+    signed,
+    sigv4_problem,
+)
 from lockgate_infra.stub.batches import BATCHES_PATH, BatchDesk
+from lockgate_infra.stub.http_server import StubHttpServer, send_json
 from lockgate_infra.stub.replies import LOG, STOP_REASONS, Model, NotWrittenFor, Reply, StubError
 from lockgate_infra.stub.shop_model import shop_model
 from lockgate_infra.stub.validation import constrained_reply_ok, request_problem
@@ -51,16 +60,18 @@ class StubAnthropic(Serving):
         self._totals = dict.fromkeys(USAGE_KEYS, 0)
         self._ids = itertools.count(1)
         self._stopping = threading.Event()
-        self._server: _Server | None = None
+        self._server: StubHttpServer | None = None
         self._thread: threading.Thread | None = None
         self.model_failures: list[str] = []  # exceptions raised by a scripted model (answered as 500)
         self.batches = BatchDesk()  # Message Batches: see ``batches``
         self.activity = Activity()  # every request, for `lockgate local status`
+        self.wire: list[str] = []  # each model request's provider: "anthropic", "aws" or "bedrock"
+        self.bedrock_ids: list[str] = []  # the model id of each Bedrock invoke path
 
     def start(self) -> StubAnthropic:
         """Bind a port on 127.0.0.1 and serve in a background thread."""
         if self._server is None:
-            self._server = _Server(("127.0.0.1", self._port), self)
+            self._server = StubHttpServer(("127.0.0.1", self._port), self)
             server = self._server
             # A short poll interval so stop() (and every test's teardown) returns quickly.
             self._thread = threading.Thread(
@@ -129,6 +140,17 @@ class StubAnthropic(Serving):
         request_id = f"req_stub_{number:012d}"
         path = handler.path.split("?", 1)[0]
         raw = handler.rfile.read(int(handler.headers.get("content-length") or 0))
+        invoke = bedrock_invoke(path) if handler.command == "POST" else None
+        if invoke is not None or signed(handler.headers):
+            problem = sigv4_problem(handler.headers) or (
+                None
+                if invoke or handler.headers.get("anthropic-workspace-id")
+                else "anthropic-workspace-id: required"
+            )
+            if problem:
+                return self._error(handler, request_id, StubError(403, "permission_error", problem), invoke)
+        if invoke is not None:
+            return self._invoke(handler, request_id, f"msg_stub_{number:012d}", invoke, raw)
         batch = path == BATCHES_PATH or path.startswith(BATCHES_PATH + "/")
         if not batch and (handler.command != "POST" or path not in (MESSAGES_PATH, COUNT_TOKENS_PATH)):
             return self._error(handler, request_id, StubError(404, "not_found_error", f"Not found: {path}"))
@@ -139,7 +161,7 @@ class StubAnthropic(Serving):
         sent = handler.headers.get("x-api-key") or handler.headers.get("authorization", "").removeprefix(
             "Bearer "
         )
-        if self._api_key is not None and sent != self._api_key:
+        if self._api_key is not None and sent != self._api_key and not signed(handler.headers):
             return self._error(
                 handler, request_id, StubError(401, "authentication_error", "invalid x-api-key")
             )
@@ -157,9 +179,10 @@ class StubAnthropic(Serving):
             problem = request_problem(body, count_tokens=True)
             if problem:
                 return self._error(handler, request_id, StubError(400, "invalid_request_error", problem))
-            return _send(handler, request_id, 200, {"input_tokens": count_input_tokens(body)})
+            return send_json(handler, request_id, 200, {"input_tokens": count_input_tokens(body)})
         with self._lock:
             self._requests.append(body)
+            self.wire.append("aws" if signed(handler.headers) else "anthropic")
             model = self._model
         problem = request_problem(body)
         if problem:
@@ -177,7 +200,32 @@ class StubAnthropic(Serving):
         message = self._message(message_id, body, model)
         if isinstance(message, StubError):
             return self._error(handler, request_id, message)
-        return _send(handler, request_id, 200, message)
+        return send_json(handler, request_id, 200, message)
+
+    def _invoke(
+        self, handler: BaseHTTPRequestHandler, request_id: str, message_id: str, invoke: Invoke, raw: bytes
+    ) -> None:
+        """Bedrock's InvokeModel: the Messages body with its model from the path, AWS-shaped errors."""
+        try:
+            body = messages_body(invoke, json.loads(raw or b"null"))
+        except ValueError:
+            body = StubError(400, "invalid_request_error", "Invalid JSON body")
+        if isinstance(body, StubError):
+            return self._error(handler, request_id, body, invoke)
+        with self._lock:
+            self._requests.append(body)
+            self.wire.append("bedrock")
+            self.bedrock_ids.append(invoke.model)
+            model = self._model
+        problem = request_problem(body)
+        message = (
+            StubError(400, "invalid_request_error", problem)
+            if problem
+            else self._message(message_id, body, model)
+        )
+        if isinstance(message, StubError):
+            return self._error(handler, request_id, message, invoke)
+        return send_json(handler, request_id, 200, message)
 
     def _batch(self, handler: BaseHTTPRequestHandler, request_id: str, path: str, body: Any) -> None:
         def answer(params: dict[str, Any], custom_id: str) -> dict[str, Any] | StubError:
@@ -191,7 +239,9 @@ class StubAnthropic(Serving):
         if isinstance(routed, StubError):
             return self._error(handler, request_id, routed)
         status, payload = routed
-        return _send(handler, request_id, status, payload.encode() if isinstance(payload, str) else payload)
+        return send_json(
+            handler, request_id, status, payload.encode() if isinstance(payload, str) else payload
+        )
 
     def _message(self, message_id: str, body: dict[str, Any], model: Model) -> dict[str, Any] | StubError:
         """The model's reply to one request as a Message, billed; or the error to answer with."""
@@ -229,57 +279,17 @@ class StubAnthropic(Serving):
             "usage": usage,
         }
 
-    def _error(self, handler: BaseHTTPRequestHandler, request_id: str, error: StubError) -> None:
+    def _error(
+        self, handler: BaseHTTPRequestHandler, request_id: str, error: StubError, invoke: Invoke | None = None
+    ) -> None:
         if error.delay > 0 and self._stopping.wait(error.delay):
             handler.close_connection = True
             return None  # shutting down: the client has long given up
+        if invoke is not None:
+            return send_json(handler, request_id, error.status, *bedrock_error(error))
         body = {
             "type": "error",
             "error": {"type": error.type, "message": error.message},
             "request_id": request_id,
         }
-        return _send(handler, request_id, error.status, body, error.headers)
-
-
-def _send(
-    handler: BaseHTTPRequestHandler,
-    request_id: str,
-    status: int,
-    payload: object,
-    headers: Mapping[str, str] | None = None,
-) -> None:
-    data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-    handler.close_connection = True  # one request per connection: no idle keep-alive threads
-    try:
-        handler.send_response(status)
-        handler.send_header("content-type", "application/json")
-        handler.send_header("content-length", str(len(data)))
-        handler.send_header("request-id", request_id)
-        handler.send_header("connection", "close")
-        for name, value in (headers or {}).items():
-            handler.send_header(name, value)
-        handler.end_headers()
-        handler.wfile.write(data)
-    except OSError:
-        return  # the client hung up (it timed out): there is no one left to answer
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, address: tuple[str, int], stub: StubAnthropic) -> None:
-        super().__init__(address, _Handler)
-        self.stub = stub
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def do_POST(self) -> None:  # noqa: N802 - the name http.server dispatches to
-        cast(_Server, self.server).stub.handle(self)
-
-    def do_GET(self) -> None:  # noqa: N802 - the name http.server dispatches to
-        cast(_Server, self.server).stub.handle(self)
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's signature
-        """Quiet: tests and the demo print what matters themselves."""
+        return send_json(handler, request_id, error.status, body, error.headers)

@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from lockgate.actions.tools import RunFacts, Tool
 from lockgate.agent.intake import Intake
+from lockgate.config.provider import ProviderConfig
 from lockgate.errors import ConfigError
 from lockgate.inbox.routing import InboxEvent
 from lockgate.model.price_table import PriceTable
@@ -240,3 +241,17 @@ def require_priced_models(
         owner = f"workflow {workflow}, " if workflow else ""
         for setting, model in task.model_settings():
             prices.require(model, f"{owner}task {task.name}: {setting}")
+
+
+def require_provider_models(
+    tasks: Sequence[Task], provider: ProviderConfig, workflow_of: Callable[[str], str] = lambda _: ""
+) -> None:
+    """ConfigError at start for the first model id a task sets that the provider cannot call.
+
+    On Bedrock each id needs its Bedrock model or inference-profile id in ``[provider.bedrock_models]``.
+    """
+    for task in tasks:
+        workflow = workflow_of(task.name)
+        owner = f"workflow {workflow}, " if workflow else ""
+        for setting, model in task.model_settings():
+            provider.require_model(model, f"{owner}task {task.name}: {setting}")

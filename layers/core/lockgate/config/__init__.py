@@ -3,6 +3,7 @@
 - ``sources``: what the webhook receiver reads, ``[sources]`` and ``[inbox]``, and their parsing;
 - ``model``: the other sections and the whole file, as frozen dataclasses;
 - ``prices``: ``[models]``, the deployment's own model prices;
+- ``provider``: ``[provider]``, who answers model calls (Anthropic's API, Bedrock, Claude Platform on AWS);
 - ``parsing``: reading and validating the whole file; ``files``: the TOML and its stage overlay.
 
 Names load on first use, so the receiver (``load_receipt_config``) never builds the others' types.
@@ -18,6 +19,7 @@ _SOURCES = "lockgate.config.sources"
 _MODEL = "lockgate.config.model"
 _PARSING = "lockgate.config.parsing"
 _FILES = "lockgate.config.files"
+_PROVIDER = "lockgate.config.provider"
 # Public name → the module that defines it.
 _PUBLIC = {
     "ApprovalsConfig": _MODEL,
@@ -28,6 +30,8 @@ _PUBLIC = {
     "LockgateConfig": _MODEL,
     "ModelConfig": _MODEL,
     "PATTERNS": _MODEL,
+    "PROVIDER_NAMES": _PROVIDER,
+    "ProviderConfig": _PROVIDER,
     "REVIEWER_ID": _MODEL,
     "RateLimitConfig": _MODEL,
     "ReceiptConfig": _SOURCES,
@@ -55,6 +59,8 @@ __all__ = [
     "LockgateConfig",
     "ModelConfig",
     "PATTERNS",
+    "PROVIDER_NAMES",
+    "ProviderConfig",
     "REVIEWER_ID",
     "RateLimitConfig",
     "ReceiptConfig",
@@ -92,6 +98,7 @@ if TYPE_CHECKING:
         WorkflowsConfig,
     )
     from lockgate.config.parsing import load_config, parse_config
+    from lockgate.config.provider import PROVIDER_NAMES, ProviderConfig
     from lockgate.config.sources import (
         DEFAULT_MAX_BODY_BYTES,
         SCHEMES,

@@ -8,6 +8,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from lockgate.config.provider import ProviderConfig
 from lockgate.config.sources import ReceiptConfig
 
 PATTERNS = ("queue", "veto", "draft")
@@ -114,20 +115,40 @@ class ScheduleConfig:
 
 
 @dataclass(frozen=True)
+class ProviderPrice:
+    """``[models."<id>".<provider>]``: a model id's prices on one provider, USD per million tokens."""
+
+    input: float  # uncached input on this provider (cache writes: × 1.25 or × 2, as above)
+    output: float  # the reply's tokens on this provider
+    cache_read: float  # input read from the prompt cache on this provider
+
+
+@dataclass(frozen=True)
 class ModelConfig:
     """Prices of a model id Lockgate has no published price for, in USD per million tokens.
 
     Dated ids match by prefix, as the published ones do: `[models."claude-3-5-haiku"]` prices
     `claude-3-5-haiku-latest` and the dated id the API answers as. An entry for a published id
-    replaces its published price (a negotiated rate).
+    replaces its published price (a negotiated rate). The three prices apply on every provider;
+    a table per provider (`[models."claude-sonnet-5-5".bedrock]`) prices it there instead, and
+    may stand alone (a Bedrock price, where Lockgate ships none).
     """
 
-    input: float  # uncached input; a cache write costs this × 1.25 (5 minutes) or × 2 (1 hour)
-    output: float  # the reply's tokens
-    cache_read: float  # input read from the prompt cache
+    input: float | None = None  # uncached input; a cache write costs this × 1.25 (5 minutes) or × 2 (1 hour)
+    output: float | None = None  # the reply's tokens
+    cache_read: float | None = None  # input read from the prompt cache
     # The shortest prompt prefix the API caches for this model; not set: Lockgate's figure for the
     # family, else the largest it knows (so nothing is assumed cached that might not be).
     min_cacheable_tokens: int | None = None
+    providers: Mapping[str, ProviderPrice] = field(default_factory=dict)  # provider name → its prices
+
+    def price_on(self, provider: str) -> ProviderPrice | None:
+        """This id's prices on ``provider``: its own table's, else the flat ones; None: not priced there."""
+        if provider in self.providers:
+            return self.providers[provider]
+        if self.input is None or self.output is None or self.cache_read is None:
+            return None
+        return ProviderPrice(self.input, self.output, self.cache_read)
 
 
 @dataclass(frozen=True)
@@ -149,3 +170,4 @@ class LockgateConfig(ReceiptConfig):
     capacity: CapacityConfig = field(default_factory=CapacityConfig)
     schedules: Mapping[str, ScheduleConfig] = field(default_factory=dict)
     models: Mapping[str, ModelConfig] = field(default_factory=dict)  # [models."<id>"]: extra prices
+    provider: ProviderConfig = field(default_factory=ProviderConfig)  # [provider]: who answers model calls

@@ -25,6 +25,7 @@ from lockgate.config.model import (
     WorkflowsConfig,
 )
 from lockgate.config.prices import parse_models
+from lockgate.config.provider import parse_provider
 from lockgate.config.slack import parse_slack, parse_slack_user, unique_slack_users
 from lockgate.config.sources import parse_inbox, parse_sources
 from lockgate.errors import ConfigError
@@ -46,6 +47,7 @@ def parse_config(raw: Mapping[str, Any], origin: str = "lockgate.toml") -> Lockg
     capacity = _capacity(table(raw.get("capacity", {}), f"{origin}: [capacity]"), origin)
     schedules = _schedules(table(raw.get("schedules", {}), f"{origin}: [schedules]"), origin)
     models = parse_models(table(raw.get("models", {}), f"{origin}: [models]"), origin)
+    provider = parse_provider(table(raw.get("provider", {}), f"{origin}: [provider]"), origin)
     return LockgateConfig(
         sources=sources,
         inbox=inbox,
@@ -55,6 +57,7 @@ def parse_config(raw: Mapping[str, Any], origin: str = "lockgate.toml") -> Lockg
         schedules=schedules,
         capacity=capacity,
         models=models,
+        provider=provider,
     )
 
 

@@ -128,11 +128,14 @@ def collect_batches(resources: JobResources) -> Job:
     from lockgate.capacity.spend import daily_caps
     from lockgate.jobs.builtin.collect_batches import BatchCollector
     from lockgate.model.price_table import PriceTable
-    from lockgate.model.sdk import anthropic_factory
+    from lockgate.model.sdk import sdk_factory
     from lockgate.secrets import SecretResolver
 
+    provider = resources.config.provider
     secrets = SecretResolver(resources.names, secretsmanager=lambda: resources.client("secretsmanager"))
-    key_ref = resources.name("ANTHROPIC_API_KEY_REF")
+    # The AWS providers sign with the role; on Bedrock no batch is ever submitted, so none is polled.
+    key_ref = resources.name("ANTHROPIC_API_KEY_REF") if provider.uses_api_key else None
+    key = (lambda: secrets.resolve(key_ref)) if key_ref is not None else None
     dynamodb, table, budget = (
         resources.client("dynamodb"),
         resources.name("STATE_TABLE"),
@@ -142,9 +145,7 @@ def collect_batches(resources: JobResources) -> Job:
     spend = daily_caps(budget, dynamodb, table, resources.clock, metrics=resources.metrics, log=resources.log)
     gate = Gate(dynamodb, resources.clock, spend=spend, limiter=None) if spend is not None else None
     return BatchCollector(
-        anthropic_factory(
-            lambda: secrets.resolve(key_ref), resources.names.get("ANTHROPIC_BASE_URL") or None
-        ),
+        sdk_factory(provider, key, resources.names.get("ANTHROPIC_BASE_URL") or None),
         dynamodb,
         table,
         RunStore(dynamodb, table, resources.clock),

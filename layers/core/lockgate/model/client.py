@@ -18,12 +18,14 @@ import random
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from lockgate.clock import Clock
+from lockgate.config.provider import ProviderConfig
 from lockgate.model.breakpoints import canonical_messages, mark_conversation, marker, unmarked
 from lockgate.model.errors import ModelError, classify, retry_after
+from lockgate.model.providers import provider as provider_named
 from lockgate.model.retrybudget import RetryBudget
 from lockgate.telemetry import Log, Metrics, NoTracing, Tracing
 
@@ -156,8 +158,12 @@ class ModelClient:
         backoff_cap: float = 20.0,
         retry_budget: RetryBudget | None = None,
         metrics: Metrics | None = None,
+        provider: ProviderConfig | None = None,
     ) -> None:
         self._factory = client_factory
+        # [provider]: only the id on the wire and the count endpoint differ; the rest is the same.
+        self._provider = provider or ProviderConfig()
+        self._counts_tokens = provider_named(self._provider.name).token_counting
         self._client: Any = None
         # One batch's records call from several threads: the SDK client is made once and shared
         # (it is thread-safe), not once per thread that raced to make it.
@@ -186,6 +192,7 @@ class ModelClient:
     def create(self, request: ModelRequest, deadline: float) -> ModelReply:
         """One assistant reply, retrying what can be retried before ``deadline`` (epoch seconds)."""
         params = request.to_params()
+        params.update(self._provider.wire_params(request.model))
         for attempt in range(1, self._max_attempts + 1):
             remaining = deadline - self._clock.now() - SAFETY_SECONDS
             if remaining < 1:
@@ -218,6 +225,8 @@ class ModelClient:
                 self._sleep(delay)
                 continue
             reply = _reply(message, attempt)
+            if params["model"] != request.model:  # Bedrock's id is the invoke path's: record the task's
+                reply = replace(reply, model=request.model)
             self._log.info(
                 "model call",
                 extra={
@@ -233,9 +242,10 @@ class ModelClient:
     def count_tokens(self, request: ModelRequest, deadline: float) -> int | None:
         """Input tokens as the API's count endpoint reports them; None when it cannot answer in time."""
         remaining = min(COUNT_TIMEOUT_SECONDS, deadline - self._clock.now() - SAFETY_SECONDS)
-        if remaining < 1:
-            return None
+        if remaining < 1 or not self._counts_tokens:
+            return None  # no time, or a provider without the endpoint (Bedrock): the estimate
         params = request.to_params()
+        params["model"] = self._provider.wire_model_id(request.model)
         del params["max_tokens"]  # not a count_tokens parameter
         try:
             counted = (

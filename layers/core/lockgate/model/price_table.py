@@ -7,10 +7,10 @@ A function refuses to start with a configured id the table does not know (``requ
 call it makes is priced at a real rate. A reply whose id matches nothing (a model the API swapped
 in) is still priced, as the dearest model in the table: a spend cap never under-counts.
 
-Prices are the Anthropic API's list prices. Prices per provider (Amazon Bedrock, Claude Platform
-on AWS) extend this, not replace it: a provider's rates become a second table of ``ModelEntry``,
-chosen by the composition root for the deployment's provider, with ``[models."<id>"]`` gaining
-a table per provider; nothing that prices a call changes.
+Prices are per provider (``lockgate.model.pricing.PROVIDER_PRICES``, each with its source and
+date): the deployment's ``[provider]`` chooses the table, and ``[models."<id>"]`` adds to it, with
+a table per provider (``[models."<id>".bedrock]``) where a provider's price differs or Lockgate
+ships none. Nothing that prices a call knows which provider answered.
 """
 
 from __future__ import annotations
@@ -23,7 +23,15 @@ from lockgate.config import LockgateConfig, ModelConfig
 from lockgate.config.prices import family
 from lockgate.errors import ConfigError
 from lockgate.model.client import Usage
-from lockgate.model.pricing import PRICES, Price, cost_usd, dearest, estimate_usd, matching_name
+from lockgate.model.pricing import (
+    PRICES,
+    PROVIDER_PRICES,
+    Price,
+    cost_usd,
+    dearest,
+    estimate_usd,
+    matching_name,
+)
 from lockgate.model.prompt_cache import UNKNOWN_MODEL_MIN_CACHEABLE, min_cacheable_tokens
 
 EXAMPLE_DATED_ID = "claude-sonnet-4-5-20250929"
@@ -42,29 +50,33 @@ class PriceTable:
     """Model ids and their entries; a dated id (``claude-sonnet-4-5-20250929``) matches its family."""
 
     entries: Mapping[str, ModelEntry]
+    provider: str = "anthropic"  # whose prices these are (lockgate.toml [provider])
 
     @classmethod
-    def published(cls) -> PriceTable:
-        """The published prices only (``lockgate.model.pricing.PRICES``)."""
-        return cls.from_config({})
+    def published(cls, provider: str = "anthropic") -> PriceTable:
+        """The published prices only (``lockgate.model.pricing.PROVIDER_PRICES``)."""
+        return cls.from_config({}, provider)
 
     @classmethod
-    def from_config(cls, models: Mapping[str, ModelConfig]) -> PriceTable:
-        """The published prices with the config's ``[models]`` over them (an entry there wins)."""
-        entries = {name: ModelEntry(price, min_cacheable_tokens(name)) for name, price in PRICES.items()}
+    def from_config(cls, models: Mapping[str, ModelConfig], provider: str = "anthropic") -> PriceTable:
+        """``provider``'s published prices with the config's ``[models]`` over them (an entry there wins)."""
+        published = PROVIDER_PRICES[provider]
+        entries = {name: ModelEntry(price, min_cacheable_tokens(name)) for name, price in published.items()}
         for name, given in models.items():
-            minimum = given.min_cacheable_tokens
+            rates, minimum = given.price_on(provider), given.min_cacheable_tokens
+            if rates is None:
+                continue  # priced for other providers only
             entries[name] = ModelEntry(
-                Price(given.input, given.output, given.cache_read),
+                Price(rates.input, rates.output, rates.cache_read),
                 # Not given: the family's published minimum when Lockgate knows one, else the largest.
                 min_cacheable_tokens(name) if minimum is None else minimum,
             )
-        return cls(entries)
+        return cls(entries, provider)
 
     @classmethod
     def for_deployment(cls, config: LockgateConfig) -> PriceTable:
-        """The deployment's table (its ``[models]``); ConfigError for a ``[capacity.models]`` id it lacks."""
-        prices = cls.from_config(config.models)
+        """The deployment's prices ([provider], [models]); ConfigError for a [capacity.models] id it lacks."""
+        prices = cls.from_config(config.models, config.provider.name)
         for model in config.capacity.models:
             prices.require(model, "lockgate.toml: [capacity.models] key")
         return prices
@@ -78,10 +90,18 @@ class PriceTable:
         if self.knows(model):
             return
         # What to do comes before the list: a CLI clips a long line at its end.
+        table = (
+            f'[models."{family(model)}"]'
+            if self.provider == "anthropic"
+            else f'[models."{family(model)}".{self.provider}]'
+        )
+        on = "" if self.provider == "anthropic" else f"{self.provider} "
         raise ConfigError(
-            f'{where} "{model}" has no price: use a known id, or give its prices in lockgate.toml as '
-            f'[models."{family(model)}"] with input, output and cache_read in USD per million tokens. '
-            f"Known ids (dated ids such as {EXAMPLE_DATED_ID} match their family): " + ", ".join(self.entries)
+            f'{where} "{model}" has no {on}price: use a known id, or give its prices in '
+            "lockgate.toml as "
+            f"{table} with input, output and cache_read in USD per million tokens. "
+            f"Known ids (dated ids such as {EXAMPLE_DATED_ID} match their family): "
+            + (", ".join(self.entries) or "none")
         )
 
     def price(self, model: str) -> Price:
@@ -114,4 +134,5 @@ class PriceTable:
 
     @cached_property
     def _dearest(self) -> Price:
-        return dearest(entry.price for entry in self.entries.values())
+        # A provider table without entries (Bedrock priced by nothing) still never under-counts.
+        return dearest([entry.price for entry in self.entries.values()] or PRICES.values())

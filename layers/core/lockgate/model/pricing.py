@@ -61,6 +61,23 @@ PRICES: dict[str, Price] = {
 }
 
 
+# Prices per provider: Lockgate ships only those it can source, each with its source and date.
+# - Claude Platform on AWS: "Anthropic rates your token usage in USD at standard per-model,
+#   per-feature rates ... then converts the result to CCUs at $0.01 per CCU"
+#   (docs.aws.amazon.com/claude-platform/latest/userguide/billing, read 2026-12-02): the same table.
+# - Amazon Bedrock: no published Bedrock price list for these models was at hand when this table
+#   was dated, so none is shipped rather than a guess. A Bedrock deployment prices each model it
+#   uses in lockgate.toml, [models."<id>".bedrock], from aws.amazon.com/bedrock/pricing for its
+#   region and endpoint (the worker refuses to start without one: docs/providers.md, "Cost").
+PROVIDER_PRICES: dict[str, dict[str, Price]] = {"anthropic": PRICES, "aws": PRICES, "bedrock": {}}
+PRICE_SOURCES: dict[str, str] = {
+    "anthropic": f"platform.claude.com/docs/en/about-claude/pricing, as of {PRICES_AS_OF}",
+    "aws": "Anthropic's standard rates, billed as CCUs at $0.01 (docs.aws.amazon.com/claude-platform/"
+    "latest/userguide/billing, read 2026-12-02)",
+    "bedrock": 'none shipped: give yours in [models."<id>".bedrock] (aws.amazon.com/bedrock/pricing)',
+}
+
+
 def dearest(prices: Iterable[Price]) -> Price:
     """The highest rates among ``prices`` (long-prompt bands included): what an unknown model is priced as."""
     listed = list(prices)

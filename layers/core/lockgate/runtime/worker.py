@@ -40,12 +40,14 @@ from lockgate.inbox.store import InboxStore
 from lockgate.inbox.worker import Leasing, Worker
 from lockgate.model.client import ModelClient
 from lockgate.model.price_table import PriceTable
+from lockgate.model.providers import provider as provider_named
 from lockgate.model.response_cache import ResponseCache
 from lockgate.model.retrybudget import RetryBudget
-from lockgate.model.sdk import anthropic_factory
+from lockgate.model.sdk import sdk_factory
 from lockgate.model.usage import UsageRollup
 from lockgate.restore import RestoreHooks
 from lockgate.runtime.deps import Deps
+from lockgate.runtime.provider import require_provider
 from lockgate.settings import WorkerSettings
 from lockgate.workflows import Setup, load_workflows
 
@@ -148,9 +150,11 @@ def model_client(
 ) -> ModelClient:
     """The model client as deployed; ``sdk`` replaces the SDK factory (a harness's recording stub)."""
     clock = deps.clock
+    provider = config.provider
+    # The AWS providers sign with the role: no key is read, none needs to exist.
+    key = (lambda: deps.secrets.resolve(settings.model_key_ref)) if provider.uses_api_key else None
     return ModelClient(
-        sdk
-        or anthropic_factory(lambda: deps.secrets.resolve(settings.model_key_ref), settings.model_base_url),
+        sdk or sdk_factory(provider, key, settings.model_base_url),
         clock,
         deps.log,
         deps.tracing,
@@ -159,6 +163,7 @@ def model_client(
         # floor lets a quiet process still retry a few times a minute.
         retry_budget=RetryBudget(config.capacity.retry_budget_ratio, min_retries_per_minute=10, clock=clock),
         metrics=deps.metrics,
+        provider=provider,
     )
 
 
@@ -174,6 +179,7 @@ def build_agent(
     ``model`` replaces the deployed model client (the eval rig's, whose failures stop the eval).
     ConfigError when a task or ``[capacity.models]`` names a model id without a price.
     """
+    require_provider(setup, settings, config)
     prices = PriceTable.for_deployment(config)
     require_priced_models(setup.tasks, prices, setup.workflow_of)
     capacity, budget = config.capacity, settings.budget(config.budget)
@@ -229,8 +235,9 @@ def message_batches(
     prices: PriceTable,
     gate: Gate,
 ) -> Batches | None:
-    """Half-price Message Batches for the tasks that batch a step; None when no task does."""
-    if not any(t.batch for t in setup.tasks):
+    """Half-price Message Batches for the tasks that batch a step; None when no task does, or where
+    the provider has none (Bedrock: such steps call directly, docs/providers.md "Batches")."""
+    if not any(t.batch for t in setup.tasks) or not provider_named(prices.provider).message_batches:
         return None
     return Batches(
         model.sdk_factory,

@@ -26,7 +26,10 @@ class WorkerSettings:
     daily_budget_usd: float | None = None  # the template's DailyBudgetUsd; None keeps lockgate.toml's
     approvals_table: str | None = None  # proposals are written only when both tables are given
     decisions_table: str | None = None  # read-only for the worker: it re-checks decisions
-    model_key_ref: str = "env:ANTHROPIC_API_KEY"  # where the model API key is read from
+    model_key_ref: str = "env:ANTHROPIC_API_KEY"  # where the model API key is read from (Anthropic API)
+    # LOCKGATE_MODEL_PROVIDER: the template's ModelProvider, whose IAM the role has; it must be
+    # lockgate.toml's [provider] name (checked when the worker starts). None: not deployed by SAM.
+    model_provider: str | None = None
     model_base_url: str | None = None  # ANTHROPIC_BASE_URL: a stand-in API locally and in tests
     snap_start: bool = False  # initialised into a SnapStart snapshot
     stage: str | None = None  # LOCKGATE_STAGE: stages/<stage>.toml is merged over the config
@@ -49,6 +52,7 @@ class WorkerSettings:
             decisions_table=environ.get("DECISIONS_TABLE") or None,
             model_key_ref=environ.get("ANTHROPIC_API_KEY_REF") or "env:ANTHROPIC_API_KEY",
             model_base_url=environ.get("ANTHROPIC_BASE_URL") or None,
+            model_provider=environ.get("LOCKGATE_MODEL_PROVIDER") or None,
             snap_start=environ.get("AWS_LAMBDA_INITIALIZATION_TYPE") == "snap-start",
             record_concurrency=whole_number(environ, "WORKER_RECORD_CONCURRENCY", 10),
         )
