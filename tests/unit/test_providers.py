@@ -189,3 +189,42 @@ def test_given_an_unsigned_bedrock_request_then_the_stub_refuses_it_as_aws_would
             messages=[{"role": "user", "content": "x"}],
         )
     assert "AWS4-HMAC-SHA256" in str(error.value)
+
+
+# ---------------------------------------------------------------- IAM and secrets per provider
+
+
+def test_given_bedrock_ids_then_provider_arns_names_each_profile_and_its_model_exactly() -> None:
+    from lockgate_infra.cli.provider_arns import bedrock_arns
+
+    profile = "arn:aws:bedrock:eu-west-1:123456789012:application-inference-profile/a1b2c3"
+    provider = ProviderConfig(
+        name="bedrock",
+        bedrock_models={
+            SONNET: BEDROCK_SONNET,
+            "claude-haiku-4-5": "anthropic.claude-haiku-4-5",
+            "x": profile,
+        },
+    )
+    assert bedrock_arns(provider, "123456789012", "eu-west-1") == [
+        "arn:aws:bedrock:eu-west-1:123456789012:inference-profile/eu.anthropic.claude-sonnet-5-5-v1:0",
+        # A cross-Region profile sends each request to one of its Regions: the model in any Region.
+        "arn:aws:bedrock:*::foundation-model/anthropic.claude-sonnet-5-5-v1:0",
+        "arn:aws:bedrock:eu-west-1::foundation-model/anthropic.claude-haiku-4-5",
+        profile,
+    ]
+    with pytest.raises(ConfigError, match="12-digit"):
+        bedrock_arns(provider, "me", "eu-west-1")
+
+
+@pytest.mark.parametrize(("provider", "asks_for_key"), [(ANTHROPIC, True), (BEDROCK, False), (AWS, False)])
+def test_given_a_provider_then_lockgate_secrets_asks_for_the_model_key_only_on_anthropics_api(
+    provider: ProviderConfig, asks_for_key: bool
+) -> None:
+    from dataclasses import replace
+
+    from lockgate_infra.cli.stack_secrets import MODEL_KEY, StackSecrets
+
+    config = replace(parse_config({}), provider=provider)
+    names = {entry.name for entry in StackSecrets(None, config, None).entries()}
+    assert (MODEL_KEY in names) is asks_for_key

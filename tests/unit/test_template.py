@@ -554,6 +554,61 @@ def test_given_the_worker_role_then_it_has_exactly_its_data_access_and_only_the_
     }
 
 
+MODEL_KEY_ARN = (
+    "arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:"
+    "${SecretsPrefix}/anthropic-api-key-??????"
+)
+WORKSPACE_ARN = (
+    "arn:${AWS::Partition}:aws-external-anthropic:${AWS::Region}:${AWS::AccountId}:"
+    "workspace/${ClaudeWorkspaceId}"
+)
+# What each provider adds to the worker's grants on Anthropic's API, besides losing the model key.
+PROVIDER_GRANTS = {
+    "bedrock": {("bedrock:InvokeModel", "Ref:BedrockModelArns")},
+    "aws": {("aws-external-anthropic:CreateInference", WORKSPACE_ARN)},
+}
+
+
+@pytest.mark.parametrize("provider", sorted(PROVIDER_GRANTS))
+def test_given_an_aws_model_provider_then_the_worker_invokes_exactly_the_named_models_and_reads_no_key(
+    cfn, provider
+):
+    worker = role_of(cfn, "AgentWorkerFunction")
+    anthropic_api, on_aws = access(worker), access(worker, provider)
+    # Exactly InvokeModel (no streaming, no batch jobs, no bedrock:*) on the parameter's ARNs, or
+    # CreateInference on the one workspace; and the key secret is gone.
+    assert (
+        on_aws
+        == (anthropic_api - {("secretsmanager:GetSecretValue", MODEL_KEY_ARN)}) | PROVIDER_GRANTS[provider]
+    )
+    for function_id in ALL_FUNCTIONS:
+        role = role_of(cfn, function_id)
+        assert ("secretsmanager:GetSecretValue", MODEL_KEY_ARN) not in access(role, provider) or (
+            function_id == "EvalJobsFunction"  # the weekly eval still calls Anthropic's API
+        )
+        if function_id != "AgentWorkerFunction":
+            assert not {a for a, _ in access(role, provider) if a.startswith(("bedrock:", "aws-external"))}
+
+
+def test_given_the_model_provider_then_the_worker_is_told_it_and_the_key_only_on_anthropics_api(cfn):
+    for function_id in ("AgentWorkerFunction", "ScheduledJobsFunction"):
+        key = environment(cfn, function_id)["ANTHROPIC_API_KEY_REF"]
+        assert key["Fn::If"][0] == "UsesAnthropicApi" and key["Fn::If"][2] == {"Ref": "AWS::NoValue"}
+    assert environment(cfn, "AgentWorkerFunction")["LOCKGATE_MODEL_PROVIDER"] == {"Ref": "ModelProvider"}
+    assert cfn["Parameters"]["ModelProvider"]["AllowedValues"] == ["anthropic", "bedrock", "aws"]
+
+
+def test_given_an_aws_provider_without_its_resources_then_the_rules_refuse_the_deploy(sam_template):
+    rules = sam_template["Rules"]
+    bedrock, aws = rules["BedrockNeedsModelArns"], rules["ClaudePlatformNeedsWorkspace"]
+    assert bedrock["RuleCondition"] == {"Fn::Equals": [{"Ref": "ModelProvider"}, "bedrock"]}
+    unset = sam_template["Parameters"]["BedrockModelArns"]["Default"]
+    assert bedrock["Assertions"][0]["Assert"] == {
+        "Fn::Not": [{"Fn::Contains": [{"Ref": "BedrockModelArns"}, unset]}]
+    }
+    assert aws["Assertions"][0]["Assert"] == {"Fn::Not": [{"Fn::Equals": [{"Ref": "ClaudeWorkspaceId"}, ""]}]}
+
+
 def test_given_the_worker_role_then_it_sends_email_only_from_the_shops_address(cfn):
     (statement,) = (
         s for s in statements(role_of(cfn, "AgentWorkerFunction")) if "ses:SendEmail" in as_list(s["Action"])
@@ -674,6 +729,9 @@ def test_given_template_parameters_then_defaults_match_the_documented_ones(sam_t
         "ShopFromAddress": "support@shop.example.com",
         "LogLevel": "INFO",
         "ShopModelId": "claude-sonnet-5-5",
+        "ModelProvider": "anthropic",
+        "BedrockModelArns": "arn:aws:bedrock:::foundation-model/unset",  # inert: a rule refuses it
+        "ClaudeWorkspaceId": "",
         "DailyBudgetUsd": "",
         "ApprovalChannels": "email",
         "OldestDeliveryAlarmSeconds": 1800,

@@ -20,6 +20,12 @@ from samtranslator.translator.translator import Translator
 from lockgate_infra.local.template import load_template
 
 ARTIFACT_BUCKET = "lockgate-artifacts"
+# The template's conditions that choose the model provider's statements, by ModelProvider value.
+PROVIDER_CONDITIONS = {
+    "UsesAnthropicApi": "anthropic",
+    "UsesBedrock": "bedrock",
+    "UsesClaudePlatformOnAws": "aws",
+}
 
 
 def _no_managed_policy_lookups() -> dict[str, str]:
@@ -94,15 +100,24 @@ def role_of(cfn: Mapping[str, Any], function_id: str) -> dict[str, Any]:
     return dict(cfn["Resources"][role["Fn::GetAtt"][0]]["Properties"])
 
 
-def statements(role: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Every statement of a role's inline policies."""
-    return [s for policy in role.get("Policies", []) for s in as_list(policy["PolicyDocument"]["Statement"])]
+def statements(role: Mapping[str, Any], provider: str = "anthropic") -> list[dict[str, Any]]:
+    """Every statement of a role's inline policies as deployed with ModelProvider ``provider``."""
+    found = []
+    for policy in role.get("Policies", []):
+        for written in as_list(policy["PolicyDocument"]["Statement"]):
+            statement = written
+            if "Fn::If" in written:  # a provider's statement: kept only with that provider
+                condition, chosen, otherwise = written["Fn::If"]
+                statement = chosen if PROVIDER_CONDITIONS[condition] == provider else otherwise
+            if statement != {"Ref": "AWS::NoValue"}:
+                found.append(statement)
+    return found
 
 
-def access(role: Mapping[str, Any]) -> set[tuple[str, str]]:
+def access(role: Mapping[str, Any], provider: str = "anthropic") -> set[tuple[str, str]]:
     """Every allowed (action, resource) pair of a role's inline policies; a Deny is refused."""
     pairs = set()
-    for statement in statements(role):
+    for statement in statements(role, provider):
         if statement["Effect"] != "Allow":
             raise ValueError(f"unexpected {statement['Effect']} statement: the report lists grants only")
         for action in as_list(statement["Action"]):
@@ -116,13 +131,13 @@ def managed_policies(role: Mapping[str, Any]) -> list[str]:
     return sorted(render(arn).rsplit("/", 1)[-1] for arn in role.get("ManagedPolicyArns", []))
 
 
-def matrix(cfn: Mapping[str, Any]) -> dict[str, dict[str, list[str]]]:
+def matrix(cfn: Mapping[str, Any], provider: str = "anthropic") -> dict[str, dict[str, list[str]]]:
     """function → resource → sorted actions, managed policies listed as resources of their own."""
     result: dict[str, dict[str, list[str]]] = {}
     for function_id in functions(cfn):
         role = role_of(cfn, function_id)
         rows: dict[str, set[str]] = {}
-        for action, resource in access(role):
+        for action, resource in access(role, provider):
             rows.setdefault(resource, set()).add(action)
         for name in managed_policies(role):
             rows.setdefault(f"(AWS managed policy) {name}", set()).add("*as published*")
@@ -130,10 +145,26 @@ def matrix(cfn: Mapping[str, Any]) -> dict[str, dict[str, list[str]]]:
     return result
 
 
-def report(cfn: Mapping[str, Any]) -> str:
-    """The matrix as a Markdown table."""
+def report(cfn: Mapping[str, Any], provider: str = "anthropic") -> str:
+    """The matrix as a Markdown table, as deployed with ModelProvider ``provider``."""
     lines = ["| function | resource | actions |", "|---|---|---|"]
-    for function_id, rows in matrix(cfn).items():
+    for function_id, rows in matrix(cfn, provider).items():
         for resource, actions in rows.items():
             lines.append(f"| {function_id} | `{resource}` | {', '.join(actions)} |")
+    return "\n".join(lines)
+
+
+def provider_difference(cfn: Mapping[str, Any], provider: str) -> str:
+    """The rows ``provider`` grants that Anthropic's API does not, and those it drops, as a table."""
+    base, other = matrix(cfn), matrix(cfn, provider)
+    lines = ["| function | resource | actions | |", "|---|---|---|---|"]
+    for function_id in other:
+        was, now = base[function_id], other[function_id]
+        for resource in sorted(set(was) | set(now)):
+            if was.get(resource) != now.get(resource):
+                added = resource in now
+                actions = ", ".join(now[resource] if added else was[resource])
+                lines.append(
+                    f"| {function_id} | `{resource}` | {actions} | {'added' if added else 'removed'} |"
+                )
     return "\n".join(lines)

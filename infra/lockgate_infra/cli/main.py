@@ -56,7 +56,22 @@ def _parser() -> argparse.ArgumentParser:
         "iam-report", help="each function's permissions (resource × actions) from the translated template"
     )
     iam.add_argument("--template", type=Path, default=ROOT / "template.yaml")
+    iam.add_argument(
+        "--provider",
+        choices=("anthropic", "bedrock", "aws"),
+        default="anthropic",
+        help="as deployed with this ModelProvider (default anthropic)",
+    )
     iam.set_defaults(run=_iam_report)
+    arns = commands.add_parser(
+        "provider-arns",
+        help="the BedrockModelArns parameter for lockgate.toml's [provider.bedrock_models]",
+    )
+    arns.add_argument("--account", required=True, help="the AWS account id the stack deploys to")
+    arns.add_argument("--region", required=True, help="the stack's region (unless [provider] region says)")
+    arns.add_argument("--config", type=Path, default=ROOT / "lockgate.toml")
+    arns.add_argument("--stage", default=None, help="merge stages/STAGE.toml over the config")
+    arns.set_defaults(run=_provider_arns)
     add_check_parser(commands, run=lambda args: run_check(args, ROOT))
     add_new_parser(commands, run=lambda args: run_new_workflow(args, ROOT))
     approvals = add_approvals_parser(commands, default_config=ROOT / "lockgate.toml", run=_approvals)
@@ -205,5 +220,14 @@ def _run_demo(args: argparse.Namespace) -> int:
 def _iam_report(args: argparse.Namespace) -> int:
     from lockgate_infra.cli.iam import report, translate_file
 
-    print(report(translate_file(args.template)))
+    print(report(translate_file(args.template), args.provider))
+    return 0
+
+
+def _provider_arns(args: argparse.Namespace) -> int:
+    from lockgate.config import load_config
+    from lockgate_infra.cli.provider_arns import bedrock_arns
+
+    provider = load_config(args.config, args.stage).provider
+    print("BedrockModelArns=" + ",".join(bedrock_arns(provider, args.account, args.region)))
     return 0

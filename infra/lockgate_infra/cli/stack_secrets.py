@@ -76,7 +76,11 @@ class StackSecrets:
             for ref in s.secrets
         ]
         model_ref = env(WORKER).get("ANTHROPIC_API_KEY_REF", "env:ANTHROPIC_API_KEY") if env else "local"
-        return [*found, Entry(MODEL_KEY, model_ref, None, function=WORKER), *self._slack(prefix)]
+        # Bedrock and Claude Platform on AWS sign with the worker's role: there is no model key.
+        model = (
+            [Entry(MODEL_KEY, model_ref, None, function=WORKER)] if self._config.provider.uses_api_key else []
+        )
+        return [*found, *model, *self._slack(prefix)]
 
     def _slack(self, prefix: str) -> list[Entry]:
         """[approvals.slack]'s bot token (the notifier's) and signing secret (the callback's), if set."""

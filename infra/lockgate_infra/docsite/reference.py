@@ -176,8 +176,9 @@ def _help(parser: argparse.ArgumentParser) -> str:
 
 def iam_reference() -> str:
     """The security page's permission matrix, from the translated template."""
-    from lockgate_infra.cli.iam import report, translate_file
+    from lockgate_infra.cli.iam import provider_difference, report, translate_file
 
+    cfn = translate_file(ROOT / "template.yaml")
     return "\n".join(
         [
             GENERATED,
@@ -187,7 +188,21 @@ def iam_reference() -> str:
             "(the same table `lockgate iam-report` prints). The template tests pin each role's "
             "exact actions and resources.",
             "",
-            report(translate_file(ROOT / "template.yaml")),
+            report(cfn),
+            "",
+            "## With Amazon Bedrock or Claude Platform on AWS",
+            "",
+            "The table above is `ModelProvider=anthropic` (the default). With an AWS provider no role "
+            "reads the model key; the worker signs its calls with its role instead "
+            "(`lockgate iam-report --provider bedrock`; [Choosing a model provider](../providers.md)).",
+            "",
+            "### ModelProvider=bedrock",
+            "",
+            provider_difference(cfn, "bedrock"),
+            "",
+            "### ModelProvider=aws",
+            "",
+            provider_difference(cfn, "aws"),
             "",
         ]
     )
