@@ -64,7 +64,8 @@ class LocalStack(Serving):
         self.template_path = Path(template_path or default_template_path()).resolve()
         self.root = self.template_path.parent  # the repository root
         self.config_path = Path(config_path or self.root / "lockgate.toml").resolve()
-        self._parameters = dict(parameters or {})
+        # Deployed as `sam deploy` would deploy this config: its [provider] is the ModelProvider.
+        self._parameters = {"ModelProvider": _provider_of(self.config_path), **(parameters or {})}
         self._overrides = dict(environment or {})  # applied over every function's environment
         self._reset = reset
         self._server = MotoServer(host, port)
@@ -288,3 +289,10 @@ class LocalStack(Serving):
 
     def _point_environment_at_moto(self) -> None:
         point_at_moto(self._env, self.endpoint_url, str(self.config_path))
+
+
+def _provider_of(config_path: Path) -> str:
+    """The config's ``[provider]`` name (the template's default when the file is not there yet)."""
+    from lockgate.config import load_config
+
+    return load_config(config_path).provider.name if config_path.is_file() else "anthropic"
