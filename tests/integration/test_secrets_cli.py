@@ -47,8 +47,13 @@ def stack_template() -> dict[str, Any]:
     trust = {"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}
     return {
         # Empty: the stack's name, as the template's default.
-        "Parameters": {"SecretsPrefix": {"Type": "String", "Default": ""}},
-        "Conditions": {"HasSecretsPrefix": template["Conditions"]["HasSecretsPrefix"]},
+        "Parameters": {
+            "SecretsPrefix": {"Type": "String", "Default": ""},
+            "ModelProvider": {"Type": "String", "Default": "anthropic"},  # the model key's condition
+        },
+        "Conditions": {
+            name: template["Conditions"][name] for name in ("HasSecretsPrefix", "UsesAnthropicApi")
+        },
         "Resources": {
             "Role": {
                 "Type": "AWS::IAM::Role",

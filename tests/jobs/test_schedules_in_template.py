@@ -11,6 +11,7 @@ import pytest
 from lockgate.config import load_config
 from lockgate.jobs.registry import JobSpec, job_registry
 from lockgate.jobs.schedule import ScheduleExpression
+from lockgate_infra.cli.iam import statements as statements_of
 from lockgate_infra.local.template import load_template
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -110,7 +111,8 @@ def _dimension(alarm: dict[str, Any], name: str) -> str | None:
 def test_the_jobs_role_reads_only_the_link_and_model_keys_writes_no_decision_and_no_shop_data(
     resources: dict[str, Any],
 ) -> None:
-    statements = resources["ScheduledJobsRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]
+    # As deployed on Anthropic's API (ModelProvider's default): with an AWS provider no model key.
+    statements = statements_of(resources["ScheduledJobsRole"]["Properties"])
     granted = [
         (action, json.dumps(s["Resource"]))
         for s in statements

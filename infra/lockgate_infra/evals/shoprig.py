@@ -25,7 +25,8 @@ from lockgate.inbox.routing import InboxEvent, Router
 from lockgate.jobs.builtin.collect_batches import BatchCollector
 from lockgate.jobs.contract import JobContext
 from lockgate.runtime.deps import Deps
-from lockgate.runtime.worker import build_agent, model_client
+from lockgate.runtime.provider import model_client
+from lockgate.runtime.worker import build_agent
 from lockgate.secrets import SecretResolver
 from lockgate.settings import WorkerSettings
 from lockgate.telemetry import CountingMetrics

@@ -64,8 +64,8 @@ class LocalStack(Serving):
         self.template_path = Path(template_path or default_template_path()).resolve()
         self.root = self.template_path.parent  # the repository root
         self.config_path = Path(config_path or self.root / "lockgate.toml").resolve()
-        # Deployed as `sam deploy` would deploy this config: its [provider] is the ModelProvider.
-        self._parameters = {"ModelProvider": _provider_of(self.config_path), **(parameters or {})}
+        # Deployed as `sam deploy` deploys this config: its [provider] is the ModelProvider.
+        self._parameters = {**_provider_of(self.config_path), **(parameters or {})}
         self._overrides = dict(environment or {})  # applied over every function's environment
         self._reset = reset
         self._server = MotoServer(host, port)
@@ -291,8 +291,9 @@ class LocalStack(Serving):
         point_at_moto(self._env, self.endpoint_url, str(self.config_path))
 
 
-def _provider_of(config_path: Path) -> str:
-    """The config's ``[provider]`` name (the template's default when the file is not there yet)."""
+def _provider_of(config_path: Path) -> dict[str, str]:
+    """ModelProvider for the config's AWS provider; none for the default (templates without it load)."""
     from lockgate.config import load_config
 
-    return load_config(config_path).provider.name if config_path.is_file() else "anthropic"
+    name = load_config(config_path).provider.name if config_path.is_file() else "anthropic"
+    return {"ModelProvider": name} if name != "anthropic" else {}

@@ -1,11 +1,18 @@
-"""The deployment's model provider checked against what the worker runs, when it starts."""
+"""The model client for the deployment's provider, and the provider checked against what the worker runs."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
 
 from lockgate.agent.tasks import require_provider_models
 from lockgate.config import LockgateConfig
 from lockgate.errors import ConfigError
+from lockgate.model.client import ModelClient
 from lockgate.model.providers import provider as provider_named
+from lockgate.model.retrybudget import RetryBudget
+from lockgate.model.sdk import sdk_factory
+from lockgate.runtime.deps import Deps
 from lockgate.settings import WorkerSettings
 from lockgate.workflows import Setup
 
@@ -29,3 +36,25 @@ def require_provider(setup: Setup, settings: WorkerSettings, config: LockgateCon
             f"lockgate.toml [capacity] count_tokens = true, but {provider_named(provider.name).title} has no "
             "token counting endpoint: remove it (prompts are then measured by Lockgate's cautious estimate)"
         )
+
+
+def model_client(
+    settings: WorkerSettings, config: LockgateConfig, deps: Deps, sdk: Callable[[], Any] | None = None
+) -> ModelClient:
+    """The model client as deployed; ``sdk`` replaces the SDK factory (a harness's recording stub)."""
+    clock = deps.clock
+    provider = config.provider
+    # The AWS providers sign with the role: no key is read, none needs to exist.
+    key = (lambda: deps.secrets.resolve(settings.model_key_ref)) if provider.uses_api_key else None
+    return ModelClient(
+        sdk or sdk_factory(provider, key, settings.model_base_url),
+        clock,
+        deps.log,
+        deps.tracing,
+        sleep=deps.sleep,
+        # One budget per process, shared by every task it runs (see lockgate.model.client); the
+        # floor lets a quiet process still retry a few times a minute.
+        retry_budget=RetryBudget(config.capacity.retry_budget_ratio, min_retries_per_minute=10, clock=clock),
+        metrics=deps.metrics,
+        provider=provider,
+    )

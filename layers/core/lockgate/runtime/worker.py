@@ -8,9 +8,9 @@ the configured capacity controls, approvals wired in when the function has their
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from lockgate.actions.ledger import Ledger
 from lockgate.actions.responses import EVENT_TYPE, SOURCE
@@ -42,12 +42,10 @@ from lockgate.model.client import ModelClient
 from lockgate.model.price_table import PriceTable
 from lockgate.model.providers import provider as provider_named
 from lockgate.model.response_cache import ResponseCache
-from lockgate.model.retrybudget import RetryBudget
-from lockgate.model.sdk import sdk_factory
 from lockgate.model.usage import UsageRollup
 from lockgate.restore import RestoreHooks
 from lockgate.runtime.deps import Deps
-from lockgate.runtime.provider import require_provider
+from lockgate.runtime.provider import model_client, require_provider
 from lockgate.settings import WorkerSettings
 from lockgate.workflows import Setup, load_workflows
 
@@ -143,28 +141,6 @@ def agent_tasks(
     )
     setup.router.add(SOURCE, EVENT_TYPE, responses)
     return agent.model
-
-
-def model_client(
-    settings: WorkerSettings, config: LockgateConfig, deps: Deps, sdk: Callable[[], Any] | None = None
-) -> ModelClient:
-    """The model client as deployed; ``sdk`` replaces the SDK factory (a harness's recording stub)."""
-    clock = deps.clock
-    provider = config.provider
-    # The AWS providers sign with the role: no key is read, none needs to exist.
-    key = (lambda: deps.secrets.resolve(settings.model_key_ref)) if provider.uses_api_key else None
-    return ModelClient(
-        sdk or sdk_factory(provider, key, settings.model_base_url),
-        clock,
-        deps.log,
-        deps.tracing,
-        sleep=deps.sleep,
-        # One budget per process, shared by every task it runs (see lockgate.model.client); the
-        # floor lets a quiet process still retry a few times a minute.
-        retry_budget=RetryBudget(config.capacity.retry_budget_ratio, min_retries_per_minute=10, clock=clock),
-        metrics=deps.metrics,
-        provider=provider,
-    )
 
 
 def build_agent(
