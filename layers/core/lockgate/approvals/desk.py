@@ -42,6 +42,7 @@ from lockgate.approvals.pages import (
 )
 from lockgate.approvals.proposals import Proposal, ProposalStore
 from lockgate.approvals.refusal import cross_site_reason, unusable_page
+from lockgate.approvals.refusals import RefusalLog, Why
 from lockgate.approvals.review_page import confirmation_page, decided_page
 from lockgate.approvals.versions import EditRefused
 from lockgate.approvals.views import form_edit, proposal_view
@@ -52,7 +53,16 @@ from lockgate.inbox.store import InboxStore
 from lockgate.telemetry import Log, Metrics
 
 LINK_TTL_SECONDS = 24 * 3_600
-EDIT_CHOICE = "edit"  # the form's third button: approve the changed fields as a new version
+EDIT_CHOICE = "edit"
+REFUSED_BECAUSE = {
+    DecisionOutcome.ALREADY_DECIDED: Why.REPLAY,
+    DecisionOutcome.ALREADY_APPROVED: Why.SETTLED,
+    DecisionOutcome.ALREADY_REJECTED: Why.SETTLED,
+    DecisionOutcome.EXPIRED: Why.EXPIRED,
+    DecisionOutcome.EDITED: Why.EDITED,
+    DecisionOutcome.CHANGED: Why.CHANGED,
+    DecisionOutcome.NOT_ALLOWED: Why.NO_ROLE,
+}  # the form's third button: approve the changed fields as a new version
 
 
 class LinkSigner:
@@ -105,11 +115,15 @@ class ApprovalDesk:
         metrics: Metrics,
         base_url: str,
         outcomes: ActionOutcomes | None = None,
+        refusals: RefusalLog | None = None,
     ) -> None:
         self._proposals = proposals
         self._decisions = decisions
         self._config = config
         self._outcomes = outcomes  # the ledger's state of an approved action (read-only); None: not shown
+        # A decision refused after the link verified (settled, expired, a repeat, edited since) is
+        # kept as a row; a link that fails its checks is not attributable and only logged (refusals.py).
+        self.refusals = refusals
         self._secrets = link_secrets
         self._clock = clock
         self._log = log
@@ -206,6 +220,8 @@ class ApprovalDesk:
             return outcome_page(
                 "Not approved: the change is not allowed", f"{exc}. Nothing was recorded.", status=422
             )
+        if not outcome.recorded and self.refusals is not None:  # a verified link's refused decision: kept
+            self.refusals.record(approval_id, "link", reviewer.id, REFUSED_BECAUSE[outcome])
         if outcome in (DecisionOutcome.CHANGED, DecisionOutcome.NOT_ALLOWED):  # changed since _check
             return self._refused("decision", outcome.value, approval_id)
         return _outcome_page(outcome, proposal)

@@ -78,6 +78,7 @@ def build_approvals(settings: ApprovalSettings, config: LockgateConfig, deps: De
                 metrics=deps.metrics,
                 base_url=settings.base_url,
                 outcomes=ActionOutcomes(dynamodb, settings.ledger_table) if settings.ledger_table else None,
+                refusals=RefusalLog(dynamodb, settings.decisions_table, deps.clock, deps.log, deps.metrics),
             )
         digest = ReviewDigest(
             proposals=proposals,
