@@ -389,3 +389,28 @@ def test_an_edit_that_is_not_allowed_decides_nothing(
     )
     assert code == 2 and message in err and "nothing was decided" in err and out == ""
     assert stack.decisions() == [] and stack.inbox_ids() == []
+
+
+def test_a_refused_cli_decision_on_a_settled_proposal_is_kept_as_a_refusal_row(
+    stack: Stack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a proposal alice approved
+    proposal = stack.propose(1)
+    assert (
+        lockgate(stack, capsys, "approvals", "approve", proposal.approval_id, "--as", "alice", "--yes")[0]
+        == 0
+    )
+    # When bob tries to reject it from the CLI
+    code, _, err = lockgate(
+        stack, capsys, "approvals", "reject", proposal.approval_id, "--as", "bob", "--yes"
+    )
+    # Then nothing is decided, the error is one line, and the attempt is kept beside the decisions
+    assert code == 2 and err.count("\n") == 1 and "nothing was decided" in err
+    table = stack.aws.names["DecisionsTable"]
+    items = stack.aws.client("dynamodb").scan(TableName=table, ConsistentRead=True)["Items"]
+    kept = [
+        (i["channel"]["S"], i["who"]["S"], i["why"]["S"])
+        for i in items
+        if i.get("kind", {}).get("S") == "refusal"
+    ]
+    assert kept == [("cli", "bob", "settled")] and len(stack.decisions()) == 1

@@ -14,6 +14,7 @@ from lockgate.approvals.decisions import DecisionOutcome
 from lockgate.approvals.review_queue import ProposalStatus
 from lockgate.approvals.versions import Version, editable
 from lockgate.config import ApprovalsConfig
+from lockgate.errors import LockgateError
 
 # Summaries and the assistant's words can carry text from an email: never let it drive the terminal.
 _CONTROL = {
@@ -181,3 +182,20 @@ DECISION_MESSAGES = {
     DecisionOutcome.NOT_ALLOWED: "{who} may not decide {id}; nothing was decided",
     DecisionOutcome.EDITED: "{id} was edited by another reviewer just now: show it again; nothing decided",
 }
+
+
+class Refused(LockgateError):
+    """The command was refused; nothing was decided."""
+
+
+def changes_from(pairs: list[str]) -> dict[str, str]:
+    """``["amount=40.00", ...]`` as a dict; Refused for a pair without ``=`` or a field set twice."""
+    changes: dict[str, str] = {}
+    for pair in pairs:
+        field, sep, value = pair.partition("=")
+        if not sep or not field.strip():
+            raise Refused(f"--set takes FIELD=VALUE, got {clean(pair)!r}; nothing was decided")
+        if field.strip() in changes:
+            raise Refused(f"{field.strip()} is set twice; nothing was decided")
+        changes[field.strip()] = value
+    return changes

@@ -20,32 +20,42 @@ from typing import Any, TextIO
 
 from lockgate.approvals.decisions import (
     MAX_REASON_CHARS,
+    SETTLED,
     Choice,
+    DecisionOutcome,
     DecisionRecorder,
     DecisionStore,
     State,
     checked_reason,
 )
 from lockgate.approvals.proposals import ProposalStore
+from lockgate.approvals.refusals import RefusalLog, why_refused
 from lockgate.approvals.review_queue import ProposalStatus, ReviewQueue
 from lockgate.approvals.versions import EditRefused
 from lockgate.clock import Clock, SystemClock
 from lockgate.config import ApprovalsConfig, load_config
-from lockgate.errors import DeliveryNotFound, LockgateError
+from lockgate.errors import DeliveryNotFound
 from lockgate.inbox.queue import InboxQueue
 from lockgate.inbox.store import InboxStore
 from lockgate.telemetry import CountingMetrics
-from lockgate_infra.cli.approval_text import DECISION_MESSAGES, as_dict, clean, details, table
+from lockgate_infra.cli.approval_text import (
+    DECISION_MESSAGES,
+    Refused,
+    as_dict,
+    changes_from,
+    clean,
+    details,
+    table,
+)
 from lockgate_infra.cli.audit import add_audit_parser, run_audit
 from lockgate_infra.cli.targets import Target
 
 REVIEWER_ENV = "LOCKGATE_REVIEWER"
 WAIT_SECONDS = 60  # --wait: how long the worker may take to act on a decision
 CONFIRM_CHARS = 6
-
-
-class Refused(LockgateError):
-    """The command was refused; nothing was decided."""
+QUIET = logging.getLogger("lockgate.cli.refusals")  # the refusal is the one line Refused prints
+QUIET.addHandler(logging.NullHandler())
+QUIET.propagate = False
 
 
 def add_approvals_parser(
@@ -129,6 +139,12 @@ class ApprovalsCommand:
     config: ApprovalsConfig
     queue: ReviewQueue
     recorder: DecisionRecorder
+    refusals: RefusalLog | None = None  # a refused decision on a known proposal is kept as a row
+
+    def refused(self, approval_id: str, reviewer_id: str, outcome: DecisionOutcome) -> None:
+        """Keep a decision refused on a known proposal, as a link's or a click's is kept."""
+        if self.refusals is not None:
+            self.refusals.record(approval_id, "cli", reviewer_id, why_refused(outcome))
 
     @classmethod
     def for_target(cls, target: Target, config: ApprovalsConfig, clock: Clock) -> ApprovalsCommand:
@@ -147,6 +163,7 @@ class ApprovalsCommand:
                 log=logging.getLogger("lockgate.approvals"),  # warnings reach stderr
                 metrics=CountingMetrics(),
             ),
+            refusals=RefusalLog(db, target.name("DecisionsTable"), clock, QUIET, CountingMetrics()),
         )
 
 
@@ -187,7 +204,7 @@ def run_approvals(
     reason = checked_reason(getattr(args, "reason", ""))  # only `reject` has --reason
     if reason is None:
         raise Refused(f"a reason is at most {MAX_REASON_CHARS} characters; nothing was decided")
-    edit = _changes(args.changes) if args.approvals_command == "edit" else None
+    edit = changes_from(args.changes) if args.approvals_command == "edit" else None
     verdict = Choice.APPROVE if edit is not None else Choice(args.approvals_command)
     code = _decide(
         command, status, verdict, args.reviewer or env.get(REVIEWER_ENV), args.yes, stdin, out, reason, edit
@@ -219,6 +236,7 @@ def _decide(
             f"{reviewer_id} may not decide {proposal.tool} (allowed: {allowed}); nothing was decided"
         )
     if status.state is not State.PENDING:
+        command.refused(proposal.approval_id, reviewer_id, SETTLED[status.state])
         raise Refused(f"{proposal.approval_id} is {status.state.value}; nothing was decided")
     if not yes:
         what = "approve your edit of" if edit is not None else verdict.value
@@ -242,22 +260,10 @@ def _decide(
         changed = ", ".join(f"{k}={clean(v)}" for k, v in sorted(edit.items()))
         message = f"{message} (edited: {changed})"
     if not outcome.recorded:
+        command.refused(proposal.approval_id, reviewer_id, outcome)
         raise Refused(message)
     out.write(message + "\n")
     return 0
-
-
-def _changes(pairs: list[str]) -> dict[str, str]:
-    """``["amount=40.00", ...]`` as a dict; Refused for a pair without ``=`` or a field set twice."""
-    changes: dict[str, str] = {}
-    for pair in pairs:
-        field, sep, value = pair.partition("=")
-        if not sep or not field.strip():
-            raise Refused(f"--set takes FIELD=VALUE, got {clean(pair)!r}; nothing was decided")
-        if field.strip() in changes:
-            raise Refused(f"{field.strip()} is set twice; nothing was decided")
-        changes[field.strip()] = value
-    return changes
 
 
 def _acted_on(target: Target, approval_id: str, verdict: Choice) -> str:

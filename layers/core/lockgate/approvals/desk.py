@@ -42,7 +42,7 @@ from lockgate.approvals.pages import (
 )
 from lockgate.approvals.proposals import Proposal, ProposalStore
 from lockgate.approvals.refusal import cross_site_reason, unusable_page
-from lockgate.approvals.refusals import RefusalLog, Why
+from lockgate.approvals.refusals import RefusalLog, why_refused
 from lockgate.approvals.review_page import confirmation_page, decided_page
 from lockgate.approvals.versions import EditRefused
 from lockgate.approvals.views import form_edit, proposal_view
@@ -53,16 +53,7 @@ from lockgate.inbox.store import InboxStore
 from lockgate.telemetry import Log, Metrics
 
 LINK_TTL_SECONDS = 24 * 3_600
-EDIT_CHOICE = "edit"
-REFUSED_BECAUSE = {
-    DecisionOutcome.ALREADY_DECIDED: Why.REPLAY,
-    DecisionOutcome.ALREADY_APPROVED: Why.SETTLED,
-    DecisionOutcome.ALREADY_REJECTED: Why.SETTLED,
-    DecisionOutcome.EXPIRED: Why.EXPIRED,
-    DecisionOutcome.EDITED: Why.EDITED,
-    DecisionOutcome.CHANGED: Why.CHANGED,
-    DecisionOutcome.NOT_ALLOWED: Why.NO_ROLE,
-}  # the form's third button: approve the changed fields as a new version
+EDIT_CHOICE = "edit"  # the form's third button: approve the changed fields as a new version
 
 
 class LinkSigner:
@@ -221,7 +212,7 @@ class ApprovalDesk:
                 "Not approved: the change is not allowed", f"{exc}. Nothing was recorded.", status=422
             )
         if not outcome.recorded and self.refusals is not None:  # a verified link's refused decision: kept
-            self.refusals.record(approval_id, "link", reviewer.id, REFUSED_BECAUSE[outcome])
+            self.refusals.record(approval_id, "link", reviewer.id, why_refused(outcome))
         if outcome in (DecisionOutcome.CHANGED, DecisionOutcome.NOT_ALLOWED):  # changed since _check
             return self._refused("decision", outcome.value, approval_id)
         return _outcome_page(outcome, proposal)

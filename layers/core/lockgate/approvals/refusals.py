@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+from lockgate.approvals.decisions import DecisionOutcome
 from lockgate.approvals.proposals import RETENTION_SECONDS
 from lockgate.clock import Clock
 from lockgate.dynamo import read_all, write_if
@@ -50,6 +51,23 @@ class Why(StrEnum):
     REPLAY = "replay"  # this reviewer already decided it: a second click, a retry or a replay
     NOT_A_CLICK = "not-a-click"  # signed by Slack, but not a click on one of our buttons
     RESPONSE_URL = "response-url"  # signed by Slack, but its answer would go outside Slack's host
+
+
+# What the recorder's refusing outcomes are called in a refusal row.
+_BECAUSE = {
+    DecisionOutcome.ALREADY_DECIDED: Why.REPLAY,
+    DecisionOutcome.ALREADY_APPROVED: Why.SETTLED,
+    DecisionOutcome.ALREADY_REJECTED: Why.SETTLED,
+    DecisionOutcome.EXPIRED: Why.EXPIRED,
+    DecisionOutcome.EDITED: Why.EDITED,
+    DecisionOutcome.CHANGED: Why.CHANGED,
+    DecisionOutcome.NOT_ALLOWED: Why.NO_ROLE,
+}
+
+
+def why_refused(outcome: DecisionOutcome) -> Why:
+    """The reason code for a decision the recorder did not write (an outcome that is not ``recorded``)."""
+    return _BECAUSE[outcome]
 
 
 @dataclass(frozen=True)
