@@ -413,3 +413,30 @@ def _decision_results(request: dict[str, Any]) -> list[dict[str, Any]]:
         for b in m["content"]
         if b.get("tool_use_id", "").startswith("toolu_lockgate_")
     ]
+
+
+def test_a_decision_a_finished_run_cannot_hear_goes_to_on_decision_once(rig: AgentRig) -> None:
+    # Given a run that ended with its reply cut off, of a task that responds and has on_decision
+    told: list[tuple[str, str, str]] = []
+    effects = Effects()
+    rig.stub.set_model(Scripted([Reply([say("Paying"), use("t1", "pay", {"amount": 80})], "max_tokens")]))
+    shop = Shop(
+        rig,
+        effects,
+        on_decision=lambda notice, services: told.append(
+            (notice.outcome, notice.detail, str(notice.facts.get("owner")))
+        ),
+    )
+    shop.propose()
+    ledger = MemoryLedger()
+    handler = DecisionResponses([shop.task], shop.loop, rig.runs(), shop, rig.clock, LOG, rig.metrics, ledger)
+    decision = dataclasses.replace(rejected(), facts={"owner": "owner@example.com"}, summary="pay $80.00")
+    delivery = decision.to_event(int(rig.clock.now()))
+    context = TaskContext(delivery.pk, lambda: 300.0, None, LOG, rig.metrics)  # type: ignore[arg-type]
+    # When the rejection comes back, twice
+    first = handler(InboxEvent(delivery, delivery.body or b""), context)
+    handler(InboxEvent(delivery, delivery.body or b""), context)
+    # Then the run is left as it ended, and the task heard the rejection once, with its facts
+    assert first.endswith("the task was told through on_decision (rejected)")
+    assert told == [("rejected", "item was used", "owner@example.com")]
+    assert shop.run().status == "gave_up" and effects.paid == []

@@ -58,6 +58,12 @@ class DecisionResponse:
     result: Any = None
     """What the call returned (its ledger result) when it ran."""
 
+    summary: str = ""
+    """The proposal's one-line summary (for ``on_decision`` when the run cannot hear it)."""
+
+    facts: dict[str, Any] = field(default_factory=dict)
+    """The run's fact values stored with the proposal (``Task.restore_facts`` rebuilds them)."""
+
     def tool_result(self) -> dict[str, Any]:
         """The JSON the model reads as its proposed call's result."""
         # Which proposal it is about: a run may have asked a person more than once.
@@ -98,4 +104,10 @@ class DecisionResponse:
             proposed=dict(data.get("proposed") or {}),
             ran=dict(data["ran"]) if data.get("ran") is not None else None,
             result=data.get("result"),
+            summary=str(data.get("summary", "")),
+            facts=dict(data.get("facts") or {}),
         )
+
+    def notice_outcome(self) -> str:
+        """The ``DecisionNotice`` outcome for this decision: rejected, done (an edit ran) or failed."""
+        return {"rejected": "rejected", "edited": "done"}.get(self.outcome, "failed")

@@ -11,16 +11,20 @@ and changes nothing.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
+from lockgate.actions.ledger import LedgerConflict
+from lockgate.actions.once import Operations
 from lockgate.actions.responses import DecisionResponse
+from lockgate.actions.tools import fingerprint
 from lockgate.agent import decision_step
 from lockgate.agent.batches import RECHECK_SECONDS
 from lockgate.agent.handler import run_in_time
 from lockgate.agent.loop import AgentLoop
 from lockgate.agent.runs import Runs
-from lockgate.agent.tasks import Task
+from lockgate.agent.tasks import DecisionNotice, Task
 from lockgate.clock import Clock
 from lockgate.errors import BadDelivery, Deferred, DeliveryNotFound
 from lockgate.inbox.bodies import BodyStore
@@ -73,7 +77,9 @@ class DecisionResponses:
         clock: Clock,
         log: Log,
         metrics: Metrics,
+        ledger: Operations | None = None,
     ) -> None:
+        self._ledger = ledger  # a decision no run can hear goes to on_decision instead, once
         self._tasks: Mapping[str, Task] = {task.name: task for task in tasks}
         self._loop = loop
         self._runs = runs
@@ -88,10 +94,10 @@ class DecisionResponses:
         task = self._tasks.get(response.task)
         if task is None or not task.respond:
             why = "no longer exists" if task is None else "does not set respond"
-            return self._not_heard(response, f"task {response.task} {why}")
+            return self._not_heard(response, f"task {response.task} {why}", task)
         run = self._runs.get(response.run_id)
         if run is None or run.task != task.name:
-            return self._not_heard(response, f"no run {response.run_id} of task {task.name}")
+            return self._not_heard(response, f"no run {response.run_id} of task {task.name}", task)
         key = decision_step.decision_key(response)
         heard = decision_step.has_heard(run, response)
         ours = run.status == "running" and run.resumed_by == key  # a retry after this decision reopened it
@@ -102,10 +108,11 @@ class DecisionResponses:
             wait = RECHECK_SECONDS if task.batch == "every" else WAIT_SECONDS
             raise Deferred(f"run {run.run_id} is still going: the decision waits until it ends", wait)
         if not ours and run.status not in RESUMABLE:
-            return self._not_heard(response, f"the run ended as {run.status} ({run.outcome})")
+            return self._not_heard(response, f"the run ended as {run.status} ({run.outcome})", task)
         started = self._started.get(run.delivery)
         if started is None:
-            return self._not_heard(response, f"the event that started run {run.run_id} is no longer kept")
+            why = f"the event that started run {run.run_id} is no longer kept"
+            return self._not_heard(response, why, task)
         if not ours and not self._runs.reopen(run, key):
             raise Deferred(f"another decision is resuming run {run.run_id}", WAIT_SECONDS)
         if not heard:
@@ -118,10 +125,36 @@ class DecisionResponses:
             self._runs.finish(run, "skipped", outcome.summary, run.totals)
         return f"{task.name}: {outcome.status}: {outcome.summary}"
 
-    def _not_heard(self, response: DecisionResponse, why: str) -> str:
+    def _not_heard(self, response: DecisionResponse, why: str, task: Task | None = None) -> str:
+        """The run cannot hear it: the task's ``on_decision`` is told instead (once), so the
+        customer still hears what was decided."""
         self._metrics.add_metric(name="DecisionNotHeard", unit="Count", value=1)
         self._log.warning("decision not heard by its run", extra={"run": response.run_id, "why": why})
-        return f"not run: {why}"
+        if task is None or task.on_decision is None or self._ledger is None:
+            return f"not run: {why}"
+        outcome = response.notice_outcome()
+        notice = DecisionNotice(
+            response.approval_id,
+            response.run_id,
+            response.tool,
+            response.summary or response.tool,
+            outcome,
+            response.reason,
+            task.facts_from(response.facts),
+        )
+        hook = task.on_decision
+        # The same ledger key and fingerprint the approval executor tells under: never told twice
+        # (a conflict would mean another proposal's notice under this key: that one stands).
+        with contextlib.suppress(LedgerConflict):
+            self._ledger.execute(
+                op_key=f"decision-notice#{response.approval_id}#{outcome}",
+                fingerprint=fingerprint(response.proposed),
+                tool="on_decision",
+                run_id=response.run_id,
+                summary=f"tell the task: {outcome}",
+                effect=lambda key: hook(notice, task.services),
+            )
+        return f"not run: {why}; the task was told through on_decision ({outcome})"
 
 
 def _response(event: InboxEvent) -> DecisionResponse:

@@ -191,7 +191,13 @@ class ApprovalExecutor:
         if current.n and self._teller.responds(task):  # the run hears what ran, as edited
             heard = "edited" if op.state is OpState.SUCCEEDED else "failed"
             self._teller.respond(
-                proposal, heard, _editor_first(current.editor, approvers), op.error or "", current, op.result
+                proposal,
+                heard,
+                _editor_first(current.editor, approvers),
+                op.error or "",
+                current,
+                op.result,
+                summary,
             )
         else:
             outcome = "done" if op.state is OpState.SUCCEEDED else "failed"

@@ -50,6 +50,7 @@ class Teller:
         reason: str = "",
         current: Current | None = None,
         result: object = None,
+        summary: str | None = None,
     ) -> None:
         """The run that proposed the call continues with this as the call's result (an inbox event)."""
         if self._inbox is None or self._queue is None:
@@ -66,6 +67,8 @@ class Teller:
             proposed=dict(proposal.args),
             ran=dict(current.args) if current is not None and outcome == "edited" else None,
             result=result,
+            summary=summary or proposal.summary,  # an edited call's own summary: what ran
+            facts=dict(proposal.extra.get("facts", {})),
         )
         enqueue(self._inbox, self._queue, response.to_event(int(self._clock.now())), self._log)
 

@@ -136,8 +136,9 @@ def agent_tasks(
         InboxStore(deps.client("dynamodb"), settings.inbox_table),
         BodyStore(deps.client("s3"), settings.body_bucket),
     )
+    ledger = Ledger(deps.client("dynamodb"), settings.state_table, deps.clock)  # on_decision, once
     responses = DecisionResponses(
-        setup.tasks, agent.loop, agent.runs, started, deps.clock, deps.log, deps.metrics
+        setup.tasks, agent.loop, agent.runs, started, deps.clock, deps.log, deps.metrics, ledger
     )
     setup.router.add(SOURCE, EVENT_TYPE, responses)
     return agent.model
