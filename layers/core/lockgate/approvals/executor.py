@@ -190,15 +190,8 @@ class ApprovalExecutor:
         result = json.dumps(op.result, default=str)[:300] if op.state is OpState.SUCCEEDED else op.error
         if current.n and self._teller.responds(task):  # the run hears what ran, as edited
             heard = "edited" if op.state is OpState.SUCCEEDED else "failed"
-            self._teller.respond(
-                proposal,
-                heard,
-                _editor_first(current.editor, approvers),
-                op.error or "",
-                current,
-                op.result,
-                summary,
-            )
+            by = _editor_first(current.editor, approvers)
+            self._teller.respond(proposal, heard, by, op.error or "", current, op.result, summary)
         else:
             outcome = "done" if op.state is OpState.SUCCEEDED else "failed"
             self._teller.tell(task, proposal, outcome, op.error or "", facts, summary)
