@@ -11,11 +11,9 @@ and changes nothing.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from lockgate.actions.ledger import LedgerConflict
 from lockgate.actions.once import Operations
 from lockgate.actions.responses import DecisionResponse
 from lockgate.actions.tools import fingerprint
@@ -24,7 +22,7 @@ from lockgate.agent.batches import RECHECK_SECONDS
 from lockgate.agent.handler import run_in_time
 from lockgate.agent.loop import AgentLoop
 from lockgate.agent.runs import Runs
-from lockgate.agent.tasks import DecisionNotice, Task
+from lockgate.agent.tasks import DecisionNotice, Task, tell_decision
 from lockgate.clock import Clock
 from lockgate.errors import BadDelivery, Deferred, DeliveryNotFound
 from lockgate.inbox.bodies import BodyStore
@@ -142,18 +140,7 @@ class DecisionResponses:
             response.reason,
             task.facts_from(response.facts),
         )
-        hook = task.on_decision
-        # The same ledger key and fingerprint the approval executor tells under: never told twice
-        # (a conflict would mean another proposal's notice under this key: that one stands).
-        with contextlib.suppress(LedgerConflict):
-            self._ledger.execute(
-                op_key=f"decision-notice#{response.approval_id}#{outcome}",
-                fingerprint=fingerprint(response.proposed),
-                tool="on_decision",
-                run_id=response.run_id,
-                summary=f"tell the task: {outcome}",
-                effect=lambda key: hook(notice, task.services),
-            )
+        tell_decision(self._ledger, task, notice, fingerprint(response.proposed))
         return f"not run: {why}; the task was told through on_decision ({outcome})"
 
 

@@ -14,7 +14,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from lockgate.agent.step_items import step_data, step_json
 from lockgate.clock import Clock
-from lockgate.dynamo import error_code, read_all, read_page
+from lockgate.dynamo import error_code, read_all, read_page, write_if
 from lockgate.errors import StoreUnavailable
 from lockgate.schema import check_readable, stamped
 
@@ -164,27 +164,22 @@ class RunStore:
         after a crash) returns False and changes nothing, so what follows a finish happens once.
         """
         now = int(self._clock.now())
-        try:
-            self._db.update_item(
-                TableName=self._table,
-                Key={"pk": {"S": _pk(run.run_id)}, "sk": {"S": "meta"}},
-                UpdateExpression="SET #s = :s, outcome = :o, totals = :t, updated_at = :now",
-                ConditionExpression="#s = :running",
-                ExpressionAttributeNames={"#s": "status"},
-                ExpressionAttributeValues={
-                    ":s": {"S": status},
-                    ":o": {"S": outcome[:2000]},
-                    ":t": {"S": json.dumps(totals, default=str, separators=(",", ":"))},
-                    ":now": {"N": str(now)},
-                    ":running": {"S": "running"},
-                },
-            )
-        except ClientError as exc:
-            if error_code(exc) == "ConditionalCheckFailedException":
-                return False
-            raise StoreUnavailable(error_code(exc)) from exc
-        except BotoCoreError as exc:
-            raise StoreUnavailable(type(exc).__name__) from exc
+        if not write_if(
+            self._db.update_item,
+            TableName=self._table,
+            Key={"pk": {"S": _pk(run.run_id)}, "sk": {"S": "meta"}},
+            UpdateExpression="SET #s = :s, outcome = :o, totals = :t, updated_at = :now",
+            ConditionExpression="#s = :running",
+            ExpressionAttributeNames={"#s": "status"},
+            ExpressionAttributeValues={
+                ":s": {"S": status},
+                ":o": {"S": outcome[:2000]},
+                ":t": {"S": json.dumps(totals, default=str, separators=(",", ":"))},
+                ":now": {"N": str(now)},
+                ":running": {"S": "running"},
+            },
+        ):
+            return False
         run.status, run.outcome, run.totals, run.updated_at = status, outcome, totals, now
         return True
 
@@ -197,26 +192,21 @@ class RunStore:
         if run.status == "running":
             return False
         now = int(self._clock.now())
-        try:
-            self._db.update_item(
-                TableName=self._table,
-                Key={"pk": {"S": _pk(run.run_id)}, "sk": {"S": "meta"}},
-                UpdateExpression="SET #s = :running, resumed_by = :by, updated_at = :now",
-                ConditionExpression="#s = :ended",
-                ExpressionAttributeNames={"#s": "status"},
-                ExpressionAttributeValues={
-                    ":running": {"S": "running"},
-                    ":by": {"S": resumed_by},
-                    ":now": {"N": str(now)},
-                    ":ended": {"S": run.status},
-                },
-            )
-        except ClientError as exc:
-            if error_code(exc) == "ConditionalCheckFailedException":
-                return False
-            raise StoreUnavailable(error_code(exc)) from exc
-        except BotoCoreError as exc:
-            raise StoreUnavailable(type(exc).__name__) from exc
+        if not write_if(
+            self._db.update_item,
+            TableName=self._table,
+            Key={"pk": {"S": _pk(run.run_id)}, "sk": {"S": "meta"}},
+            UpdateExpression="SET #s = :running, resumed_by = :by, updated_at = :now",
+            ConditionExpression="#s = :ended",
+            ExpressionAttributeNames={"#s": "status"},
+            ExpressionAttributeValues={
+                ":running": {"S": "running"},
+                ":by": {"S": resumed_by},
+                ":now": {"N": str(now)},
+                ":ended": {"S": run.status},
+            },
+        ):
+            return False
         run.status, run.resumed_by, run.updated_at = "running", resumed_by, now
         return True
 

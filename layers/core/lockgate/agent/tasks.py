@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from lockgate.actions.ledger import LedgerConflict
+from lockgate.actions.once import Operations
 from lockgate.actions.tools import RunFacts, Tool
 from lockgate.agent.intake import Intake
 from lockgate.config.provider import ProviderConfig
@@ -255,3 +258,23 @@ def require_provider_models(
         owner = f"workflow {workflow}, " if workflow else ""
         for setting, model in task.model_settings():
             provider.require_model(model, f"{owner}task {task.name}: {setting}")
+
+
+def tell_decision(ledger: Operations, task: Task, notice: DecisionNotice, fingerprint: str) -> None:
+    """Call ``task.on_decision`` with ``notice`` once per proposal and outcome, through the ledger.
+
+    The approval executor and a decision no run could hear both tell this way, under one key, so
+    a task is never told the same outcome twice (a conflict: another notice under the key stands).
+    """
+    hook = task.on_decision
+    if hook is None:
+        return
+    with contextlib.suppress(LedgerConflict):
+        ledger.execute(
+            op_key=f"decision-notice#{notice.approval_id}#{notice.outcome}",
+            fingerprint=fingerprint,
+            tool="on_decision",
+            run_id=notice.run_id,
+            summary=f"tell the task: {notice.outcome}",
+            effect=lambda key: hook(notice, task.services),
+        )

@@ -261,11 +261,6 @@ class ApprovalExecutor:
         return f"not run: {why}"
 
 
-def approved_at(proposal: Proposal, standing: Standing, allowed: frozenset[str]) -> float:
-    """When the last counted approval of the current version was given (0 if none)."""
-    return standing.approved_at(proposal, allowed)
-
-
 def action_ran(ledger: Ledger, task: Task | None, proposal: Proposal, current: Current | None = None) -> bool:
     """Whether the ledger holds the approved action (in any state): then it was run, not expired."""
     tool = task.tool(proposal.tool) if task else None

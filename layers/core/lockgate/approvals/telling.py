@@ -8,10 +8,10 @@ A task that sets ``Task.respond`` hears a rejection (with the reviewer's words) 
 
 from __future__ import annotations
 
-from lockgate.actions.ledger import Ledger, LedgerConflict
+from lockgate.actions.ledger import Ledger
 from lockgate.actions.responses import DecisionResponse
 from lockgate.actions.tools import RunFacts
-from lockgate.agent.tasks import DecisionNotice, Task
+from lockgate.agent.tasks import DecisionNotice, Task, tell_decision
 from lockgate.approvals.proposals import Proposal
 from lockgate.approvals.standing import Current
 from lockgate.clock import Clock
@@ -93,15 +93,4 @@ class Teller:
             detail,
             facts or task.facts_from(proposal.extra.get("facts", {})),
         )
-        hook = task.on_decision
-        try:
-            self._ledger.execute(
-                op_key=f"decision-notice#{proposal.approval_id}#{outcome}",
-                fingerprint=proposal.fingerprint,
-                tool="on_decision",
-                run_id=proposal.run_id,
-                summary=f"tell the task: {outcome}",
-                effect=lambda key: hook(notice, task.services),
-            )
-        except LedgerConflict:
-            return
+        tell_decision(self._ledger, task, notice, proposal.fingerprint)

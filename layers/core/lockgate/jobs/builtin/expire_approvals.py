@@ -16,7 +16,7 @@ from lockgate.actions.ledger import Ledger
 from lockgate.agent.tasks import Task
 from lockgate.approvals.decisions import DecisionStore, State, current_state
 from lockgate.approvals.events import approval_event, enqueue
-from lockgate.approvals.executor import EXPIRED_EVENT, action_ran, approved_at
+from lockgate.approvals.executor import EXPIRED_EVENT, action_ran
 from lockgate.approvals.proposals import Proposal, ProposalStore, answers_only
 from lockgate.config import ApprovalsConfig
 from lockgate.inbox.queue import InboxQueue
@@ -85,7 +85,7 @@ class ApprovalExpiry:
         if state is not State.APPROVED:
             return False
         allowed = frozenset(r.id for r in self._config.reviewers_for(proposal.tool))
-        if now <= approved_at(proposal, standing, allowed) + proposal.run_within_seconds:
+        if now <= standing.approved_at(proposal, allowed) + proposal.run_within_seconds:
             return False
         return not action_ran(
             self._ledger, self._tasks.get(proposal.task), proposal, standing.current(proposal)
