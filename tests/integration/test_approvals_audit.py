@@ -36,25 +36,9 @@ from lockgate_infra.cli.audit import audit_trail
 from lockgate_infra.cli.audit_csv import COLUMNS, FORMULA_START
 from lockgate_infra.cli.audit_files import read_audit
 from lockgate_infra.cli.targets import Target
+from tests.integration.test_approvals_cli import CONFIG, EDITABLE  # the same reviewers and rules
 from tests.support import LOG, Aws
 
-CONFIG = """
-[approvals]
-[[approvals.reviewers]]
-id = "alice"
-roles = ["refunds"]
-[[approvals.reviewers]]
-id = "bob"
-roles = ["refunds"]
-
-[approvals.tools.refund_order]
-roles = ["refunds"]
-
-[approvals.tools.wire_transfer]
-roles = ["refunds"]
-reviewers_required = 2
-"""
-EDITABLE = {"amount": {"type": "number", "exclusiveMinimum": 0, "multipleOf": 0.01}}
 LINK_SECRET = b"approval-link-secret-for-the-audit-test-0123"
 INJECTION = '=HYPERLINK("https://evil.example/x","open") duplicate of A-2003'
 
