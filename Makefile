@@ -10,7 +10,7 @@ PYTHON313 := $(shell command -v python3.13)
 endif
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: setup demo test slow conformance-aws coverage check lint typecheck cfn build deploy-test chaos bench bench-setup clean deploy destroy lock screenshots docs
+.PHONY: setup demo test slow conformance-aws coverage check lint typecheck cfn build deploy-test chaos bench bench-setup bench-otel clean deploy destroy lock screenshots docs
 
 setup: $(STAMP)
 
@@ -122,6 +122,15 @@ bench: $(STAMP)
 # took 24 minutes on 2 busy cores, so it is not in `make bench`; it rewrites its own section.
 bench-setup: $(STAMP)
 	$(BIN)/python -m benchmarks.run_all --separate
+
+# The init time AWS's OpenTelemetry wrapper adds to a cold start (benchmarks/otel_init.py), measured
+# with the distro the ADOT layer is built from, in its own venv (it pins its own OpenTelemetry).
+OTEL_DISTRO ?= aws-opentelemetry-distro==0.21.0
+bench-otel: $(STAMP)
+	@test -x .venv-otel/bin/python || $(PYTHON313) -m venv .venv-otel
+	$(BIN)/uv pip install --quiet --python .venv-otel/bin/python --no-config \
+		--default-index https://pypi.org/simple "$(OTEL_DISTRO)" boto3
+	$(BIN)/python -m benchmarks.otel_init --python .venv-otel/bin/python
 
 build: $(STAMP)
 	$(BIN)/sam build --template-file template.yaml

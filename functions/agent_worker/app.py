@@ -7,11 +7,10 @@ each mostly waits for the model, and one invocation waiting for ten is billed on
 from __future__ import annotations
 
 import os
-from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import EphemeralMetrics
 
 from lockgate.config import load_config
@@ -26,30 +25,6 @@ from lockgate.telemetry import SharedMetrics
 
 logger = Logger()
 metrics = Metrics()
-tracer = Tracer()
-
-
-class PowertoolsTracing:
-    """Trace segments through Powertools' Tracer (X-Ray when deployed)."""
-
-    def span(self, name: str, **annotations: str | int | bool) -> AbstractContextManager[Any]:
-        """A subsegment with annotations (never prompts, bodies or secrets)."""
-        segment = tracer.provider.in_subsegment(f"## {name}")
-        return _Annotated(segment, annotations)
-
-
-class _Annotated:
-    def __init__(self, segment: Any, annotations: dict[str, str | int | bool]) -> None:
-        self._segment, self._annotations = segment, annotations
-
-    def __enter__(self) -> Any:
-        subsegment = self._segment.__enter__()
-        for key, value in self._annotations.items():
-            subsegment.put_annotation(key, value)
-        return subsegment
-
-    def __exit__(self, *exc: Any) -> Any:
-        return self._segment.__exit__(*exc)
 
 
 settings = WorkerSettings.from_env(os.environ)
@@ -61,7 +36,6 @@ deps = lambda_deps(
     SharedMetrics(metrics),  # a batch's records add metrics from several threads
     timeout_seconds=settings.timeout_seconds,
     connections=settings.record_concurrency,
-    tracing=PowertoolsTracing(),
     usage_metrics=lambda tasks: EmfUsageMetrics(EphemeralMetrics, tasks, frozenset(config.models)),
 )
 parts = build_worker(settings, config, deps, environ=os.environ)

@@ -219,11 +219,12 @@ def test_the_receiver_handler_imports_neither_the_agent_stack_nor_the_other_sect
         f"sys.path[:0] = {folders!r}\n"
         "import app\n"
         "heavy = ('anthropic', 'pydantic', 'httpx', 'lockgate.config.model', 'lockgate.config.parsing',\n"
-        "         'lockgate.workflows', 'lockgate.declared', 'shop')\n"
+        "         'lockgate.workflows', 'lockgate.declared', 'shop', 'opentelemetry', 'aws_xray_sdk')\n"
         "print('loaded:', *[m for m in heavy if m in sys.modules])\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
     # Then it started (its one source ready) and paid neither for the model SDK, nor for the config
-    # types it never reads, nor for the workflows (their packages and declarations)
+    # types it never reads, nor for the workflows (their packages and declarations), nor for
+    # OpenTelemetry (no wrapper loaded it: spans would record nothing) or the X-Ray SDK
     assert '"message":"source ready"' in out.stdout
     assert out.stdout.splitlines()[-1] == "loaded:"

@@ -67,6 +67,7 @@ CORE = Tree(
             "lockgate.secrets",
             "lockgate.settings",
             "lockgate.telemetry",
+            "lockgate.tracing",
         ),
     ),
     # The authors' facade (lazy, on top of everything) and last release's paths, kept as re-exports.

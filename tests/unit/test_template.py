@@ -408,10 +408,16 @@ def test_given_every_function_then_it_runs_python313_on_arm64_with_the_core_laye
         function = properties(cfn, function_id)
         assert function["Runtime"] == "python3.13", function_id
         assert function["Architectures"] == ["arm64"], function_id
-        assert function["Layers"] == [{"Ref": layer_id}], function_id
+        # The ADOT layer only with OtelLayerArn, after ours; its wrapper then loads the SDK.
+        otel_layer = {"Fn::If": ["TracesWithOtel", {"Ref": "OtelLayerArn"}, {"Ref": "AWS::NoValue"}]}
+        assert function["Layers"] == [{"Ref": layer_id}, otel_layer], function_id
         assert function["TracingConfig"] == {"Mode": "Active"}, function_id
         assert function["Handler"] == "app.handler", function_id
         variables = environment(cfn, function_id)
+        assert variables["AWS_LAMBDA_EXEC_WRAPPER"] == {
+            "Fn::If": ["TracesWithOtel", "/opt/otel-instrument", {"Ref": "AWS::NoValue"}]
+        }
+        assert variables["OTEL_SEMCONV_STABILITY_OPT_IN"] == "gen_ai_latest_experimental"
         assert variables["POWERTOOLS_SERVICE_NAME"] == "lockgate"
         assert variables["POWERTOOLS_METRICS_NAMESPACE"] == "Lockgate"
         assert variables["LOCKGATE_CONFIG"] == "lockgate.toml"
@@ -732,6 +738,7 @@ def test_given_template_parameters_then_defaults_match_the_documented_ones(sam_t
         "ModelProvider": "anthropic",
         "BedrockModelArns": "arn:aws:bedrock:::foundation-model/unset",  # inert: a rule refuses it
         "ClaudeWorkspaceId": "",
+        "OtelLayerArn": "",  # no spans unless AWS's ADOT layer is named
         "DailyBudgetUsd": "",
         "ApprovalChannels": "email",
         "OldestDeliveryAlarmSeconds": 1800,
@@ -1036,7 +1043,8 @@ def _own_environment(cfn: dict[str, Any], function_id: str) -> dict[str, Any]:
     return {
         name: value
         for name, value in environment(cfn, function_id).items()
-        if not name.startswith(("POWERTOOLS_", "LOCKGATE_")) and name != "LOG_LEVEL"
+        if not name.startswith(("POWERTOOLS_", "LOCKGATE_", "OTEL_"))
+        and name not in ("LOG_LEVEL", "AWS_LAMBDA_EXEC_WRAPPER")
     }
 
 

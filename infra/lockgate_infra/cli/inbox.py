@@ -13,6 +13,7 @@ from typing import Any
 from lockgate_infra.cli.runs import add_runs_parser, runs_list, runs_show
 from lockgate_infra.cli.send_test import add_send_parser, add_send_test_parser, send_event, send_test
 from lockgate_infra.cli.targets import Target
+from lockgate_infra.cli.trace_view import run_trace
 from lockgate_infra.inbox_ops import InboxOps
 
 ROOT = Path(__file__).resolve().parents[3]  # the checkout: lockgate.toml
@@ -55,7 +56,9 @@ def add_inbox_parsers(commands: Any, *, target: TargetOf) -> list[argparse.Argum
     replay.set_defaults(run=on_target(inbox_replay))
     send = add_send_test_parser(inbox_commands, on_target(lambda args, where: send_test(args, where, ROOT)))
     event = add_send_parser(inbox_commands, on_target(lambda args, where: send_event(args, where, ROOT)))
-    runs = add_runs_parser(commands, on_target(runs_list), on_target(runs_show))
+    runs = add_runs_parser(
+        commands, on_target(runs_list), on_target(runs_show), lambda args: run_trace(args, ROOT)
+    )
     return [status, show, retry, redrive, replay, send, event, *runs]
 
 

@@ -172,7 +172,12 @@ def _secrets(args: argparse.Namespace) -> int:
 
 
 def _approvals(args: argparse.Namespace) -> int:
-    return run_approvals(args, _target(args))
+    target = _target(args)
+    if target.endpoint_url is not None:  # the local stack: a decision's span joins its spans file
+        from lockgate_infra.local.spans import install, spans_file
+
+        install(spans_file(ROOT))
+    return run_approvals(args, target)
 
 
 def _jobs(args: argparse.Namespace) -> int:

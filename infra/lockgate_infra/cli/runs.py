@@ -19,8 +19,10 @@ AGE = re.compile(r"^(\d+)([mhd])$")
 UNIT_SECONDS = {"m": 60, "h": 3_600, "d": 86_400}
 
 
-def add_runs_parser(commands: Any, run_list: Callable[..., int], run_show: Callable[..., int]) -> list[Any]:
-    """``lockgate runs list`` and ``lockgate runs show``; returns both (they take a target)."""
+def add_runs_parser(
+    commands: Any, run_list: Callable[..., int], run_show: Callable[..., int], run_trace: Callable[..., int]
+) -> list[Any]:
+    """``lockgate runs list``, ``show`` and ``trace``; returns the three (they take a target)."""
     runs = commands.add_parser("runs", help="agent runs")
     runs_commands = runs.add_subparsers(dest="runs_command", required=True)
     listing = runs_commands.add_parser(
@@ -49,7 +51,16 @@ def add_runs_parser(commands: Any, run_list: Callable[..., int], run_show: Calla
         help="wait up to this long for the run to exist and finish (a delivery just sent)",
     )
     show.set_defaults(run=run_show)
-    return [listing, show]
+    trace = runs_commands.add_parser(
+        "trace",
+        help="a delivery's trace as a waterfall: every hop from the webhook to what ran, with its model "
+        "and tool calls and who approved (the local stack's spans)",
+    )
+    trace.add_argument("id", help="the delivery id, e.g. helpdesk#msg_123")
+    trace.add_argument("--spans", metavar="FILE", help="a spans file (default: .lockgate/spans.jsonl)")
+    trace.add_argument("--json", action="store_true", help="the spans as JSON, in start order")
+    trace.set_defaults(run=run_trace)
+    return [listing, show, trace]
 
 
 def since_seconds(text: str, now: float | None = None) -> int:

@@ -153,7 +153,9 @@ def run_demo(
     sent = SentLinks()  # the notifier's links, shown in their own section, not amid the tables
     with (
         local_model(model, os.environ) as chosen,
-        LocalStack(config_path=config_path, environment={**quiet, **chosen.environment}) as stack,
+        LocalStack(
+            config_path=config_path, environment={**quiet, **chosen.environment}, keep_spans=True
+        ) as stack,
         # The functions' output (e.g. the broken delivery's error) goes to a file, not the summary.
         routed_output(Console(out), stack.root / ".lockgate" / "demo.log", summaries=False, watch=sent),
     ):

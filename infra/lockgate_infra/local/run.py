@@ -192,6 +192,7 @@ def run_local(
             parameters=parameters,
             port=moto_port,
             environment={**chosen.environment, **slack_environment(slack), "APPROVAL_CHANNELS": "print"},
+            keep_spans=True,
         ) as stack,
     ):
         dev_secrets = seed_secrets(stack)

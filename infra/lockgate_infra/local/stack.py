@@ -30,6 +30,8 @@ from lockgate_infra.local.provision import create_resources
 from lockgate_infra.local.runtime import LocalFunction, import_handler_module
 from lockgate_infra.local.scheduler import LocalScheduler
 from lockgate_infra.local.sources import start_sqs_pollers, start_stream_pollers
+from lockgate_infra.local.spans import install as install_spans
+from lockgate_infra.local.spans import spans_file
 from lockgate_infra.local.streams import StreamPoller
 from lockgate_infra.local.template import LocalPlan
 from lockgate_infra.serving import Serving
@@ -60,9 +62,11 @@ class LocalStack(Serving):
         host: str = "127.0.0.1",
         environment: Mapping[str, str] | None = None,
         reset: bool = True,
+        keep_spans: bool = False,
     ) -> None:
         self.template_path = Path(template_path or default_template_path()).resolve()
         self.root = self.template_path.parent  # the repository root
+        self.spans = install_spans(spans_file(self.root) if keep_spans else None)  # keep: `runs trace`
         self.config_path = Path(config_path or self.root / "lockgate.toml").resolve()
         # Deployed as `sam deploy` deploys this config: its [provider] is the ModelProvider.
         self._parameters = {**_provider_of(self.config_path), **(parameters or {})}
@@ -111,12 +115,9 @@ class LocalStack(Serving):
         if self.scheduler is not None:
             self.scheduler.stop()
             self.scheduler = None
-        for stream_poller in self.stream_pollers:
-            stream_poller.stop()
-        self.stream_pollers = []
-        for poller in self.pollers:
+        for poller in [*self.stream_pollers, *self.pollers]:
             poller.stop()
-        self.pollers = []
+        self.stream_pollers, self.pollers = [], []
         if self.gateway is not None:
             self.gateway.stop()
             self.gateway = None

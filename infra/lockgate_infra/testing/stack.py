@@ -28,6 +28,7 @@ from lockgate.webhooks.signing import sign
 from lockgate_infra.local.approval_walk import Step, decide, local_signer, pending_proposals
 from lockgate_infra.local.loopback import request
 from lockgate_infra.local.run import seed_secrets
+from lockgate_infra.local.spans import SpanRecord, delivery_trace
 from lockgate_infra.local.stack import LocalStack
 from lockgate_infra.local.workflows import seed_workflows
 from lockgate_infra.serving import Serving
@@ -242,6 +243,10 @@ class TestStack(Serving):
             {"to": list(m.destinations.get("ToAddresses", [])), "subject": m.subject, "body": m.body}
             for m in ses_backends[DEFAULT_ACCOUNT_ID][self.local.region].sent_messages
         ]
+
+    def trace(self, key: str | Sent) -> list[SpanRecord]:
+        """The spans of the trace a delivery started, in start order (what ``lockgate runs trace`` shows)."""
+        return delivery_trace(self.local.spans.spans(), _key(key))
 
     # -- deciding -----------------------------------------------------------------------------
 

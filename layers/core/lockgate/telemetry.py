@@ -1,9 +1,8 @@
-"""Ports for logs and metrics; handlers pass Powertools' Logger and Metrics in."""
+"""Ports for logs and metrics; handlers pass Powertools' Logger and Metrics in (spans: lockgate.tracing)."""
 
 from __future__ import annotations
 
 import threading
-from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Protocol
 
 
@@ -59,19 +58,3 @@ class CountingMetrics:
         """Add to the named total."""
         with self._lock:
             self.totals[name] = self.totals.get(name, 0) + value
-
-
-class Tracing(Protocol):
-    """Trace segments around model calls, tool calls and retries (Powertools Tracer when deployed)."""
-
-    def span(self, name: str, **annotations: str | int | bool) -> AbstractContextManager[Any]:
-        """A subsegment; annotations must never carry prompts, bodies or secrets."""
-        ...
-
-
-class NoTracing:
-    """Tracing switched off (tests, the local stack)."""
-
-    def span(self, name: str, **annotations: str | int | bool) -> AbstractContextManager[Any]:
-        """A do-nothing segment."""
-        return nullcontext()

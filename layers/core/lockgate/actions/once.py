@@ -79,3 +79,8 @@ def run_once(
         summary=summary,
         effect=effect,
     )
+
+
+def traced(op: Operation) -> dict[str, str]:
+    """What a trace says of an operation: its state and idempotency key (the key can name a person)."""
+    return {"lockgate.ledger.idempotency_key": op.idempotency_key, "lockgate.ledger.state": op.state.value}

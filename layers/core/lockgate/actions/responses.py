@@ -12,6 +12,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from lockgate import tracing
 from lockgate.inbox.events import internal_event
 from lockgate.inbox.models import Delivery
 
@@ -87,7 +88,9 @@ class DecisionResponse:
     def to_event(self, now: int) -> Delivery:
         """The inbox item ``run#<approval>#<outcome>``: stable, so a repeat dedupes."""
         body = json.dumps(asdict(self), default=str, sort_keys=True).encode()
-        return internal_event(SOURCE, f"{self.approval_id}#{self.outcome}", EVENT_TYPE, body, now)
+        return internal_event(
+            SOURCE, f"{self.approval_id}#{self.outcome}", EVENT_TYPE, body, now, trace=tracing.traceparent()
+        )
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> DecisionResponse:

@@ -11,6 +11,7 @@ import itertools
 from dataclasses import dataclass
 from typing import Any
 
+from lockgate import tracing
 from lockgate.actions.guard import RunState
 from lockgate.actions.once import Operations
 from lockgate.actions.proposing import Proposer
@@ -34,7 +35,7 @@ from lockgate.model.price_table import PriceTable
 from lockgate.model.prompt_cache import prefix_tokens
 from lockgate.model.response_cache import ResponseCache
 from lockgate.model.usage import NoUsageMetrics, UsageMetrics, UsageRollup
-from lockgate.telemetry import Log, Metrics, NoTracing, Tracing
+from lockgate.telemetry import Log, Metrics
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,6 @@ class AgentLoop:
         clock: Clock,
         log: Log,
         metrics: Metrics,
-        tracing: Tracing | None = None,
         screener: Screener | None = None,
         approvals: Proposer | None = None,
         breaker: CircuitBreaker | None = None,
@@ -81,7 +81,6 @@ class AgentLoop:
             ledger=ledger,
             log=log,
             metrics=metrics,
-            tracing=tracing or NoTracing(),
             screener=screener,
             approvals=approvals,
         )
@@ -111,11 +110,20 @@ class AgentLoop:
             if self._calls_ahead > 0
             else None
         )
-        try:
-            return self._run(task, event, deadline, allowances)
-        finally:
-            if allowances is not None:
-                allowances.close()
+        attributes = {
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": task.name,
+            "gen_ai.request.model": task.model,
+            "lockgate.run.id": event.delivery.pk,
+        }
+        with tracing.span(f"invoke_agent {task.name}", attributes=attributes):
+            try:
+                outcome = self._run(task, event, deadline, allowances)
+            finally:
+                if allowances is not None:
+                    allowances.close()
+            tracing.annotate({"lockgate.run.status": outcome.status})
+            return outcome
 
     def _run(
         self, task: Task, event: InboxEvent, deadline: float, allowances: RunAllowances | None
@@ -248,6 +256,13 @@ class AgentLoop:
 
     def _finish(self, run: Run, status: str, summary: str, totals: Totals, state: RunState) -> RunOutcome:
         ended = self._runs.finish(run, status, summary, totals.as_dict(state))
+        tracing.annotate(
+            {
+                "lockgate.run.model_calls": totals.model_calls,
+                "lockgate.run.replayed_steps": totals.replayed_steps,
+                "lockgate.cost_usd": totals.cost_usd,
+            }
+        )
         if ended and self._rollup is not None:  # a replayed finish was counted the first time
             self._rollup.add_run(run.run_id, run.task, totals.since_mark())
         self._metrics.add_metric(name=f"Run_{status}", unit="Count", value=1)

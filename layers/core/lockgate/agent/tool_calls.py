@@ -9,9 +9,10 @@ import json
 from dataclasses import replace
 from typing import Any
 
+from lockgate import tracing
 from lockgate.actions.guard import Allowed, NeedsPerson, Refused, RunState, rule_on
 from lockgate.actions.ledger import LedgerConflict, OpState
-from lockgate.actions.once import Operations, run_once
+from lockgate.actions.once import Operations, run_once, traced
 from lockgate.actions.proposing import Proposer
 from lockgate.actions.tools import Risk, Tool, ToolContext, ToolError
 from lockgate.agent import decision_step
@@ -20,7 +21,7 @@ from lockgate.agent.run_totals import Totals
 from lockgate.agent.runs import Run, Runs
 from lockgate.agent.screen import RunAsk, Screener
 from lockgate.agent.tasks import Task
-from lockgate.telemetry import Log, Metrics, Tracing
+from lockgate.telemetry import Log, Metrics
 
 
 class ToolCalls:
@@ -33,7 +34,6 @@ class ToolCalls:
         ledger: Operations,
         log: Log,
         metrics: Metrics,
-        tracing: Tracing,
         screener: Screener | None = None,
         approvals: Proposer | None = None,
     ) -> None:
@@ -41,7 +41,6 @@ class ToolCalls:
         self._ledger = ledger
         self._log = log
         self._metrics = metrics
-        self._tracing = tracing
         self._screener = screener
         self._approvals = approvals
 
@@ -94,6 +93,24 @@ class ToolCalls:
         What an untrusted read returned waits to be screened with the step's other reads, and is
         screened before this run's guard rules on anything but a read (``screen_pending``).
         """
+        name, call_id = str(call.get("name", ""))[:64], str(call.get("id", ""))[:64]
+        attributes = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": name,
+            "gen_ai.tool.call.id": call_id,
+            "gen_ai.tool.type": "function",
+            "lockgate.run.id": run.run_id,
+        }
+        with tracing.span(f"execute_tool {name}", attributes=attributes):
+            result, entry = self._answer(task, run, call, state, reply_text, ask)
+            tracing.annotate(
+                {"lockgate.guard.check": entry.get("check"), "lockgate.tool.outcome": entry.get("outcome")}
+            )
+        return result, entry
+
+    def _answer(
+        self, task: Task, run: Run, call: dict[str, Any], state: RunState, reply_text: str, ask: RunAsk
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
         name, call_id = str(call.get("name", "")), str(call.get("id", ""))
         if name == decision_step.TOOL and (heard := decision_step.answer(call, run)) is not None:
             return heard  # offered once a decision was heard: a read of what the run was told
@@ -121,8 +138,7 @@ class ToolCalls:
                 return _result(call_id, text, error=True), entry
             return _result(call_id, _refusal_text(ruling), error=True), entry
         tool, args = ruling.tool, ruling.args
-        with self._tracing.span("tool call", tool=tool.name):
-            content, error, outcome = self._execute(task, run, tool, args, state)
+        content, error, outcome = self._execute(task, run, tool, args, state)
         entry["outcome"] = outcome
         if not error and tool.untrusted_result:
             source = _taint_source(tool, args, content)
@@ -172,6 +188,7 @@ class ToolCalls:
         except LedgerConflict as exc:
             self._metrics.add_metric(name="LedgerConflict", unit="Count", value=1)
             return f"Refused: {exc}. Nothing was done.", True, "conflict"
+        tracing.annotate(traced(op))
         if op.state is OpState.SUCCEEDED:
             return _json(op.result), False, "succeeded"
         if op.state is OpState.FAILED:

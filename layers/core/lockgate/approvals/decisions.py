@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from enum import StrEnum
 
+from lockgate import tracing
 from lockgate.actions.tools import fingerprint
 from lockgate.approvals.events import approval_event, enqueue
 from lockgate.approvals.proposals import Proposal
@@ -148,6 +149,29 @@ class DecisionRecorder:
             raise ValueError(f"a reason is at most {MAX_REASON_CHARS} characters")
         if edit is not None and verdict is not Choice.APPROVE:
             raise ValueError("an edit is approved by its editor: it cannot be a rejection")
+        attributes = {
+            "lockgate.approval.id": proposal.approval_id,
+            "lockgate.approval.reviewer": reviewer_id,
+            "lockgate.approval.verdict": verdict.value,
+            "lockgate.approval.via": via,
+            "lockgate.approval.edited": edit is not None,
+        }
+        # Hours after the proposal, maybe: the decision joins the proposal's trace, linked to its request.
+        with tracing.span("approval decision", parent=proposal.extra.get("trace"), attributes=attributes):
+            outcome = self._record(proposal, reviewer_id, verdict, via, kept, seen, edit)
+            tracing.annotate({"lockgate.approval.outcome": outcome.value})
+            return outcome
+
+    def _record(  # noqa: PLR0913 - record's checked parts
+        self,
+        proposal: Proposal,
+        reviewer_id: str,
+        verdict: Choice,
+        via: str,
+        kept: str,
+        seen: str | None,
+        edit: Mapping[str, str] | None,
+    ) -> DecisionOutcome:
         if self.reviewer(proposal.tool, reviewer_id) is None:
             return DecisionOutcome.NOT_ALLOWED
         if fingerprint(proposal.args) != proposal.fingerprint:
@@ -225,4 +249,7 @@ class DecisionRecorder:
 
     def _enqueue(self, proposal: Proposal, state: State, now: int) -> None:
         """The decision becomes an inbox event; the worker re-checks everything before acting."""
-        enqueue(self._inbox, self._queue, approval_event(proposal.approval_id, state.value, now), self._log)
+        # Untraced here (a CLI with no SDK): the run still joins the proposal's trace.
+        carried = tracing.traceparent() or proposal.extra.get("trace")
+        event = approval_event(proposal.approval_id, state.value, now, trace=carried)
+        enqueue(self._inbox, self._queue, event, self._log)

@@ -15,10 +15,17 @@ __all__ = ["SOURCE", "VetoTimer", "approval_event", "enqueue"]
 SOURCE = "approval"
 
 
-def approval_event(approval_id: str, kind: str, now: int, available_at: int | None = None) -> Delivery:
-    """The inbox item for ``approval#<id>#<kind>`` (approved, rejected, veto); stable, so repeats dedupe."""
+def approval_event(
+    approval_id: str, kind: str, now: int, available_at: int | None = None, trace: str | None = None
+) -> Delivery:
+    """The inbox item for ``approval#<id>#<kind>`` (approved, rejected, veto); stable, so repeats dedupe.
+
+    ``trace``: the deciding span's ``traceparent``, so the run that acts on it joins its trace.
+    """
     body = json.dumps({"approval_id": approval_id, "state": kind}).encode()
-    return internal_event(SOURCE, f"{approval_id}#{kind}", f"approval.{kind}", body, now, available_at)
+    return internal_event(
+        SOURCE, f"{approval_id}#{kind}", f"approval.{kind}", body, now, available_at, trace=trace
+    )
 
 
 class VetoTimer:

@@ -15,9 +15,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from lockgate import tracing
 from lockgate.actions.guard import policy_refusal
 from lockgate.actions.ledger import Ledger, LedgerConflict, OpState
-from lockgate.actions.once import operation_key_for, run_once
+from lockgate.actions.once import operation_key_for, run_once, traced
 from lockgate.actions.tools import RunFacts, Tool, ToolArgumentsInvalid, fingerprint
 from lockgate.agent.tasks import Task
 from lockgate.approvals.limits import PendingLimits
@@ -150,6 +151,25 @@ class ApprovalExecutor:
         approvers: list[str],
         approved_at: float,
     ) -> str:
+        """The approved call (as its current version), in an ``execute_tool`` span of the delivery's trace."""
+        attributes: tracing.Attributes = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": proposal.tool,
+            "lockgate.approval.id": proposal.approval_id,
+            "lockgate.approval.version": current.n,
+            "lockgate.approval.approvers": approvers,
+        }
+        with tracing.span(f"execute_tool {proposal.tool}", attributes=attributes):
+            return self._execute(task, proposal, current, approvers, approved_at)
+
+    def _execute(
+        self,
+        task: Task | None,
+        proposal: Proposal,
+        current: Current,
+        approvers: list[str],
+        approved_at: float,
+    ) -> str:
         """Fingerprint, task, arguments and hard policies re-checked; then the ledger runs it once."""
         checked = self._checked(task, proposal, current, approvers)
         if isinstance(checked, str):
@@ -171,6 +191,7 @@ class ApprovalExecutor:
             )
         except LedgerConflict as exc:
             return self._not_run(proposal.approval_id, f"conflict: {exc}")
+        tracing.annotate(traced(op))
         self._metrics.add_metric(name=f"ApprovedAction_{op.state.value}", unit="Count", value=1)
         self._log.info(
             "approved action",

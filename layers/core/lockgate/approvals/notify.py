@@ -12,6 +12,7 @@ import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
+from lockgate import tracing
 from lockgate.approvals.proposals import Proposal
 from lockgate.config import Reviewer
 from lockgate.errors import ConfigError
@@ -184,6 +185,11 @@ class Notifier:
 
     def notify(self, proposal: Proposal) -> None:
         """Notify everyone; raise if any channel failed, so the stream retries the record."""
+        attributes = {"lockgate.approval.id": proposal.approval_id, "lockgate.approval.tool": proposal.tool}
+        with tracing.span("notify reviewers", parent=proposal.extra.get("trace"), attributes=attributes):
+            self._notify(proposal)
+
+    def _notify(self, proposal: Proposal) -> None:
         links = self._links(proposal)
         failures = 0
         deliveries: list[tuple[Channel, Reviewer | None, str | None]] = []
@@ -209,6 +215,9 @@ class Notifier:
                     },
                 )
         self._metrics.add_metric(name="ApprovalNotified", unit="Count", value=1)
+        tracing.annotate(
+            {"lockgate.notifications": len(deliveries), "lockgate.notifications_failed": failures}
+        )
         if failures:
             self._metrics.add_metric(name="ApprovalNotifyFailed", unit="Count", value=failures)
             raise NotificationFailed(f"{failures} notification(s) failed for {proposal.approval_id}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from lockgate import tracing
 from lockgate.actions.guard import NeedsPerson
 from lockgate.actions.once import operation_key_for
 from lockgate.actions.tools import RunFacts, canonical_json, fingerprint
@@ -61,6 +62,14 @@ class ApprovalRequests:
             stored, created = self._limits.propose(proposal, now)
         except LimitReached as refused:
             return self._refused(task, tool.name, refused)
+        tracing.annotate(
+            {
+                "lockgate.approval.id": stored.approval_id,
+                "lockgate.approval.pattern": rule.pattern,
+                "lockgate.approval.reviewers_required": stored.reviewers_required,
+                "lockgate.approval.created": created,
+            }
+        )
         if created:
             self._metrics.add_metric(name="ApprovalProposed", unit="Count", value=1)
             self._log.info(
@@ -145,6 +154,8 @@ def _proposal(
             "after": {"approve": tool.after_approve, "reject": tool.after_reject},
             # What a reviewer may change, and its schema: the approval side checks an edit against it.
             **({"editable": tool.editable_schema()} if tool.editable else {}),
+            # The proposing span: the notice, the decision and the run that follows join its trace.
+            **({"trace": carried} if (carried := tracing.traceparent()) else {}),
         },
         tool_schema=tool.args_fingerprint(),
         facts=tuple(tool.facts(args, facts)) if tool.facts else (),

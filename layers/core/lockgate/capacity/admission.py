@@ -23,12 +23,14 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Protocol
 
+from lockgate import tracing
 from lockgate.capacity.allowance import Allowance, RunAllowances
 from lockgate.capacity.breaker import CircuitBreaker, CircuitOpen
 from lockgate.capacity.gate import Gate
 from lockgate.capacity.spend import input_tokens_upper_bound
 from lockgate.errors import Deferred, PermanentFailure
 from lockgate.model.client import ModelClient, ModelError, ModelReply, ModelRequest
+from lockgate.model.genai import call_attributes, reply_attributes
 from lockgate.model.price_table import PriceTable
 from lockgate.model.response_cache import ResponseCache
 from lockgate.telemetry import Log, Metrics
@@ -98,6 +100,22 @@ class Admission:
         without, the call is admitted and settled on its own.
         """
         request = _clamped(task, request)
+        attributes = call_attributes(self._model.provider_name, task.name, request)
+        with tracing.span(f"chat {request.model}", kind="client", attributes=attributes):
+            reply = self._create(task, request, deadline, source, cacheable, run, looked_up)
+            tracing.annotate(reply_attributes(reply, self._prices, request.cache_ttl))
+            return reply
+
+    def _create(
+        self,
+        task: TaskLimits,
+        request: ModelRequest,
+        deadline: float,
+        source: str,
+        cacheable: bool,
+        run: RunAllowances | None,
+        looked_up: bool,
+    ) -> ModelReply:
         responses = self.responses if cacheable else None
         saved = responses.get(request) if responses is not None and not looked_up else None
         if saved is not None:

@@ -19,10 +19,20 @@ DAY = 86_400
 RETENTION_DAYS = 14
 
 
-def internal_event(
-    source: str, delivery_id: str, event_type: str, body: bytes, now: int, available_at: int | None = None
+def internal_event(  # noqa: PLR0913 - an event's parts
+    source: str,
+    delivery_id: str,
+    event_type: str,
+    body: bytes,
+    now: int,
+    available_at: int | None = None,
+    *,
+    trace: str | None = None,
 ) -> Delivery:
-    """The inbox item ``{source}#{delivery_id}`` with a JSON body, kept as long as webhook deliveries."""
+    """The inbox item ``{source}#{delivery_id}`` with a JSON body, kept as long as webhook deliveries.
+
+    ``trace``: the ``traceparent`` of the span that made it, so its run joins that trace.
+    """
     return Delivery(
         pk=delivery_key(source, delivery_id),
         source=source,
@@ -36,6 +46,7 @@ def internal_event(
         body_bytes=len(body),
         content_type="application/json",
         ttl=now + RETENTION_DAYS * DAY,
+        trace=trace,
     )
 
 

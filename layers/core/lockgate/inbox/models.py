@@ -48,6 +48,7 @@ class Delivery:
     ttl: int | None = None
     replay_of: str | None = None  # an operator's replay: the done delivery it runs again
     replayed_by: str | None = None
+    trace: str | None = None  # the W3C traceparent of the span that stored it (lockgate.tracing)
 
     def to_item(self) -> dict[str, Any]:
         """The DynamoDB item (resource-style, plain Python values), without empty fields."""
@@ -77,6 +78,7 @@ class Delivery:
             "deferrals": self.deferrals or None,
             "replay_of": self.replay_of,
             "replayed_by": self.replayed_by,
+            "trace": self.trace,
         }
         item.update({k: v for k, v in optional.items() if v is not None})
         return item
@@ -109,6 +111,7 @@ class Delivery:
             ttl=_opt_int(plain.get("ttl")),
             replay_of=plain.get("replay_of"),
             replayed_by=plain.get("replayed_by"),
+            trace=plain.get("trace"),
         )
 
 

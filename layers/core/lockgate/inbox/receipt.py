@@ -6,6 +6,7 @@ import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from lockgate import tracing
 from lockgate.clock import Clock
 from lockgate.config import DEFAULT_MAX_BODY_BYTES, ReceiptConfig, SourceConfig
 from lockgate.errors import ConfigError, InvalidSignature, QueueUnavailable, SecretUnavailable, UnknownSource
@@ -101,7 +102,14 @@ class Receiver:
         identity = source.scheme.identify(body, request.headers)
         if identity.challenge is not None:
             return json_response(200, {"challenge": identity.challenge})
-        return self._store(source.config, identity, body, request.headers, int(now))
+        pk = delivery_key(name, identity.delivery_id)
+        attributes = {
+            "lockgate.delivery.id": pk,
+            "lockgate.source": name,
+            "lockgate.event_type": identity.event_type,
+        }
+        with tracing.span(f"receive {name}", attributes=attributes):
+            return self._store(source.config, identity, body, request.headers, int(now))
 
     def _store(
         self,
@@ -128,6 +136,7 @@ class Receiver:
             body_bytes=len(body),
             content_type=headers.get("content-type", "")[:100],
             ttl=now + self._config.inbox.retention_days * DAY,
+            trace=tracing.traceparent(),  # the worker's span, hours later maybe, joins this trace
         )
         stored = self._inbox.put_new(delivery)
         context = {"delivery": pk, "event_type": identity.event_type}
@@ -138,6 +147,12 @@ class Receiver:
             return json_response(200, {"status": "accepted", "delivery": pk})
         self._metrics.add_metric(name="DeliveryDuplicate", unit="Count", value=1)
         existing = stored.existing
+        tracing.annotate(
+            {
+                "lockgate.duplicate": True,
+                "lockgate.stored_trace": tracing.trace_id(existing.trace if existing else None),
+            }
+        )
         if existing and existing.status is Status.RECEIVED and self._looks_stranded(existing, now):
             # The first queue send may have failed after the store: re-queue. A spare
             # pointer is harmless, the worker's lease makes it a no-op.

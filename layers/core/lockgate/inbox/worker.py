@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import random
+import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from lockgate import tracing
 from lockgate.clock import Clock
 from lockgate.config import InboxConfig
 from lockgate.errors import (
@@ -30,6 +32,7 @@ from lockgate.telemetry import Log, Metrics
 # A deferral longer than SQS's longest message delay parks the delivery in the table instead of
 # holding its message back: each hold is another receive, and the queue's redrive counts receives.
 PARK_AFTER_SECONDS = 900
+_WORD = re.compile(r"[\w.#-]{1,64}")  # a task name or a status, not a sentence
 
 
 class RetryLater(Exception):  # noqa: N818 - a signal to the batch processor, not a fault
@@ -93,7 +96,6 @@ class Worker:
         except Deferred as exc:
             self._defer(receipt_handle, exc.delay_seconds)
             raise RetryLater(str(exc)) from exc
-        context = {"delivery": pk, "attempt": delivery.attempts}
         if delivery.attempts > self._settings.max_attempts:
             # Earlier attempts died without recording a result (timeouts, crashes).
             return self._give_up(delivery, owner, "attempt limit reached: earlier attempts did not finish")
@@ -106,6 +108,30 @@ class Worker:
             log=self._log,
             metrics=self._metrics,
         )
+        attributes: tracing.Attributes = {
+            "lockgate.delivery.id": pk,
+            "lockgate.source": delivery.source,
+            "lockgate.event_type": delivery.event_type,
+            "lockgate.attempt": delivery.attempts,
+        }
+        with tracing.span(
+            f"process {delivery.event_type}", kind="consumer", parent=delivery.trace, attributes=attributes
+        ):
+            outcome = self._handled(delivery, owner, handler, event, task_context, now, receipt_handle)
+            tracing.annotate({"lockgate.outcome": outcome_kind(outcome)})
+            return outcome
+
+    def _handled(
+        self,
+        delivery: Delivery,
+        owner: str,
+        handler: Callable[[InboxEvent, TaskContext], str],
+        event: InboxEvent,
+        task_context: TaskContext,
+        now: int,
+        receipt_handle: str,
+    ) -> str:
+        pk, context = delivery.pk, {"delivery": delivery.pk, "attempt": delivery.attempts}
         try:
             outcome = handler(event, task_context)
         except StaleEvent as exc:
@@ -204,6 +230,16 @@ class Worker:
         self._metrics.add_metric(name="DeliveryFailed", unit="Count", value=1)
         self._log.error("delivery set aside as failed", extra={"delivery": delivery.pk, "error": error[:200]})
         return f"failed: {error}"
+
+
+def outcome_kind(outcome: str) -> str | None:
+    """An outcome's leading words ("support-inbox: completed"), without the summary that follows."""
+    kept = []
+    for part in outcome.split(": ", 2)[:2]:
+        if not _WORD.fullmatch(part):
+            break
+        kept.append(part)
+    return ": ".join(kept) or None
 
 
 def set_aside(

@@ -21,13 +21,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from lockgate import tracing
 from lockgate.clock import Clock
 from lockgate.config.provider import ProviderConfig
 from lockgate.model.breakpoints import canonical_messages, mark_conversation, marker, unmarked
 from lockgate.model.errors import ModelError, classify, retry_after
 from lockgate.model.providers import provider as provider_named
 from lockgate.model.retrybudget import RetryBudget
-from lockgate.telemetry import Log, Metrics, NoTracing, Tracing
+from lockgate.telemetry import Log, Metrics
 
 SAFETY_SECONDS = 5.0  # leave this much of the deadline for recording the outcome
 COUNT_TIMEOUT_SECONDS = 10.0
@@ -148,7 +149,6 @@ class ModelClient:
         client_factory: Callable[[], Any],
         clock: Clock,
         log: Log,
-        tracing: Tracing | None = None,
         *,
         sleep: Callable[[float], None] = time.sleep,
         rng: random.Random | None = None,
@@ -170,7 +170,6 @@ class ModelClient:
         self._client_lock = threading.Lock()
         self._clock = clock
         self._log = log
-        self._tracing = tracing or NoTracing()
         self._sleep = sleep
         self.rng = rng or random.Random()  # noqa: S311 - jitter, not security
         self._max_attempts = max_attempts
@@ -179,6 +178,11 @@ class ModelClient:
         self._cap = backoff_cap
         self._budget = retry_budget
         self._metrics = metrics
+
+    @property
+    def provider_name(self) -> str:
+        """The ``[provider]`` that answers: anthropic, bedrock or aws."""
+        return self._provider.name
 
     @property
     def sdk_factory(self) -> Callable[[], Any]:
@@ -200,23 +204,16 @@ class ModelClient:
             if self._budget is not None:
                 self._budget.record_attempt(first=attempt == 1)
             try:
-                with self._tracing.span("model call", model=request.model, attempt=attempt):
-                    message = (
-                        self._sdk()
-                        .with_options(timeout=min(self._per_call_timeout, remaining), max_retries=0)
-                        .messages.create(**params)
-                    )
+                message = (
+                    self._sdk()
+                    .with_options(timeout=min(self._per_call_timeout, remaining), max_retries=0)
+                    .messages.create(**params)
+                )
             except Exception as exc:  # noqa: BLE001 - every SDK failure is classified below
                 error = classify(exc)
-                self._log.warning(
-                    "model call failed",
-                    extra={
-                        "kind": error.kind,
-                        "status": error.status,
-                        "request_id": error.request_id,
-                        "attempt": attempt,
-                    },
-                )
+                failure = {"kind": error.kind, "status": error.status, "request_id": error.request_id}
+                self._log.warning("model call failed", extra={**failure, "attempt": attempt})
+                tracing.event("model attempt failed", {**failure, "attempt": attempt})
                 if not error.retryable or attempt == self._max_attempts or not self._may_retry(request):
                     raise error from exc
                 delay = self._delay(attempt, exc)

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from botocore.config import Config
 
 from lockgate.clock import Clock, SystemClock
 from lockgate.secrets import SecretResolver
-from lockgate.telemetry import Log, Metrics, NoTracing, Tracing
+from lockgate.telemetry import Log, Metrics
 
 if TYPE_CHECKING:
     from lockgate.model.usage import UsageMetrics
@@ -28,7 +28,6 @@ class Deps:
     clock: Clock
     log: Log
     metrics: Metrics
-    tracing: Tracing = field(default_factory=NoTracing)
     sleep: Callable[[float], None] = time.sleep  # backoff waits (a no-op under a fake clock)
     # Per-call dollars and tokens, made for the deployment's task names (the worker's EMF blob).
     usage_metrics: Callable[[frozenset[str]], UsageMetrics] | None = None

@@ -50,7 +50,6 @@ def model_client(
         sdk or sdk_factory(provider, key, settings.model_base_url),
         clock,
         deps.log,
-        deps.tracing,
         sleep=deps.sleep,
         # One budget per process, shared by every task it runs (see lockgate.model.client); the
         # floor lets a quiet process still retry a few times a minute.

@@ -177,7 +177,6 @@ def build_agent(
         clock=clock,
         log=deps.log,
         metrics=deps.metrics,
-        tracing=deps.tracing,
         screener=Screener(clock),
         approvals=approvals(setup, settings, config, ledger, deps),
         # An outage is not hammered: after repeated endpoint failures calls wait, then one probes.

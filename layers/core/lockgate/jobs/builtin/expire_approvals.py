@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from lockgate import tracing
 from lockgate.actions.ledger import Ledger
 from lockgate.agent.tasks import Task
 from lockgate.approvals.decisions import DecisionStore, State, current_state
@@ -64,13 +65,20 @@ class ApprovalExpiry:
             for proposal in page:
                 counts["checked"] += 1
                 if self._expired(proposal, ctx.clock.now()):
-                    event = approval_event(proposal.approval_id, EXPIRED_EVENT, int(ctx.clock.now()))
-                    created = enqueue(self._inbox, self._queue, event, ctx.log)
-                    counts["expired" if created else "already_expired"] += 1
+                    counts["expired" if self._expire(proposal, ctx) else "already_expired"] += 1
             if start is None:
                 break
         ctx.metrics.add_metric(name="ApprovalsExpired", unit="Count", value=counts["expired"])
         return JobResult(done=True, counts=counts)
+
+    def _expire(self, proposal: Proposal, ctx: JobContext) -> bool:
+        """Enqueue the expiry event, in the proposal's trace (linked to this job's run); True if new."""
+        attributes = {"lockgate.approval.id": proposal.approval_id, "lockgate.job": "expire_approvals"}
+        with tracing.span("expire approval", parent=proposal.extra.get("trace"), attributes=attributes):
+            now = int(ctx.clock.now())
+            carried = tracing.traceparent() or proposal.extra.get("trace")
+            event = approval_event(proposal.approval_id, EXPIRED_EVENT, now, trace=carried)
+            return enqueue(self._inbox, self._queue, event, ctx.log)
 
     def _expired(self, proposal: Proposal, now: float) -> bool:
         # Veto-window proposals run on their own timer; "did this happen?" ones stay with reconcile.
