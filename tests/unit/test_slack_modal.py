@@ -71,7 +71,7 @@ def test_a_submission_of_our_modal_is_parsed_into_who_which_and_what_changed() -
     view = edit_view(PROPOSAL, ARGS, "f" * 64)
     edit = parse_submission(submission(view, {"amount": "40.00"}), FORM)
     assert edit is not None
-    assert (edit.user, edit.team, edit.approval_id, edit.seen, edit.changes) == (
+    assert (edit.user, edit.team_id, edit.approval_id, edit.seen, edit.changes) == (
         "U0ALICE01",
         "T0SHOP001",
         PROPOSAL.approval_id,

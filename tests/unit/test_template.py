@@ -111,6 +111,12 @@ CALLBACK_ACCESS = {
         "arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:"
         "${SecretsPrefix}/slack/signing-??????",
     ),
+    # [approvals.slack]'s bot token: the Edit button opens its modal with views.open.
+    (
+        "secretsmanager:GetSecretValue",
+        "arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:"
+        "${SecretsPrefix}/slack/bot-??????",
+    ),
     # A digest page's link re-sends: the "approval-links" rows of State only (by condition), and SES.
     ("dynamodb:PutItem", "StateTable.Arn"),
     ("dynamodb:UpdateItem", "StateTable.Arn"),
@@ -913,7 +919,7 @@ def test_given_an_approval_function_then_it_cannot_read_the_model_key_webhook_se
     assert not any("Shop" in r or "BodyBucket" in r for r in resources)
     secrets = _secret_resources(cfn, function_id) - {"Ref:ApprovalLinkSecret"}
     # besides the link key: the notifier's webhook URLs and Slack bot token,
-    # the callback's Slack signing secret
+    # the callback's Slack signing secret and bot token (views.open for the edit modal)
     assert {r.rsplit(":secret:", 1)[1] for r in secrets} == SLACK_AND_NOTIFY_SECRETS[function_id]
     assert not {"ANTHROPIC_API_KEY_REF", "SECRETS_PREFIX", "STATE_TABLE"} & set(environment(cfn, function_id))
 
@@ -957,18 +963,25 @@ def test_given_the_approval_routes_then_get_and_post_reach_the_callback(cfn):
 
 SLACK_AND_NOTIFY_SECRETS = {
     "ApprovalNotifierFunction": {"${SecretsPrefix}/notify/*", "${SecretsPrefix}/slack/bot-??????"},
-    "ApprovalCallbackFunction": {"${SecretsPrefix}/slack/signing-??????"},
+    "ApprovalCallbackFunction": {
+        "${SecretsPrefix}/slack/signing-??????",
+        "${SecretsPrefix}/slack/bot-??????",
+    },
 }
 
 
 @pytest.mark.parametrize(
-    ("secret", "reader"),
-    [("slack/bot", "ApprovalNotifierRole"), ("slack/signing", "ApprovalCallbackRole")],
+    ("secret", "readers"),
+    [
+        ("slack/bot", {"ApprovalNotifierRole", "ApprovalCallbackRole"}),
+        ("slack/signing", {"ApprovalCallbackRole"}),
+    ],
 )
-def test_given_the_slack_app_secrets_then_each_is_readable_by_one_role_only(cfn, secret, reader):
-    # The bot token posts as the app (the notifier); the signing secret vouches for a click (the callback).
+def test_given_the_slack_app_secrets_then_only_the_approval_side_reads_them(cfn, secret, readers):
+    # The bot token posts as the app (the notifier) and opens the Edit button's modal (the callback:
+    # views.open needs it); the signing secret vouches for a click (the callback only).
     name = f"lockgate/{secret}-AbCdEf"
-    readers = {
+    found = {
         role_id
         for role_id in resources_of_type(cfn, "AWS::IAM::Role")
         for action, resource in access(properties(cfn, role_id))
@@ -977,7 +990,7 @@ def test_given_the_slack_app_secrets_then_each_is_readable_by_one_role_only(cfn,
             name, resource.rsplit(":secret:", 1)[-1].replace("${SecretsPrefix}", "lockgate")
         )
     }
-    assert readers == {reader}
+    assert found == readers
 
 
 @pytest.mark.parametrize("table", ["ApprovalsTable", "DecisionsTable"])

@@ -179,7 +179,7 @@ class DecisionRecorder:
         for _ in range(MAX_RACES):
             now = int(self._clock.now())
             standing = self._decisions.standing(proposal.approval_id)
-            judged = self._judge(proposal, standing, reviewer_id, seen)
+            judged = self.judge(proposal, standing, reviewer_id, seen)
             if judged is not None:
                 return judged
             current = standing.current(proposal)
@@ -206,10 +206,10 @@ class DecisionRecorder:
                 return self._recorded(proposal, record, state, version)
         raise StoreUnavailable("too many decisions at once on one proposal")
 
-    def _judge(
+    def judge(
         self, proposal: Proposal, standing: Standing, reviewer_id: str, seen: str | None
     ) -> DecisionOutcome | None:
-        """Why this decision cannot be written now, or None if it can."""
+        """Why this reviewer's decision on the version ``seen`` cannot be written now, or None if it can."""
         state = self.state(proposal, standing)
         if state is not State.PENDING:
             return SETTLED[state]

@@ -1,5 +1,5 @@
-"""Talking to Slack: the Web API (``chat.postMessage``, ``chat.update``, ``conversations.history``) with
-the bot token, and a click's response_url.
+"""Talking to Slack: the Web API (``chat.postMessage``, ``chat.update``, ``conversations.history``,
+``views.open``) with the bot token, and a click's response_url.
 
 Both are plain HTTPS POSTs that never follow a redirect. A response_url comes inside a payload
 Slack signed, and is still only used under Slack's own host (or the local stub's, when configured),
@@ -44,7 +44,8 @@ def check_base(url: str) -> str:
 
 
 class SlackWebApi:
-    """The few Web API methods the notifier calls, with the bot token resolved per call (rotation)."""
+    """The few Web API methods the notifier (and the callback, for a modal) calls, with the bot token
+    resolved per call (rotation)."""
 
     def __init__(self, token: Callable[[], str], post: Post, base_url: str = SLACK_API_URL) -> None:
         self._token = token
@@ -76,6 +77,10 @@ class SlackWebApi:
             payload["metadata"] = dict(metadata)
         answer = self.call("chat.postMessage", payload)
         return str(answer.get("ts", ""))
+
+    def open_view(self, trigger_id: str, view: Mapping[str, Any]) -> None:
+        """Open a modal for the user whose click gave ``trigger_id`` (Slack honours it for 3 seconds)."""
+        self.call("views.open", {"trigger_id": trigger_id, "view": dict(view)})
 
     def update_message(self, channel: str, ts: str, text: str, blocks: list[dict[str, Any]]) -> None:
         """Replace the text and blocks of the message ``ts`` (its metadata stays)."""

@@ -19,11 +19,12 @@ from typing import Any
 from lockgate.approvals.decisions import Choice, DecisionRecord, State
 from lockgate.approvals.edit_page import shown
 from lockgate.approvals.proposals import Proposal
-from lockgate.approvals.versions import Version
+from lockgate.approvals.versions import Version, editable
 from lockgate.config import Reviewer
 
 APPROVE_ACTION = "lockgate_approve"
 REJECT_ACTION = "lockgate_reject"
+EDIT_ACTION = "lockgate_edit"  # opens the edit modal (lockgate.approvals.slack_modal); decides nothing
 ACTIONS = {APPROVE_ACTION: Choice.APPROVE, REJECT_ACTION: Choice.REJECT}
 _ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
 _SEPARATOR = "|"
@@ -59,21 +60,20 @@ def proposal_blocks(
     decisions: Sequence[DecisionRecord] = (),
     edits: Sequence[Version] = (),
 ) -> list[dict[str, Any]]:
-    """The message for a pending proposal, with the buttons (and its edits and approvals so far)."""
+    """The message for a pending proposal, with the buttons (and its edits and approvals so far).
+
+    Edit is offered when the tool lets a reviewer change some arguments; anyone sees it, and only a
+    reviewer who may decide gets the modal.
+    """
     approvers = _approvers(decisions)
     blocks = _facts(proposal, reviewers, "Approval needed", edits)
     if approvers:
         blocks.append(_context(progress_line(proposal, approvers)))
-    blocks.append(
-        {
-            "type": "actions",
-            "block_id": "lockgate_decide",
-            "elements": [
-                _button("Approve", APPROVE_ACTION, proposal, "primary", edits),
-                _button("Reject", REJECT_ACTION, proposal, "danger", edits),
-            ],
-        }
-    )
+    buttons = [_button("Approve", APPROVE_ACTION, proposal, "primary", edits)]
+    if editable(proposal):
+        buttons.append(_button("Edit…", EDIT_ACTION, proposal, None, edits))
+    buttons.append(_button("Reject", REJECT_ACTION, proposal, "danger", edits))
+    blocks.append({"type": "actions", "block_id": "lockgate_decide", "elements": buttons})
     return blocks
 
 
@@ -201,15 +201,16 @@ def _facts(
 
 
 def _button(
-    label: str, action_id: str, proposal: Proposal, style: str, edits: Sequence[Version]
+    label: str, action_id: str, proposal: Proposal, style: str | None, edits: Sequence[Version]
 ) -> dict[str, Any]:
     button: dict[str, Any] = {
         "type": "button",
         "action_id": action_id,
         "text": {"type": "plain_text", "text": label},
-        "style": style,
         "value": button_value(proposal, edits),
     }
+    if style is not None:  # Slack refuses a style other than primary or danger: none is the default
+        button["style"] = style
     if action_id == APPROVE_ACTION:  # a slip of the thumb should not approve a refund
         button["confirm"] = {
             "title": {"type": "plain_text", "text": "Approve?"},

@@ -12,22 +12,19 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
-from urllib.parse import parse_qsl
 
 from pydantic import BaseModel, ConfigDict, StringConstraints, ValidationError
 
 from lockgate.approvals.edit_page import hint, shown
 from lockgate.approvals.proposals import Proposal
 from lockgate.approvals.slack_messages import escape
+from lockgate.approvals.slack_payload import Interaction, SlackActor, form_payload
 from lockgate.approvals.versions import MAX_EDITED_CHARS, editable
-from lockgate.config.slack import SLACK_USER
 
-EDIT_ACTION = "lockgate_edit"  # the button that opens the modal
 CALLBACK_ID = "lockgate_edit"  # the modal's callback_id, so a submission is known to be ours
 VALUE_ACTION = "value"
 FIELD_BLOCK = "field:"  # block_id prefix of each editable field's input
 MAX_SUBMISSION_BYTES = 64 * 1024
-_FORM = "application/x-www-form-urlencoded"
 
 
 def edit_view(proposal: Proposal, current: Mapping[str, Any], seen: str) -> dict[str, Any]:
@@ -80,14 +77,6 @@ class _Strict(BaseModel):
     model_config = ConfigDict(strict=True, extra="ignore", frozen=True)
 
 
-class _Id(_Strict):
-    id: Annotated[str, StringConstraints(max_length=64)]
-
-
-class _User(_Strict):
-    id: Annotated[str, StringConstraints(pattern=SLACK_USER.pattern)]
-
-
 class _Input(_Strict):
     type: Literal["plain_text_input"]
     value: Annotated[str, StringConstraints(max_length=MAX_EDITED_CHARS)] | None = None
@@ -99,20 +88,14 @@ class _View(_Strict):
     state: dict[str, Any]
 
 
-class _Submission(_Strict):
+class _Submission(Interaction):
     type: Literal["view_submission"]
-    user: _User
-    team: _Id | None = None
     view: _View
 
 
-class SlackEdit(BaseModel):
+class SlackEdit(SlackActor):
     """Who submitted which changes to which proposal, from the version they were shown."""
 
-    model_config = ConfigDict(frozen=True)
-
-    user: str
-    team: str
     approval_id: str
     seen: str
     changes: dict[str, str]
@@ -120,13 +103,11 @@ class SlackEdit(BaseModel):
 
 def parse_submission(body: bytes, content_type: str) -> SlackEdit | None:
     """The edit in a verified ``view_submission`` of our modal, or None if it is not one."""
-    if content_type.partition(";")[0].strip().lower() != _FORM or len(body) > MAX_SUBMISSION_BYTES:
+    payload = form_payload(body, content_type)
+    if payload is None or len(body) > MAX_SUBMISSION_BYTES:
         return None
     try:
-        fields = parse_qsl(body.decode("utf-8"), strict_parsing=True, errors="strict", max_num_fields=4)
-        if len(fields) != 1 or fields[0][0] != "payload":
-            return None
-        submission = _Submission.model_validate_json(fields[0][1])
+        submission = _Submission.model_validate_json(payload)
         meta = json.loads(submission.view.private_metadata)
     except (ValueError, ValidationError):
         return None
@@ -142,12 +123,21 @@ def parse_submission(body: bytes, content_type: str) -> SlackEdit | None:
             return None
         changes[block_id[len(FIELD_BLOCK) :]] = value or ""
     return SlackEdit(
-        user=submission.user.id,
-        team=submission.team.id if submission.team else "",
-        approval_id=meta["approval_id"],
-        seen=meta["seen"],
-        changes=changes,
+        **submission.actor(), approval_id=meta["approval_id"], seen=meta["seen"], changes=changes
     )
+
+
+def notice(text: str) -> dict[str, Any]:
+    """The submission's answer when nothing was recorded: the modal says why, with only Close."""
+    return {
+        "response_action": "update",
+        "view": {
+            "type": "modal",
+            "title": {"type": "plain_text", "text": "Nothing recorded"},
+            "close": {"type": "plain_text", "text": "Close"},
+            "blocks": [{"type": "section", "text": {"type": "plain_text", "text": text[:2900]}}],
+        },
+    }
 
 
 def field_errors(message: str, fields: Mapping[str, Any]) -> dict[str, Any]:

@@ -32,7 +32,7 @@ from lockgate.approvals.slack import SlackChannel, SlackDesk
 from lockgate.approvals.slack_api import ResponseUrl, SlackWebApi
 from lockgate.approvals.slack_posts import SlackPosts
 from lockgate.approvals.slack_records import SlackPostStore
-from lockgate.config import LockgateConfig
+from lockgate.config import LockgateConfig, SlackApprovals
 from lockgate.errors import ConfigError
 from lockgate.inbox.queue import InboxQueue
 from lockgate.inbox.store import InboxStore
@@ -128,11 +128,10 @@ def slack_posts(
             "[approvals.slack] needs the notifier's SLACK_MESSAGE_TABLE (the State table) and "
             "DECISIONS_READ_TABLE (the Decisions table), as template.yaml sets them"
         )
-    token = functools.partial(deps.secrets.resolve, slack.bot_token)
     dynamodb = deps.client("dynamodb")
     return SlackPosts(
         settings=slack,
-        api=SlackWebApi(token, send_post, settings.slack_api_url),
+        api=slack_api(settings, slack, deps),
         records=SlackPostStore(dynamodb, settings.slack_message_table),
         proposals=proposals,
         decisions=DecisionStore(dynamodb, settings.decisions_read_table),
@@ -151,7 +150,8 @@ def slack_desk(
     desk: ApprovalDesk,
     proposals: ProposalStore,
 ) -> SlackDesk | None:
-    """The callback's handler of Slack clicks (deciding through the desk's recorder), when configured."""
+    """The callback's handler of Slack clicks and edit modals (deciding through the desk's recorder),
+    when configured; it reads the signing secret, and the bot token only to open a modal."""
     slack = config.approvals.slack
     if slack is None or settings.decisions_table is None:
         return None
@@ -166,9 +166,17 @@ def slack_desk(
         ),
         signing_secrets=lambda: deps.secrets.resolve_all([slack.signing_secret]),
         responses=ResponseUrl(send_post, settings.slack_response_prefix),
+        views=slack_api(settings, slack, deps),  # views.open: the Edit button's modal
         clock=deps.clock,
         log=deps.log,
         metrics=deps.metrics,
+    )
+
+
+def slack_api(settings: ApprovalSettings, slack: SlackApprovals, deps: Deps) -> SlackWebApi:
+    """Slack's Web API with [approvals.slack]'s bot token, resolved per call (so a rotation is seen)."""
+    return SlackWebApi(
+        functools.partial(deps.secrets.resolve, slack.bot_token), send_post, settings.slack_api_url
     )
 
 
