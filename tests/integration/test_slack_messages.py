@@ -110,6 +110,7 @@ class World:
                 decisions_table=names["DecisionsTable"],
                 inbox_table=aws.inbox_table,
                 inbox_queue_url=aws.queue_url,
+                slack_api_url=slack.api_url,  # views.open: the Edit button's modal
                 slack_response_prefix=slack.response_prefix,
             ),
             self.config,

@@ -131,7 +131,13 @@ def _add_local_parsers(commands: Any) -> None:
         "(they always go to .lockgate/local-<port>.log)",
     )
     local.set_defaults(run=_run_local)
-    add_local_commands(local, status=_local_status, slack_messages=_slack_messages, slack_click=_slack_click)
+    add_local_commands(
+        local,
+        status=_local_status,
+        slack_messages=_slack_messages,
+        slack_click=_slack_click,
+        slack_edit=_slack_edit,
+    )
     demo = commands.add_parser("demo", help="run signed sample deliveries through a fresh local stack")
     demo.add_argument("--config", type=Path, default=ROOT / "lockgate.toml")
     demo.add_argument(
@@ -214,6 +220,14 @@ def _slack_click(args: argparse.Namespace) -> int:
     target = _local(args)
     return click(target.state or {}, target.client("secretsmanager"), args.action_id, args.value, args.user,
                  sys.stdout, team=args.team)  # fmt: skip
+
+
+def _slack_edit(args: argparse.Namespace) -> int:
+    from lockgate_infra.local.slack_click import edit
+
+    target = _local(args)
+    return edit(target.state or {}, target.client("secretsmanager"), args.value, args.changes, args.user,
+                sys.stdout, team=args.team)  # fmt: skip
 
 
 def _run_demo(args: argparse.Namespace) -> int:

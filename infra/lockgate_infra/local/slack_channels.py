@@ -1,12 +1,14 @@
 """What the Slack stand-in does with the messages of its channels, as Slack does: post one (with its
-metadata), update one, answer a click through its response_url, list a channel's history in pages."""
+metadata), update one, answer a click through its response_url, list a channel's history in pages;
+and the modals it was asked to open (``views.open``), kept so that one can be submitted."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
-METHODS = ("chat.postMessage", "chat.update", "conversations.history")  # the Web API it answers
+# the Web API it answers
+METHODS = ("chat.postMessage", "chat.update", "conversations.history", "views.open")
 
 
 class Channels:
@@ -15,6 +17,7 @@ class Channels:
     def __init__(self, now: Callable[[], float]) -> None:
         # ts → channel, ts, text, blocks (and metadata, when posted with some)
         self.messages: dict[str, dict[str, Any]] = {}
+        self.views: list[dict[str, Any]] = []  # each opened modal: id, trigger_id, view, as it was opened
         self._now = now  # what a new message's ts is made of
         self._ts = 0
 
@@ -27,6 +30,8 @@ class Channels:
             return {"ok": True}, ts
         if kind not in METHODS:
             return {"ok": False, "error": "unknown_method"}, ""
+        if kind == "views.open":
+            return self._open(body)
         channel = str(body.get("channel", ""))
         if kind == "conversations.history":
             return self._history(channel, body), ""
@@ -44,6 +49,20 @@ class Channels:
         if metadata is not None:
             self.messages[ts]["metadata"] = metadata
         return {"ok": True, "channel": channel, "ts": ts}, ts
+
+    def _open(self, body: dict[str, Any]) -> tuple[dict[str, Any], str]:
+        """views.open: keep the modal with the trigger that opened it (Slack wants both, and a modal)."""
+        view, trigger = body.get("view"), body.get("trigger_id")
+        if (
+            not isinstance(view, dict)
+            or view.get("type") != "modal"
+            or not isinstance(trigger, str)
+            or not trigger
+        ):
+            return {"ok": False, "error": "invalid_arguments"}, ""
+        view_id = f"V{len(self.views) + 1:08d}"
+        self.views.append({"id": view_id, "trigger_id": trigger, "view": view})
+        return {"ok": True, "view": {"id": view_id, **view}}, view_id
 
     def _history(self, channel: str, body: dict[str, Any]) -> dict[str, Any]:
         """conversations.history: the channel's messages since ``oldest``, newest first, in pages."""

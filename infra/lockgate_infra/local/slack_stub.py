@@ -1,11 +1,13 @@
 """A stand-in for Slack on loopback: the Web API's chat.postMessage (with message metadata),
-chat.update and conversations.history, and response_urls.
+chat.update, conversations.history and views.open, and response_urls.
 
 It records every call (method, JSON body, whether the bot token was right) and keeps each message
 as the channel would show it now, so tests and the local stack can read what Lockgate sent: the
 console shows each with its buttons, ``GET /messages`` and ``GET /calls`` answer other processes
 (``lockgate local slack``), and ``signed_click`` makes the interaction request Slack would send when
-someone clicks a button, signed with the app's signing secret, from a workspace (``team``).
+someone clicks a button, signed with the app's signing secret, from a workspace (``team``). Each
+modal opened is kept (``GET /views``); ``submission_payload`` is what Slack sends when someone
+submits one with values typed in its fields.
 ``lose_answer`` makes the next call of a method take effect and then fail, as when Slack posted a
 message and its answer never came back.
 """
@@ -38,7 +40,7 @@ LOCAL_TEAM = "T0LOCAL"  # the workspace a click comes from unless told otherwise
 class SlackCall:
     """One request the stub received."""
 
-    kind: str  # "chat.postMessage", "chat.update", "conversations.history" or "response"
+    kind: str  # "chat.postMessage", "chat.update", "conversations.history", "views.open" or "response"
     body: dict[str, Any]
     authorized: bool  # the bot token was the expected one (always True for response_url posts)
     path: str
@@ -152,10 +154,13 @@ class SlackStub(Serving):
         return self.channels.apply(kind, path, body)
 
     def snapshot(self, what: str) -> list[dict[str, Any]] | None:
-        """``GET /messages`` (the channel now) or ``GET /calls`` (every call), as JSON-ready lists."""
+        """``GET /messages`` (the channel now), ``GET /views`` (each modal opened) or ``GET /calls`` (every
+        call), as JSON-ready lists."""
         with self._lock:
             if what == "/messages":
                 return [dict(m) for m in self.messages.values()]
+            if what == "/views":
+                return [dict(v) for v in self.channels.views]
             if what == "/calls":
                 return [{"kind": c.kind, "path": c.path, "authorized": c.authorized, "body": c.body}
                         for c in self.calls]  # fmt: skip
@@ -207,6 +212,7 @@ def click_payload(
     channel: str = "C0LOCAL",
     team: str = LOCAL_TEAM,
     enterprise: str | None = None,
+    trigger_id: str = "1.2.local",
 ) -> dict[str, Any]:
     """A block_actions payload as Slack sends it for a button click (the fields Lockgate reads and more)."""
     return {
@@ -217,7 +223,7 @@ def click_payload(
         "enterprise": None if enterprise is None else {"id": enterprise, "name": enterprise.lower()},
         "is_enterprise_install": False,
         "container": {"type": "message", "message_ts": message_ts, "channel_id": channel},
-        "trigger_id": "1.2.local",
+        "trigger_id": trigger_id,
         "response_url": response_url,
         "actions": [
             {

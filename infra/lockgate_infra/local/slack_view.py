@@ -7,6 +7,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from lockgate_infra.local.slack_modals import modal_lines
+
 CLICK = "lockgate local slack click"
 
 
@@ -38,6 +40,8 @@ def call_lines(kind: str, body: Mapping[str, Any], answer: Mapping[str, Any], ts
     text = _text(body)
     if not answer.get("ok"):
         return [f"[slack] {kind} refused ({answer.get('error')}): {text}"]
+    if kind == "views.open":
+        return modal_lines({"id": ts, "view": body.get("view") or {}})
     if kind == "conversations.history":
         found = len(answer.get("messages") or [])
         return [f"[slack] conversations.history of {body.get('channel', '?')}: {found} message(s)"]
