@@ -109,10 +109,11 @@ chaos: $(STAMP)
 	$(BIN)/python -m lockgate_infra.chaos --seeds $(SEEDS)
 
 # Re-take the approval page's screenshots (docs/img/: the README's at 390 px and desktop, and
-# docs/approvals.md's edit section) in headless Chromium (.ci/install-browser); the tests also check
-# nothing scrolls sideways at 390 px, and that the edited refund is the one that runs.
+# docs/approvals.md's edit section) and the Slack stand-in's renderings of the message and its edit
+# modal in headless Chromium (.ci/install-browser); the tests also check nothing scrolls sideways at
+# 390 px, and that the edited refund is the one that runs.
 screenshots: $(STAMP)
-	LOCKGATE_UPDATE_SCREENSHOTS=1 $(BIN)/pytest tests/e2e/test_approval_browser.py -m browser -n 0 -p no:randomly -k screenshot
+	LOCKGATE_UPDATE_SCREENSHOTS=1 $(BIN)/pytest tests/e2e/test_approval_browser.py tests/e2e/test_slack_screenshots.py -m browser -n 0 -p no:randomly -k screenshot
 
 # Every benchmark, ratios against baselines measured in the same run → benchmarks/RESULTS.md.
 bench: $(STAMP)

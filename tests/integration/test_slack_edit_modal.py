@@ -35,7 +35,8 @@ def edit_click(world: World, user: str, proposal: Proposal, **where: Any) -> tup
     """Click Edit on the proposal's message as ``user``: the status, what the clicker was told, the
     modals the stand-in was asked to open since."""
     before = len(world.slack.channels.views)
-    status, answers = world.click(user, proposal, "lockgate_edit", **where)
+    trigger = f"{len(world.slack.calls)}.{before}.test"  # Slack gives each click its own trigger
+    status, answers = world.click(user, proposal, "lockgate_edit", trigger_id=trigger, **where)
     return status, [a.body["text"] for a in answers], world.slack.channels.views[before:]
 
 
@@ -104,7 +105,7 @@ def test_given_a_reviewer_clicks_edit_then_the_modal_opens_on_the_version_shown_
     # Then Slack was asked, with the bot token and the click's trigger, to open the edit modal
     assert (status, told) == (200, [])  # no message to the clicker: the modal is the answer
     (call,) = world.slack.of_kind("views.open")
-    assert call.authorized and call.body["trigger_id"] == opened["trigger_id"] == "1.2.local"
+    assert call.authorized and call.body["trigger_id"] == opened["trigger_id"]
     view = opened["view"]
     assert view["callback_id"] == "lockgate_edit" and view["title"]["text"] == "Edit and approve"
     assert [(f.name, f.initial) for f in modal_fields(view)] == [("amount", "80.00")]
@@ -277,3 +278,37 @@ def race_edit_and_link(world: World, n: int) -> None:
     else:  # bob's approval of the proposal as it was won: no version; her modal says so
         assert results["link"] is DecisionOutcome.APPROVED and not standing.versions
         assert modal_text(results["slack"]) == "This was already approved; nothing more is needed."
+
+
+def test_the_stand_in_shows_the_edit_command_and_each_modal_it_opens_and_a_trigger_opens_one(
+    world: World,
+) -> None:
+    from lockgate.approvals.notify import send_post
+    from lockgate.approvals.slack_api import SlackApiError, SlackWebApi
+    from lockgate.approvals.slack_messages import proposal_blocks
+    from lockgate.approvals.slack_modal import edit_view
+    from lockgate_infra.local.slack_stub import SlackStub
+
+    proposal = world.store(editable=True)
+    lines: list[str] = []
+    with SlackStub(SLACK_DEV_SECRETS["bot_token"], sink=lines.append) as stub:
+        api = SlackWebApi(lambda: SLACK_DEV_SECRETS["bot_token"], send_post, stub.api_url)
+        # When a message with an Edit button is posted, and the edit modal is opened
+        ts = api.post_message("C0APPROVALS", "Approval needed", proposal_blocks(proposal, []))
+        api.open_view("7.8.test", edit_view(proposal, proposal.args, proposal.fingerprint))
+        # Then a trigger opens one modal, once, as Slack's does
+        with pytest.raises(SlackApiError, match="exchanged_trigger_id"):
+            api.open_view("7.8.test", edit_view(proposal, proposal.args, proposal.fingerprint))
+    value, ap = f"{proposal.approval_id}|{proposal.fingerprint}", proposal.approval_id
+    # And the console shows how to edit from the command line, and the modal as it opened
+    assert lines == [
+        f"[slack] chat.postMessage to C0APPROVALS (message {ts}): Approval needed",
+        f"[slack]   button 'Approve': action_id lockgate_approve, value {value}",
+        f"[slack]   button 'Edit…': action_id lockgate_edit, value {value}",
+        f"[slack]   button 'Reject': action_id lockgate_reject, value {value}",
+        f"[slack]   click: lockgate local slack click lockgate_approve {ap} --user SLACK_USER_ID",
+        f"[slack]   edit: lockgate local slack edit {ap} --set NAME=VALUE --user SLACK_USER_ID",
+        "[slack] views.open (view V00000001): modal 'Edit and approve'",
+        "[slack]   field 'amount': 80.00",
+        "[slack] views.open refused (exchanged_trigger_id): ",
+    ]

@@ -60,6 +60,8 @@ class Channels:
             or not trigger
         ):
             return {"ok": False, "error": "invalid_arguments"}, ""
+        if any(v["trigger_id"] == trigger for v in self.views):  # a trigger opens one view, once
+            return {"ok": False, "error": "exchanged_trigger_id"}, ""
         view_id = f"V{len(self.views) + 1:08d}"
         self.views.append({"id": view_id, "trigger_id": trigger, "view": view})
         return {"ok": True, "view": {"id": view_id, **view}}, view_id

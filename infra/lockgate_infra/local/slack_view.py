@@ -1,5 +1,6 @@
 """How the Slack stand-in shows a message on the console: its text, and each button's action id and
-value, with the command that clicks one (``lockgate local slack click``)."""
+value, with the command that clicks one (``lockgate local slack click``) and, for an Edit button, the
+one that edits (``lockgate local slack edit``); and each modal it opened."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from lockgate.approvals.slack_messages import EDIT_ACTION
 from lockgate_infra.local.slack_modals import modal_lines
 
 CLICK = "lockgate local slack click"
+EDIT = "lockgate local slack edit"
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,10 @@ def button_lines(found: Sequence[Button]) -> list[str]:
         first = found[0]
         lines.append(
             f"[slack]   click: {CLICK} {first.action_id} {short_value(first.value)} --user SLACK_USER_ID"
+        )
+    for edit in (b for b in found if b.action_id == EDIT_ACTION):  # Lockgate's Edit: a modal to submit
+        lines.append(
+            f"[slack]   edit: {EDIT} {short_value(edit.value)} --set NAME=VALUE --user SLACK_USER_ID"
         )
     return lines
 

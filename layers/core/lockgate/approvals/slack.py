@@ -81,7 +81,7 @@ class SlackChannel:
         self._posts = posts
 
     def send(self, reviewer: Reviewer | None, proposal: Proposal, link: str | None) -> None:
-        """Post the proposal with Approve / Reject buttons (once); raise so the stream retries on failure."""
+        """Post the proposal with its buttons (once); raise so the stream retries on failure."""
         self._posts.post(proposal)
 
 

@@ -1,6 +1,7 @@
 """The Slack message for one proposal (Block Kit): what would run, why a person is asked, who may decide,
-and Approve / Reject buttons; the approvals so far; then its outcome in place of the buttons. The
-message's ``text`` (what a notification and a screen reader show) says the same as its blocks.
+and Approve / Reject buttons (Edit too, when the tool allows edits); the approvals so far; then its
+outcome in place of the buttons. The message's ``text`` (what a notification and a screen reader
+show) says the same as its blocks.
 
 Every word of it is built by code from the stored proposal and its edited versions (each edit is
 shown, field by field: the summary is the proposal's own). Text Slack would parse (``<!channel>``,

@@ -42,7 +42,7 @@ class ToolApproval:
 
 @dataclass(frozen=True)
 class SlackApprovals:
-    """``[approvals.slack]``: a Slack app posts each proposal with Approve / Reject buttons."""
+    """``[approvals.slack]``: a Slack app posts each proposal with Approve / Reject (and Edit) buttons."""
 
     channel: str  # the channel id (C0123...) the messages go to
     bot_token: str  # secret reference: the bot token (chat:write, channels:history), the notifier's only
