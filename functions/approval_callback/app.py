@@ -3,7 +3,8 @@
 - ApprovalCallbackFunction: GET /approvals/{id} (confirmation page, changes nothing) and
   POST /approvals/{id} (a reviewer's decision); GET /approvals (a reviewer's digest, no links) and
   POST /approvals (re-send one proposal's link privately); POST /approvals/slack (a click on a Slack
-  message's Approve / Reject button). Only this role may write Decisions.
+  message's Approve / Edit / Reject button, or the edit form's submission). Only this role may write
+  Decisions.
 - ApprovalNotifierFunction: the Approvals table's stream (each new proposal → signed links, and its
   Slack message) and the Decisions table's (each new decision → that Slack message updated).
 Only the approval side can read the link-signing secret.
@@ -64,7 +65,7 @@ def http(event: dict[str, Any]) -> dict[str, Any]:
     if method == "POST":
         raw = event.get("body") or ""
         body = base64.b64decode(raw) if event.get("isBase64Encoded") else raw.encode()
-        if event.get("routeKey") == "POST /approvals/slack":  # Slack's signed button clicks
+        if event.get("routeKey") == "POST /approvals/slack":  # Slack's signed clicks and edit forms
             if slack is None:
                 return outcome_page("Not found", "Slack approvals are not configured.", status=404).to_apigw()
             return slack.handle(body, headers).to_apigw()

@@ -83,11 +83,12 @@ class StackSecrets:
         return [*found, *model, *self._slack(prefix)]
 
     def _slack(self, prefix: str) -> list[Entry]:
-        """[approvals.slack]'s bot token (the notifier's) and signing secret (the callback's), if set."""
+        """[approvals.slack]'s bot token (the notifier's, and the callback's for views.open) and signing
+        secret (the callback's), if set."""
         slack = self._config.approvals.slack
         if slack is None:
             return []
-        # The template lets each function read exactly {SecretsPrefix}/slack/bot or /slack/signing.
+        # The template lets the roles read exactly {SecretsPrefix}/slack/bot (both) or /slack/signing.
         bot, signing = (f"{prefix}/slack/{leaf}" if prefix else None for leaf in ("bot", "signing"))
         return [
             Entry(SLACK_BOT, slack.bot_token, None, bot, NOTIFIER, "Slack approvals (bot token)"),
