@@ -269,9 +269,13 @@ def race_edit_and_link(world: World, n: int) -> None:
             ),
         ]
     )
-    # Then one decision is written, and the loser was told
+    # Then one decision is written, one approval event queued, and the loser was told
     standing = world.decisions.standing(proposal.approval_id)
     (decision,) = standing.decisions
+    inbox = world.aws.client("dynamodb").scan(TableName=world.aws.inbox_table, ConsistentRead=True)["Items"]
+    assert [i["pk"]["S"] for i in inbox if proposal.approval_id in i["pk"]["S"]] == [
+        f"approval#{proposal.approval_id}#approved"
+    ]
     if decision.reviewer == "alice":  # her edit won: version 1 is approved
         assert results["slack"].body == "" and results["link"] is DecisionOutcome.ALREADY_APPROVED
         assert [v.editor for v in standing.versions] == ["alice"] and decision.version == 1
