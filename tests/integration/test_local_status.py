@@ -11,6 +11,7 @@ import io
 import json
 import os
 import textwrap
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -138,9 +139,17 @@ def test_given_a_stream_reader_that_sees_nothing_while_records_wait_then_it_is_s
         (poller,) = stack.stream_pollers
         clock = _Clock()
         poller.health = Health(clock)
-        # Given the poller's own reader gets nothing back (as a stranded shard iterator did)
+        # Given the poller's own reader gets nothing back (as a stranded shard iterator did), from
+        # its next read on: a read already on its way could still bring back what is written next
         blind = poller._streams.meta.events  # its own client: a fresh reader still sees the stream
-        blind.register("before-call.dynamodbstreams.GetRecords", _nothing_new)
+        read_blind = threading.Event()
+
+        def nothing_new(params: dict[str, Any], **kwargs: Any) -> tuple[AWSResponse, dict[str, Any]]:
+            read_blind.set()
+            return _nothing_new(params, **kwargs)
+
+        blind.register("before-call.dynamodbstreams.GetRecords", nothing_new)
+        assert read_blind.wait(10), "the poller did not read its stream"
         monitor = Monitor(stack)
         # When a proposal is written to the table
         table = stack.resources["ProposalsTable"]
@@ -152,7 +161,7 @@ def test_given_a_stream_reader_that_sees_nothing_while_records_wait_then_it_is_s
         row = _stream_row(monitor)
         assert (row["state"], row["reason"]) == ("stalled", "1 record waiting for 11 s and none taken")
         # And when the reader sees the stream again, it takes the record and is alive
-        blind.unregister("before-call.dynamodbstreams.GetRecords", _nothing_new)
+        blind.unregister("before-call.dynamodbstreams.GetRecords", nothing_new)
         assert stack.drain(timeout=20)
         row = _stream_row(monitor)
         assert (row["state"], row["waiting"], row["handled"]) == ("alive", 0, 1)

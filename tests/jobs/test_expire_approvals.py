@@ -21,6 +21,7 @@ from lockgate.inbox.routing import InboxEvent, TaskContext
 from lockgate.inbox.store import InboxStore
 from lockgate.jobs.builtin.expire_approvals import ApprovalExpiry
 from lockgate.telemetry import CountingMetrics
+from lockgate_infra.local.spans import install
 from tests.agent.toolkit import Effects, make_task
 from tests.jobs.conftest import context
 from tests.support import LOG, Aws
@@ -46,7 +47,9 @@ class Desk:
         self.queue = InboxQueue(aws.client("sqs"), aws.queue_url)
         self.metrics = CountingMetrics()
 
-    def seed(self, name: str, amount: int, created_ago: int, decide_within: int) -> Proposal:
+    def seed(
+        self, name: str, amount: int, created_ago: int, decide_within: int, trace: str | None = None
+    ) -> Proposal:
         now = int(self.clock.now())
         args = {"amount": amount}
         proposal = Proposal(
@@ -62,6 +65,7 @@ class Desk:
             created_at=now - created_ago,
             expires_at=now - created_ago + decide_within,
             run_within_seconds=HOUR,
+            extra={"trace": trace} if trace else {},
         )
         assert self.proposals.propose(proposal)[1]
         return proposal
@@ -195,3 +199,19 @@ def test_a_job_stopped_by_its_deadline_resumes_without_redoing(desk: Desk, monke
     assert first.done is False and second.done is True
     assert first.counts["expired"] + second.counts["expired"] == 3
     assert first.counts["already_expired"] + second.counts["already_expired"] == 0
+
+
+def test_an_expiry_joins_the_proposal_s_trace_and_the_event_carries_it_on(desk: Desk) -> None:
+    # Given spans collected, and a proposal nobody decided, stored by a traced run
+    spans = install()
+    carried = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    desk.seed("traced", 60, created_ago=25 * HOUR, decide_within=24 * HOUR, trace=carried)
+    # When the job expires it
+    desk.job()(context(desk.clock, desk.metrics))
+    # Then its span is under the proposing span, and the expiry event carries that span on
+    (expired,) = [
+        s for s in spans.spans() if s.name == "expire approval" and s.parent_id == "00f067aa0ba902b7"
+    ]
+    assert expired.attributes["lockgate.approval.id"] == "ap_traced"
+    event = desk.inbox.get("approval#ap_traced#expired")
+    assert event.trace == f"00-{expired.trace_id}-{expired.span_id}-01"

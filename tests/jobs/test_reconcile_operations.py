@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
@@ -16,8 +17,11 @@ from lockgate.approvals.decisions import Choice, DecisionRecord, DecisionStore
 from lockgate.approvals.proposals import RESOLVE_TOOL, ProposalStore
 from lockgate.clock import FixedClock
 from lockgate.config import ApprovalsConfig, Reviewer
+from lockgate.inbox.events import internal_event
+from lockgate.inbox.store import InboxStore
 from lockgate.jobs.builtin.reconcile_operations import OperationReconciler, escalation_id
 from lockgate.telemetry import CountingMetrics
+from lockgate_infra.local.spans import install
 from shop.arguments import RefundOrderArgs
 from shop.refunds import REFUND_ORDER
 from shop.services import ShopServices
@@ -66,13 +70,14 @@ class Rig:
             is_unknown=lambda exc: isinstance(exc, OutcomeUnknown),
         )
 
-    def run(self) -> Any:
+    def run(self, inbox: InboxStore | None = None) -> Any:
         job = OperationReconciler(
             ledger=self.ledger,
             proposals=self.proposals,
             decisions=self.decisions,
             config=CONFIG,
             tasks={self.task.name: self.task},
+            inbox=inbox,
         )
         return job(job_context(self.clock, self.metrics))
 
@@ -184,3 +189,22 @@ def test_a_tool_without_a_hook_is_asked_about_and_an_approval_means_it_happened(
     settled = rig.ledger.get(op.key)
     assert settled is not None and settled.state is OpState.SUCCEEDED
     assert settled.result == {"confirmed_by": ["alice"]} and rig.open_entries() == []
+
+
+def test_the_reconciliation_of_a_run_s_operation_joins_that_delivery_s_trace(rig: Rig) -> None:
+    # Given the delivery the refund ran for, stored with its trace, and the refund left UNKNOWN
+    spans = install()
+    carried = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    inbox = InboxStore(rig.aws.client("dynamodb"), rig.aws.inbox_table)
+    delivery = internal_event("helpdesk", "1", "email", b"{}", int(rig.clock.now()), trace=carried)
+    assert inbox.put_new(replace(delivery, pk="run-1")).created
+    rig.refund_with_lost_answer(written=True)
+    # When the job settles it
+    rig.run(inbox)
+    # Then its span is in the delivery's trace, under the span that stored it, and says what it did
+    (settled,) = [
+        s for s in spans.spans() if s.name == "reconcile operation" and s.parent_id == "00f067aa0ba902b7"
+    ]
+    assert settled.trace_id == "4bf92f3577b34da6a3ce929d0e0e4736"
+    assert settled.attributes["lockgate.reconcile.outcome"] == "succeeded"
+    assert settled.attributes["lockgate.ledger.state"] == "UNKNOWN"  # as the job found it

@@ -59,6 +59,7 @@ def reconcile_operations(resources: JobResources) -> Job:
         decisions=_decisions(resources),
         config=resources.config.approvals,
         tasks=_tasks(resources),
+        inbox=_inbox(resources),
     )
 
 

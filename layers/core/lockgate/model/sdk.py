@@ -8,11 +8,17 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lockgate.config.provider import ProviderConfig
 
+if TYPE_CHECKING:
+    from anthropic import OpenTelemetryOptions
+
 SDK_TIMEOUT_SECONDS = 60.0  # ModelClient sets each call's own timeout; this is the ceiling
+# The SDK's own span of each call (under Lockgate's chat span) stays metadata only, whatever its
+# ANTHROPIC_OPEN_TELEMETRY_* variables say: no prompt or reply in a trace (docs/operate.md, Traces).
+SDK_TELEMETRY: OpenTelemetryOptions = {"traces": {"content_mode": "metadata_only"}}
 
 
 def anthropic_factory(api_key: Callable[[], str], base_url: str | None) -> Callable[[], Any]:
@@ -38,7 +44,11 @@ def sdk_factory(
             # Credentials come from the role (the default AWS chain) and are signed with SigV4.
             # aws_region None: the SDK takes AWS_REGION, which Lambda sets to the function's own.
             return anthropic.AnthropicBedrock(
-                aws_region=provider.region, base_url=base_url, max_retries=0, timeout=SDK_TIMEOUT_SECONDS
+                aws_region=provider.region,
+                base_url=base_url,
+                max_retries=0,
+                timeout=SDK_TIMEOUT_SECONDS,
+                open_telemetry=SDK_TELEMETRY,
             )
         if provider.name == "aws":
             return anthropic.AnthropicAWS(
@@ -47,11 +57,16 @@ def sdk_factory(
                 base_url=base_url,
                 max_retries=0,
                 timeout=SDK_TIMEOUT_SECONDS,
+                open_telemetry=SDK_TELEMETRY,
             )
         if api_key is None:
             raise ValueError("the Anthropic API needs an API key")
         return anthropic.Anthropic(
-            api_key=api_key(), base_url=base_url, max_retries=0, timeout=SDK_TIMEOUT_SECONDS
+            api_key=api_key(),
+            base_url=base_url,
+            max_retries=0,
+            timeout=SDK_TIMEOUT_SECONDS,
+            open_telemetry=SDK_TELEMETRY,
         )
 
     return make

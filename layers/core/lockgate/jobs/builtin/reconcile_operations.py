@@ -13,7 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from lockgate import tracing
 from lockgate.actions.ledger import Ledger, Operation, OpState
+from lockgate.actions.once import traced
 from lockgate.actions.tools import OutcomeUnknown, fingerprint
 from lockgate.agent.tasks import Task
 from lockgate.approvals.decisions import DecisionStore, State, current_state
@@ -26,6 +28,8 @@ from lockgate.approvals.proposals import (
     approval_id_for,
 )
 from lockgate.config import ApprovalsConfig
+from lockgate.errors import DeliveryNotFound, StoreUnavailable
+from lockgate.inbox.store import InboxStore
 from lockgate.jobs.contract import JobContext, JobResult
 
 NAME = "reconcile-operations"
@@ -50,7 +54,9 @@ class OperationReconciler:
         decisions: DecisionStore,
         config: ApprovalsConfig,
         tasks: Mapping[str, Task],
+        inbox: InboxStore | None = None,
     ) -> None:
+        self._inbox = inbox  # the delivery an operation ran for: its trace, when traced
         self._ledger = ledger
         self._proposals = proposals
         self._decisions = decisions
@@ -68,7 +74,7 @@ class OperationReconciler:
                     return JobResult(done=False, cursor={"phase": state, "start": start}, counts=counts)
                 page, start = self._ledger.open_page(OpState(state), start, PAGE_SIZE)
                 for op in page:
-                    counts[self._settle(ctx, op)] += 1
+                    counts[self._traced_settle(ctx, op)] += 1
                 if start is None:
                     break
         for name in ("succeeded", "failed", "escalated", "errors"):
@@ -76,6 +82,22 @@ class OperationReconciler:
                 ctx.metrics.add_metric(name=f"Reconciled_{name}", unit="Count", value=counts[name])
         ctx.metrics.add_metric(name="OperationsAwaitingPerson", unit="Count", value=counts["waiting"])
         return JobResult(done=True, counts=counts)
+
+    def _traced_settle(self, ctx: JobContext, op: Operation) -> str:
+        """Settle one entry in its delivery's trace (linked to this job's run), when traced."""
+        attributes = {"lockgate.job": "reconcile-operations", "gen_ai.tool.name": op.tool, **traced(op)}
+        with tracing.span("reconcile operation", parent=self._trace_of(op), attributes=attributes):
+            outcome = self._settle(ctx, op)
+            tracing.annotate({"lockgate.reconcile.outcome": outcome})
+            return outcome
+
+    def _trace_of(self, op: Operation) -> str | None:
+        if self._inbox is None or not tracing.enabled():
+            return None  # not traced: no read
+        try:
+            return self._inbox.get(op.run_id).trace
+        except (DeliveryNotFound, StoreUnavailable):
+            return None  # gone (the inbox keeps deliveries for days, the ledger for months)
 
     def _settle(self, ctx: JobContext, op: Operation) -> str:
         if op.state is OpState.IN_PROGRESS:
