@@ -69,6 +69,12 @@ def test_an_exception_marks_the_span_as_an_error_by_its_type_only_and_goes_on() 
     )
 
 
+def test_a_minted_traceparent_is_a_new_sampled_trace_each_time() -> None:
+    first, second = tracing.mint(), tracing.mint()
+    assert tracing.trace_id(first) and tracing.trace_id(second) != tracing.trace_id(first)
+    assert first.startswith("00-") and first.endswith("-01")  # sampled: traced hops after it record
+
+
 def test_an_unknown_span_kind_is_refused() -> None:
     with pytest.raises(ValueError, match="span kind must be one of"):
         tracing.span("x", kind="sideways")

@@ -17,6 +17,7 @@ text, a body or a secret.
 
 from __future__ import annotations
 
+import secrets
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -87,6 +88,12 @@ def traceparent() -> str | None:
     if not context.is_valid:
         return None
     return f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
+
+
+def mint() -> str:
+    """A new, sampled ``traceparent`` for a hop that is not traced itself (the receiver, deployed):
+    the hops after it, traced, join the one trace it names. Random ids; no OpenTelemetry needed."""
+    return f"00-{secrets.token_hex(16)}-{secrets.token_hex(8)}-01"
 
 
 def trace_id(carried: str | None) -> str | None:

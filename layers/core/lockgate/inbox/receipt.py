@@ -136,7 +136,9 @@ class Receiver:
             body_bytes=len(body),
             content_type=headers.get("content-type", "")[:100],
             ttl=now + self._config.inbox.retention_days * DAY,
-            trace=tracing.traceparent(),  # the worker's span, hours later maybe, joins this trace
+            # The worker's span, hours later maybe, joins this trace; an untraced receiver (deployed
+            # without the wrapper, docs/operate.md) still names the delivery's trace.
+            trace=tracing.traceparent() or tracing.mint(),
         )
         stored = self._inbox.put_new(delivery)
         context = {"delivery": pk, "event_type": identity.event_type}
