@@ -15,48 +15,47 @@ from lockgate_infra.local.demo import run_demo
 from lockgate_infra.stub import server
 
 ROOT = Path(__file__).resolve().parents[2]
-# The Bedrock ids are a test's own (the stub runs the Claude model named inside each), and so are
-# the Bedrock prices: Lockgate ships none (docs/providers.md, "Cost"); these are the list prices × 1.1.
-BEDROCK_IDS = {
-    "claude-sonnet-5-5": "eu.anthropic.claude-sonnet-5-5-v1:0",
-    "claude-haiku-5-5": "eu.anthropic.claude-haiku-5-5-v1:0",
-    "claude-haiku-4-5": "eu.anthropic.claude-haiku-4-5-20251001-v1:0",
-}
+# The Bedrock prices are a test's own: Lockgate ships none (docs/providers.md, "Cost"), and
+# `--provider bedrock` prices at a stand-in only what the config does not. These are the list
+# prices × 1.1, given as a deployment gives its own; the Bedrock ids are `--provider bedrock`'s.
 BEDROCK_PRICES = {
     "claude-sonnet-5-5": (2.2, 11.0, 0.11),
     "claude-haiku-5-5": (0.11, 0.55, 0.011),
     "claude-haiku-4-5": (1.1, 5.5, 0.11),
 }
-PROVIDER_TABLES = {
-    "bedrock": '[provider]\nname = "bedrock"\nregion = "us-east-1"\n[provider.bedrock_models]\n'
-    + "".join(f'"{model}" = "{bedrock}"\n' for model, bedrock in BEDROCK_IDS.items())
-    + "".join(
-        f'[models."{model}".bedrock]\ninput = {i}\noutput = {o}\ncache_read = {c}\n'
-        for model, (i, o, c) in BEDROCK_PRICES.items()
-    ),
-    "aws": '[provider]\nname = "aws"\nregion = "us-east-1"\nworkspace_id = "wrkspc_01demo"\n',
-}
 RUN_COST = re.compile(r"^  (\S+): completed, (\d+) model calls, \$([0-9.]+)$", re.MULTILINE)
 
 
-def demo(provider: str, monkeypatch: pytest.MonkeyPatch) -> tuple[str, list[str]]:
-    """The demo's output on ``provider`` (lockgate.toml with its [provider]), and the stub's wire log."""
+def demo(provider: str | None, monkeypatch: pytest.MonkeyPatch) -> tuple[str, list[str]]:
+    """`lockgate demo --provider PROVIDER`'s output (None: lockgate.toml's own), and the stub's wire log."""
     config = ROOT / "lockgate.toml"
-    if provider != "anthropic":
-        text = config.read_text(encoding="utf-8").replace('[provider]\nname = "anthropic"\n', "")
-        config = ROOT / f".lockgate-demo-{provider}.toml"  # beside lockgate.toml: its stages/ too
-        config.write_text(text + "\n" + PROVIDER_TABLES[provider], encoding="utf-8")
+    if provider == "bedrock":
+        priced = config.with_name(".lockgate-demo-bedrock-prices.toml")  # beside it: its stages/ too
+        priced.write_text(
+            config.read_text(encoding="utf-8")
+            + "".join(
+                f'\n[models."{model}".bedrock]\ninput = {i}\noutput = {o}\ncache_read = {c}\n'
+                for model, (i, o, c) in BEDROCK_PRICES.items()
+            ),
+            encoding="utf-8",
+        )
+        config = priced
     stubs: list[Any] = []
     start = server.StubAnthropic.start
     monkeypatch.setattr(server.StubAnthropic, "start", lambda self: stubs.append(self) or start(self))
     out = io.StringIO()
     try:
-        code = run_demo(config_path=config, out=out, model="demo")
+        code = run_demo(config_path=config, out=out, model="demo", provider=provider)
     finally:
-        if provider != "anthropic":
+        if config.name != "lockgate.toml":
             config.unlink()
     assert code == 0, out.getvalue()
     return out.getvalue(), [wire for stub in stubs for wire in stub.wire]
+
+
+def provider_line(text: str) -> str:
+    """The line a demo run with --provider adds under the model's."""
+    return next(line + "\n" for line in text.splitlines() if line.startswith("Model provider: "))
 
 
 def decisions(text: str) -> str:
@@ -72,13 +71,13 @@ def test_given_an_aws_provider_when_the_demo_runs_then_it_decides_the_same_and_p
     provider: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given the demo on Anthropic's API and on the AWS provider, each against its own stub
-    direct, direct_wire = demo("anthropic", monkeypatch)
+    direct, direct_wire = demo(None, monkeypatch)
     other, other_wire = demo(provider, monkeypatch)
     # Then every request went over that provider's wire format
     assert set(direct_wire) == {"anthropic"} and set(other_wire) == {provider}
     assert len(direct_wire) == len(other_wire)
     # and every reply, decision, approval and ledger outcome is the same
-    assert decisions(other) == decisions(direct)
+    assert decisions(other).replace(provider_line(other), "") == decisions(direct)
     # and each run is priced at its provider's rates: Bedrock's (× 1.1 here), Claude Platform
     # on AWS's (Anthropic's standard rates)
     factor = 1.1 if provider == "bedrock" else 1.0

@@ -109,3 +109,20 @@ def test_estimate_is_an_upper_bound_of_any_usage_within_the_limits() -> None:
 def test_estimate_refuses_negative_tokens() -> None:
     with pytest.raises(ValueError):
         PUBLISHED.estimate_usd("claude-haiku-4-5", -1, 10)
+
+
+def test_given_a_dated_id_then_its_price_cache_minimum_and_knowing_come_from_one_lookup() -> None:
+    from lockgate.config import ModelConfig
+    from lockgate.model.prompt_cache import UNKNOWN_MODEL_MIN_CACHEABLE
+
+    # Given a deployment that prices its own model, with its own cache minimum
+    table = PriceTable.from_config({"claude-x": ModelConfig(1.0, 5.0, 0.1, min_cacheable_tokens=2048)})
+    # When a reply names a dated id of it, Then every answer is that one entry's
+    entry = table.entry("claude-x-20261201")
+    assert entry is table.entries["claude-x"] and table.knows("claude-x-20261201")
+    assert table.price("claude-x-20261201") is entry.price == Price(1.0, 5.0, 0.1)
+    assert table.min_cacheable_tokens("claude-x-20261201") == 2048
+    # And an id nothing prices is unknown everywhere: the dearest price, the largest minimum
+    assert table.entry("claude-y") is None and not table.knows("claude-y")
+    assert table.price("claude-y") == dearest(entry.price for entry in table.entries.values())
+    assert table.min_cacheable_tokens("claude-y") == UNKNOWN_MODEL_MIN_CACHEABLE

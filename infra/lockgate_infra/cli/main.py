@@ -130,6 +130,7 @@ def _add_local_parsers(commands: Any) -> None:
         help="show the functions' JSON logs and metric blobs on the console too "
         "(they always go to .lockgate/local-<port>.log)",
     )
+    _provider_option(local)
     local.set_defaults(run=_run_local)
     add_local_commands(
         local,
@@ -146,7 +147,20 @@ def _add_local_parsers(commands: Any) -> None:
         default=None,
         help="default: the offline demo model, or Claude when ANTHROPIC_API_KEY is set",
     )
+    _provider_option(demo)
     demo.set_defaults(run=_run_demo)
+
+
+def _provider_option(parser: argparse.ArgumentParser) -> None:
+    # Checked when the command runs (provider_config), so a wrong name is one line, not a usage.
+    parser.add_argument(
+        "--provider",
+        metavar="NAME",
+        default=None,
+        help="the model calls' wire format, answered by the local stub: bedrock (Amazon Bedrock, "
+        "SigV4), aws (Claude Platform on AWS, SigV4) or anthropic (the API key); default: "
+        "lockgate.toml's [provider] (docs/providers.md)",
+    )
 
 
 def _target(args: argparse.Namespace) -> Target:
@@ -199,6 +213,7 @@ def _run_local(args: argparse.Namespace) -> int:
         model=args.model,
         clock_speed=args.clock_speed or None,
         verbose=args.verbose,
+        provider=args.provider,
     )
 
 
@@ -233,7 +248,7 @@ def _slack_edit(args: argparse.Namespace) -> int:
 def _run_demo(args: argparse.Namespace) -> int:
     from lockgate_infra.local.demo import run_demo
 
-    return int(run_demo(config_path=args.config, model=args.model))
+    return int(run_demo(config_path=args.config, model=args.model, provider=args.provider))
 
 
 def _iam_report(args: argparse.Namespace) -> int:

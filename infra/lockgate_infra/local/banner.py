@@ -16,18 +16,23 @@ if TYPE_CHECKING:
 def banner(
     stack: LocalStack,
     gateway: Gateway,
-    model: str,
+    model: tuple[str, str],
     dev_secrets: Mapping[str, str],
     logs: Path,
     status: Mapping[str, Any],
 ) -> list[str]:
-    """The banner's lines: addresses, routes, schedules, tables, secrets, logs, pollers and stand-ins."""
+    """The banner's lines: addresses, routes, schedules, tables, secrets, logs, pollers and stand-ins.
+
+    ``model`` is what answers and over which provider's wire format, each described in words.
+    """
     plan = stack.plan
+    answers, provider = model
     lines = [
         f"Lockgate local stack ({stack.template_path.name}, config {stack.config_path})",
         f"  gateway:      {gateway.url}",
         f"  AWS endpoint: {stack.endpoint_url}  (region {stack.region})",
-        f"  model:        {model}",
+        f"  model:        {answers}",
+        f"  provider:     {provider}",
     ]
     lines += [f"  route:        {r.route_key} -> {r.function}" for r in plan.routes]
     if stack.scheduler is not None:

@@ -19,8 +19,9 @@ from lockgate_infra.local.console import Console, routed_output
 from lockgate_infra.local.demo_approval import SentLinks, approve_refund
 from lockgate_infra.local.loopback import request
 from lockgate_infra.local.model import local_model
+from lockgate_infra.local.model_provider import provider_config
 from lockgate_infra.local.run import seed_secrets
-from lockgate_infra.local.stack import LocalStack
+from lockgate_infra.local.stack import LocalStack, default_template_path
 from lockgate_infra.local.workflows import seed_workflows
 
 
@@ -136,9 +137,15 @@ def _send(
 
 
 def run_demo(
-    config_path: str | Path | None = None, out: TextIO | None = None, model: str | None = None
+    config_path: str | Path | None = None,
+    out: TextIO | None = None,
+    model: str | None = None,
+    provider: str | None = None,
 ) -> int:
-    """Run the demo; 0 if every reply and outcome was as expected."""
+    """Run the demo; 0 if every reply and outcome was as expected.
+
+    ``provider`` (bedrock, aws, anthropic; None: the config's) is the wire format the model calls take.
+    """
     out = out or sys.stdout
     ok = True
     # The handlers' own JSON logs and metrics would bury the demo's summary.
@@ -152,9 +159,10 @@ def run_demo(
     }
     sent = SentLinks()  # the notifier's links, shown in their own section, not amid the tables
     with (
-        local_model(model, os.environ) as chosen,
+        provider_config(config_path or default_template_path().parent / "lockgate.toml", provider) as wire,
+        local_model(model, os.environ, wire.name) as chosen,
         LocalStack(
-            config_path=config_path, environment={**quiet, **chosen.environment}, keep_spans=True
+            config_path=wire.config_path, environment={**quiet, **chosen.environment}, keep_spans=True
         ) as stack,
         # The functions' output (e.g. the broken delivery's error) goes to a file, not the summary.
         routed_output(Console(out), stack.root / ".lockgate" / "demo.log", summaries=False, watch=sent),
@@ -165,7 +173,10 @@ def run_demo(
         gateway = stack.start_gateway(0)
         stack.start_pollers(wait_seconds=0)
         print(f"Lockgate demo: embedded stack at {gateway.url} (AWS endpoint {stack.endpoint_url})", file=out)
-        print(f"Model: {chosen.description}\n", file=out)
+        print(f"Model: {chosen.description}", file=out)
+        if provider is not None:  # the default run's output is the README's, line for line
+            print(f"Model provider: {wire.description}", file=out)
+        print(file=out)
         print("Deliveries sent", file=out)
         for round_ in samples(int(time.time())):
             for sample in round_:

@@ -30,16 +30,24 @@ class ModelChoice:
 
 
 @contextmanager
-def local_model(name: str | Sequence[str] | None, environ: Mapping[str, str]) -> Iterator[ModelChoice]:
+def local_model(
+    name: str | Sequence[str] | None, environ: Mapping[str, str], provider: str = "anthropic"
+) -> Iterator[ModelChoice]:
     """Start what the choice needs (a local stub server) for as long as the stack runs.
 
     Several offline models (``["demo", "triage.model:scripted_model"]``) answer together: each
-    request goes to the first written for its task.
+    request goes to the first written for its task. On an AWS ``provider`` the stub answers: real
+    Claude there needs AWS itself, which a local stack never calls.
     """
     names = [name] if isinstance(name, str) else list(name or [])
     if not names:
-        names = ["claude" if environ.get("ANTHROPIC_API_KEY") else "demo"]
+        names = ["claude" if environ.get("ANTHROPIC_API_KEY") and provider == "anthropic" else "demo"]
     if "claude" in names:
+        if provider != "anthropic":
+            raise ModelChoiceError(
+                f"--model claude calls Anthropic's API; on provider {provider} the local stack's model is "
+                "the offline stub: give an offline --model (demo, gullible or yours)"
+            )
         if len(names) > 1:
             raise ModelChoiceError("--model claude cannot be combined with offline models: give it alone")
         if not environ.get("ANTHROPIC_API_KEY"):

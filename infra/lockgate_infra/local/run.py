@@ -161,12 +161,14 @@ def run_local(
     model: str | Sequence[str] | None = None,
     clock_speed: float | None = 1.0,
     verbose: bool = False,
+    provider: str | None = None,
 ) -> int:
     """Run the embedded stack until Ctrl-C, SIGTERM or ``stop``; returns the exit status.
 
     The config's ``secretsmanager:`` secrets get development values (printed); the schedules run
     ``clock_speed`` times real time (None: none). The console gets one line per event, the
-    functions' JSON logs go to ``.lockgate/local-<port>.log`` (``verbose``: the console too).
+    functions' JSON logs go to ``.lockgate/local-<port>.log`` (``verbose``: the console too). The model
+    calls take ``provider``'s wire format (None: the config's; ``lockgate_infra.local.model_provider``).
     """
     from lockgate_infra.local.stack import LocalStack, default_template_path
 
@@ -177,6 +179,7 @@ def run_local(
         print(f"lockgate: a local stack already runs on port {port}; pick another --port", file=out)
         return 2
     from lockgate_infra.local.model import local_model
+    from lockgate_infra.local.model_provider import provider_config
     from lockgate_infra.local.slack_stub import local_slack, slack_environment
     from lockgate_infra.local.workflows import seed_workflows
 
@@ -184,17 +187,13 @@ def run_local(
     with (
         _stop_on_signals(stop),
         _request_log(console),
-        local_model(model, os.environ) as chosen,
-        local_slack(config_path or template.parent / "lockgate.toml", console.stamped) as slack,
-        LocalStack(
-            template,
-            config_path=config_path,
-            parameters=parameters,
-            port=moto_port,
-            environment={**chosen.environment, **slack_environment(slack), "APPROVAL_CHANNELS": "print"},
-            keep_spans=True,
-        ) as stack,
-    ):
+        provider_config(config_path or template.parent / "lockgate.toml", provider) as wire,
+        local_model(model, os.environ, wire.name) as chosen,
+        local_slack(wire.config_path, console.stamped) as slack,
+        LocalStack(template, config_path=wire.config_path, parameters=parameters, port=moto_port,
+                   environment={**chosen.environment, **slack_environment(slack),
+                                "APPROVAL_CHANNELS": "print"}, keep_spans=True) as stack,
+    ):  # fmt: skip
         dev_secrets = seed_secrets(stack)
         seed_workflows(stack)
         gateway = stack.start_gateway(port, always_base64=always_base64, load_functions=False)
@@ -202,7 +201,8 @@ def run_local(
         # Routed before the first handler loads: what it logs at its cold start is its log too.
         with routed_output(console, log_path(template.parent, gateway.port), verbose=verbose) as logs:
             _start(stack, clock_speed)
-            for line in banner(stack, gateway, chosen.description, dev_secrets, logs, monitor.status()):
+            described = (chosen.description, wire.description)
+            for line in banner(stack, gateway, described, dev_secrets, logs, monitor.status()):
                 console.line(line)
             _serve(stack, gateway, monitor, ready, stop)
     console.line("local stack stopped")

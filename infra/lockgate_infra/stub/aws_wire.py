@@ -64,6 +64,13 @@ def sigv4_problem(headers: Any) -> str | None:
     return None
 
 
+def signing_scope(headers: Any) -> str:
+    """The region and service a SigV4 request was signed for (its credential scope): "us-east-1/bedrock"."""
+    credential = str(headers.get("authorization") or "").partition("Credential=")[2].split(",")[0]
+    parts = credential.split("/")  # access key / date / region / service / aws4_request
+    return "/".join(parts[2:4]) if len(parts) == 5 else ""
+
+
 def signed(headers: Any) -> bool:
     """Whether the request claims SigV4 (Claude Platform on AWS), not an API key."""
     return str(headers.get("authorization") or "").startswith("AWS4-HMAC-SHA256")

@@ -25,6 +25,7 @@ from lockgate_infra.stub.aws_wire import (
     bedrock_invoke,
     messages_body,
     signed,
+    signing_scope,
     sigv4_problem,
 )
 from lockgate_infra.stub.batches import BATCHES_PATH, BatchDesk
@@ -67,6 +68,7 @@ class StubAnthropic(Serving):
         self.activity = Activity()  # every request, for `lockgate local status`
         self.wire: list[str] = []  # each model request's provider: "anthropic", "aws" or "bedrock"
         self.bedrock_ids: list[str] = []  # the model id of each Bedrock invoke path
+        self.signatures: list[str] = []  # each signed request's SigV4 scope, e.g. "us-east-1/bedrock"
 
     def start(self) -> StubAnthropic:
         """Bind a port on 127.0.0.1 and serve in a background thread."""
@@ -149,6 +151,8 @@ class StubAnthropic(Serving):
             )
             if problem:
                 return self._error(handler, request_id, StubError(403, "permission_error", problem), invoke)
+            with self._lock:
+                self.signatures.append(signing_scope(handler.headers))
         if invoke is not None:
             return self._invoke(handler, request_id, f"msg_stub_{number:012d}", invoke, raw)
         batch = path == BATCHES_PATH or path.startswith(BATCHES_PATH + "/")

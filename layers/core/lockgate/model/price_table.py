@@ -30,7 +30,7 @@ from lockgate.model.pricing import (
     cost_usd,
     dearest,
     estimate_usd,
-    matching_name,
+    model_entry,
 )
 from lockgate.model.prompt_cache import UNKNOWN_MODEL_MIN_CACHEABLE, min_cacheable_tokens
 
@@ -81,9 +81,16 @@ class PriceTable:
             prices.require(model, "lockgate.toml: [capacity.models] key")
         return prices
 
+    def entry(self, model: str) -> ModelEntry | None:
+        """The entry of a model id (a dated id gets its family's); None when nothing here prices it.
+
+        The one lookup behind ``knows``, ``price`` and ``min_cacheable_tokens``.
+        """
+        return model_entry(self.entries, model, None)
+
     def knows(self, model: str) -> bool:
         """Whether ``model`` (or the family it is a dated id of) has a price here."""
-        return matching_name(self.entries, model) is not None
+        return self.entry(model) is not None
 
     def require(self, model: str, where: str) -> None:
         """ConfigError unless ``model`` is known: names where it is set, the known ids, how to add one."""
@@ -106,13 +113,13 @@ class PriceTable:
 
     def price(self, model: str) -> Price:
         """The price of a model id (dated ids too); an unknown one is priced as the dearest here."""
-        name = matching_name(self.entries, model)
-        return self._dearest if name is None else self.entries[name].price
+        found = self.entry(model)
+        return self._dearest if found is None else found.price
 
     def min_cacheable_tokens(self, model: str) -> int:
         """The shortest prefix the API caches for this model (unknown: the largest Lockgate knows)."""
-        name = matching_name(self.entries, model)
-        return UNKNOWN_MODEL_MIN_CACHEABLE if name is None else self.entries[name].min_cacheable_tokens
+        found = self.entry(model)
+        return UNKNOWN_MODEL_MIN_CACHEABLE if found is None else found.min_cacheable_tokens
 
     def cost_usd(self, model: str, usage: Usage, cache_ttl: str = "5m", *, batch: bool = False) -> float:
         """Dollars for one call's usage by ``model`` (``lockgate.model.pricing.cost_usd``)."""
