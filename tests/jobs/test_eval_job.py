@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 import sys
+from pathlib import Path
 
 import pytest
 
 from lockgate.clock import FixedClock
+from lockgate.config import ProviderConfig, load_config
+from lockgate.errors import ConfigError
+from lockgate.jobs.contract import JobResources
+from lockgate.model.sdk import AwsKeys
 from lockgate.telemetry import CountingMetrics
-from lockgate_infra.evals.job import EvalGateFailed, EvalJob, _isolated
+from lockgate_infra.evals.job import EvalGateFailed, EvalJob, _isolated, build
 from tests.jobs.conftest import context
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_child_gets_no_aws_endpoint_and_only_fake_credentials() -> None:
@@ -105,3 +113,62 @@ def test_the_weekly_eval_offline_logs_what_its_judge_is_worth(
         "\njudge: the offline judge agrees with " in report
         and "held-out labels (judge_heldout.toml)" in report
     )
+
+
+BEDROCK = ProviderConfig(
+    name="bedrock", bedrock_models={"claude-sonnet-5-5": "eu.anthropic.claude-sonnet-5-5-v1:0"}
+)
+ROLE = AwsKeys("ASIAEVALROLE", "role-secret", "role-token", "eu-west-1")
+
+
+def test_on_bedrock_a_real_model_eval_gets_the_roles_credentials_under_names_of_their_own_and_no_key() -> (
+    None
+):
+    # Given the deployed weekly eval on a Bedrock stage: real Claude, the prod overlay, and a key
+    # in this process's environment that must not travel
+    settings = {
+        "LOCKGATE_EVAL_TASKS": "support-inbox",
+        "LOCKGATE_EVAL_MODEL": "task",
+        "LOCKGATE_STAGE": "prod",
+    }
+    asked: list[str] = []
+    job = EvalJob(settings, lambda: asked.append("key") or "sk-x", environ=PARENT, provider=BEDROCK,
+                  aws_keys=lambda: ROLE)  # fmt: skip
+    child = _environment_of(job)
+    # Then the child signs with the role's credentials and region, under the eval's own names, and
+    # its sandbox still sees only fake AWS credentials
+    assert {k: v for k, v in child.items() if k.startswith("LOCKGATE_EVAL_AWS_")} == {
+        "LOCKGATE_EVAL_AWS_ACCESS_KEY_ID": "ASIAEVALROLE",
+        "LOCKGATE_EVAL_AWS_SECRET_ACCESS_KEY": "role-secret",
+        "LOCKGATE_EVAL_AWS_SESSION_TOKEN": "role-token",
+        "LOCKGATE_EVAL_AWS_REGION": "eu-west-1",
+    }
+    assert child["AWS_ACCESS_KEY_ID"] == "testing" and "AWS_ENDPOINT_URL" not in child
+    # And no model key was read or passed on; the child loads the stage's config, as the worker does
+    assert asked == [] and "ANTHROPIC_API_KEY" not in child
+    assert child["LOCKGATE_STAGE"] == "prod"
+
+
+def test_an_offline_eval_on_bedrock_reads_no_credentials() -> None:
+    def refuse() -> AwsKeys:
+        raise AssertionError("credentials read for an offline eval")
+
+    child = _environment_of(
+        EvalJob({"LOCKGATE_EVAL_TASKS": "support-inbox"}, provider=BEDROCK, aws_keys=refuse)
+    )
+    assert not [k for k in child if k.startswith("LOCKGATE_EVAL_AWS_")]
+
+
+def test_the_eval_job_refuses_a_config_on_another_provider_than_its_role(clock: FixedClock) -> None:
+    # Given a stack deployed with ModelProvider=bedrock whose config still says Anthropic's API
+    resources = JobResources(
+        config=load_config(ROOT / "lockgate.toml"),
+        client=lambda service: None,
+        names={"LOCKGATE_MODEL_PROVIDER": "bedrock", "LOCKGATE_EVAL_TASKS": "support-inbox"},
+        clock=clock,
+        log=logging.getLogger("test"),
+        metrics=CountingMetrics(),
+    )
+    # Then the job is not built: its role could call neither, and it says what differs
+    with pytest.raises(ConfigError, match=r'\[provider\] name is "anthropic" but .* ModelProvider=bedrock'):
+        build(resources)

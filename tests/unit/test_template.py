@@ -578,6 +578,7 @@ WORKSPACE_ARN = (
     "arn:${AWS::Partition}:aws-external-anthropic:${AWS::Region}:${AWS::AccountId}:"
     "workspace/${ClaudeWorkspaceId}"
 )
+MODEL_CALLERS = ("AgentWorkerFunction", "EvalJobsFunction")  # the weekly eval calls real Claude too
 # What each provider adds to the worker's grants on Anthropic's API, besides losing the model key.
 PROVIDER_GRANTS = {
     "bedrock": {("bedrock:InvokeModel", "Ref:BedrockModelArns")},
@@ -597,20 +598,25 @@ def test_given_an_aws_model_provider_then_the_worker_invokes_exactly_the_named_m
         on_aws
         == (anthropic_api - {("secretsmanager:GetSecretValue", MODEL_KEY_ARN)}) | PROVIDER_GRANTS[provider]
     )
+    # And no role reads the key; the weekly eval calls the model as the worker does, with the same
+    # grant and nothing more; no other role may call a model
     for function_id in ALL_FUNCTIONS:
         role = role_of(cfn, function_id)
-        assert ("secretsmanager:GetSecretValue", MODEL_KEY_ARN) not in access(role, provider) or (
-            function_id == "EvalJobsFunction"  # the weekly eval still calls Anthropic's API
-        )
-        if function_id != "AgentWorkerFunction":
-            assert not {a for a, _ in access(role, provider) if a.startswith(("bedrock:", "aws-external"))}
+        assert ("secretsmanager:GetSecretValue", MODEL_KEY_ARN) not in access(role, provider)
+        calls = {(a, r) for a, r in access(role, provider) if a.startswith(("bedrock:", "aws-external"))}
+        assert calls == (PROVIDER_GRANTS[provider] if function_id in MODEL_CALLERS else set()), function_id
+    evals = role_of(cfn, "EvalJobsFunction")
+    assert access(evals, provider) == (
+        access(evals) - {("secretsmanager:GetSecretValue", MODEL_KEY_ARN)}
+    ) | PROVIDER_GRANTS[provider]
 
 
 def test_given_the_model_provider_then_the_worker_is_told_it_and_the_key_only_on_anthropics_api(cfn):
-    for function_id in ("AgentWorkerFunction", "ScheduledJobsFunction"):
+    for function_id in ("AgentWorkerFunction", "ScheduledJobsFunction", "EvalJobsFunction"):
         key = environment(cfn, function_id)["ANTHROPIC_API_KEY_REF"]
         assert key["Fn::If"][0] == "UsesAnthropicApi" and key["Fn::If"][2] == {"Ref": "AWS::NoValue"}
-    assert environment(cfn, "AgentWorkerFunction")["LOCKGATE_MODEL_PROVIDER"] == {"Ref": "ModelProvider"}
+    for function_id in MODEL_CALLERS:  # each refuses to start on another provider than its role's
+        assert environment(cfn, function_id)["LOCKGATE_MODEL_PROVIDER"] == {"Ref": "ModelProvider"}
     assert cfn["Parameters"]["ModelProvider"]["AllowedValues"] == ["anthropic", "bedrock", "aws"]
 
 

@@ -12,8 +12,12 @@ Settings (the function's environment): ``LOCKGATE_EVAL_TASKS`` (comma-separated,
 ``support-inbox``; none set: the run only logs a warning), ``LOCKGATE_EVAL_MODEL`` (default the
 offline ``shop`` model; ``task`` or a ``claude-…`` id is real Claude and needs the key),
 ``LOCKGATE_EVAL_JUDGE`` (default ``stub``), ``LOCKGATE_EVAL_RUNS`` (default 3),
-``LOCKGATE_EVAL_GATE`` (default 0.8). The key comes from ``ANTHROPIC_API_KEY_REF`` (or, locally,
-``ANTHROPIC_API_KEY``); ``ANTHROPIC_BASE_URL``, if set, is where real-model requests go.
+``LOCKGATE_EVAL_GATE`` (default 0.8). Real Claude is the deployment's ``[provider]``, as its worker
+calls it: on Anthropic's API with the key from ``ANTHROPIC_API_KEY_REF`` (or, locally,
+``ANTHROPIC_API_KEY``); on Bedrock or Claude Platform on AWS signed with this function's role,
+whose credentials the child gets under names of its own (``lockgate_infra.evals.signing``), and no
+key is read. ``ANTHROPIC_BASE_URL``, if set, is where real-model requests go. The child loads the
+config with this function's stage (``LOCKGATE_STAGE``), as the worker does.
 """
 
 from __future__ import annotations
@@ -24,13 +28,17 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from lockgate.errors import LockgateError
+from lockgate.config import ProviderConfig
+from lockgate.errors import ConfigError, LockgateError
 from lockgate.jobs.contract import Job, JobContext, JobResources, JobResult
+from lockgate.model.sdk import AwsKeys
+from lockgate_infra.evals.signing import as_environment, default_keys
 
 MARGIN_SECONDS = 10
 LOGGED_LINES = 40  # the report's tail: per-case counts, cost, the verdict
 
 KeySource = Callable[[], str | None]
+KeysSource = Callable[[], AwsKeys]
 
 
 class EvalGateFailed(LockgateError):
@@ -45,6 +53,9 @@ class EvalJob:
         settings: Mapping[str, str],
         model_key: KeySource = lambda: None,
         environ: Mapping[str, str] = os.environ,
+        *,
+        provider: ProviderConfig | None = None,
+        aws_keys: KeysSource = default_keys,
     ) -> None:
         self._tasks = [t.strip() for t in settings.get("LOCKGATE_EVAL_TASKS", "").split(",") if t.strip()]
         self._model = settings.get("LOCKGATE_EVAL_MODEL", "shop")
@@ -53,7 +64,10 @@ class EvalJob:
         self._gate = settings.get("LOCKGATE_EVAL_GATE", "0.8")
         self._model_key = model_key
         self._base_url = settings.get("ANTHROPIC_BASE_URL", "")
+        self._stage = settings.get("LOCKGATE_STAGE", "")
         self._environ = environ
+        self._provider = provider or ProviderConfig()  # the deployment's [provider]: who answers real Claude
+        self._aws_keys = aws_keys  # the role's credentials, read only when a real model signs with them
 
     def __call__(self, ctx: JobContext) -> JobResult:
         """One suite per task, each in its own process."""
@@ -102,14 +116,20 @@ class EvalJob:
     def _child_environment(self) -> dict[str, str]:
         env = _isolated(self._environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)  # what this process imports from
-        if _needs_key(self._model) or _needs_key(self._judge):
+        if self._stage:
+            env["LOCKGATE_STAGE"] = self._stage
+        if not (_needs_key(self._model) or _needs_key(self._judge)):
+            env.pop("ANTHROPIC_API_KEY", None)  # an offline eval cannot spend money by mistake
+            return env
+        if self._provider.uses_api_key:
             key = self._model_key()
             if key:
                 env["ANTHROPIC_API_KEY"] = key
-            if self._base_url:  # a gateway in front of the API, as the worker is given one
-                env["ANTHROPIC_BASE_URL"] = self._base_url
-        else:
-            env.pop("ANTHROPIC_API_KEY", None)  # an offline eval cannot spend money by mistake
+        else:  # signed with the role: no key exists to read, and none is passed on
+            env.pop("ANTHROPIC_API_KEY", None)
+            env.update(as_environment(self._aws_keys()))
+        if self._base_url:  # a gateway in front of the API, as the worker is given one
+            env["ANTHROPIC_BASE_URL"] = self._base_url
         return env
 
 
@@ -144,14 +164,22 @@ _PASSED = frozenset({"PATH", "HOME", "LANG", "TMPDIR", "VIRTUAL_ENV", "ANTHROPIC
 
 
 def build(resources: JobResources) -> Job:
-    """The registry's factory: the settings from the function's environment, the key by reference."""
+    """The registry's factory: the settings from the function's environment, the key by reference,
+    the deployment's provider (refused when the stack's ModelProvider, its role's, differs)."""
     from lockgate.secrets import SecretResolver
 
     names = resources.names
+    provider = resources.config.provider
+    deployed = names.get("LOCKGATE_MODEL_PROVIDER", "").strip()
+    if deployed and deployed != provider.name:
+        raise ConfigError(
+            f'lockgate.toml [provider] name is "{provider.name}" but the stack was deployed with '
+            f"ModelProvider={deployed}: the eval function's role has that provider's permissions only"
+        )
     secrets = SecretResolver(names, secretsmanager=lambda: resources.client("secretsmanager"))
 
     def model_key() -> str | None:
         ref = names.get("ANTHROPIC_API_KEY_REF", "").strip()
         return secrets.resolve(ref) if ref else os.environ.get("ANTHROPIC_API_KEY")
 
-    return EvalJob(names, model_key)
+    return EvalJob(names, model_key, provider=provider)

@@ -2,8 +2,10 @@
 
 Model specs: ``shop`` (alias ``demo``) and ``gullible`` are the stub behaviours, answering as the
 task's own model id; ``shop@claude-haiku-5-5`` is a stub behaviour answering as (and priced as)
-that model id; ``claude-…`` is real Claude (needs ``ANTHROPIC_API_KEY``), and ``task`` is real
-Claude as the task's own model (what the deployed weekly eval uses). Judges: ``stub`` (the
+that model id; ``claude-…`` is real Claude, and ``task`` is real Claude as the task's own model
+(what the deployed weekly eval uses), both on the deployment's ``[provider]`` as its worker calls
+it: Anthropic's API needs ``ANTHROPIC_API_KEY``; Bedrock and Claude Platform on AWS sign with AWS
+credentials (``lockgate_infra.evals.signing``). Judges: ``stub`` (the
 offline judge in ``stub/judge.py``), ``literal`` (that judge before calibration: the rubric's
 words as written, the baseline calibration compares against) or a ``claude-…`` id.
 """
@@ -17,12 +19,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from lockgate.clock import SystemClock
+from lockgate.config import ProviderConfig
 from lockgate.evals import ModelJudge
 from lockgate.model.client import ModelClient, ModelReply, ModelRequest
 from lockgate.model.errors import ModelError
 from lockgate.model.price_table import PriceTable
+from lockgate.model.sdk import sdk_factory
+from lockgate_infra.evals.signing import signing_keys
 from lockgate_infra.stub.factory import is_factory_spec
 
+ANTHROPIC_API = ProviderConfig()
 STUB_JUDGE_MODEL = "claude-haiku-5-5"  # the id the offline judge answers as (it is priced as this)
 LOG = logging.getLogger("lockgate.evals")
 
@@ -45,7 +51,8 @@ class EvalModelClient(ModelClient):
         except ModelError as exc:
             raise ModelUnavailable(
                 f"could not run: the model API call failed ({exc}); nothing was scored. "
-                "Check your network, ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY, then run it again"
+                "Check your network, ANTHROPIC_BASE_URL and the provider's access (ANTHROPIC_API_KEY, or "
+                "the AWS credentials' permission and model access), then run it again"
             ) from exc
 
 
@@ -58,9 +65,9 @@ class ModelSpec:
     model_id: str | None  # the id sent in requests; None: the task's own
 
 
-def parse_model(spec: str, environ: Mapping[str, str]) -> ModelSpec:
+def parse_model(spec: str, environ: Mapping[str, str], provider: ProviderConfig = ANTHROPIC_API) -> ModelSpec:
     """``shop``, ``gullible``, ``package.module:factory`` (your own offline model), ``BEHAVIOUR@MODEL_ID``
-    or a real ``claude-…`` id (needs the API key)."""
+    or a real ``claude-…`` id (on Anthropic's API it needs the key; the AWS providers sign instead)."""
     behaviour, _, model_id = spec.partition("@")
     behaviour = "shop" if behaviour == "demo" else behaviour
     if behaviour in ("shop", "gullible") or is_factory_spec(behaviour):
@@ -68,7 +75,7 @@ def parse_model(spec: str, environ: Mapping[str, str]) -> ModelSpec:
             raise EvalSetupError(f"{spec!r}: the model id after '@' must look like claude-…")
         return ModelSpec(spec, behaviour, model_id or None)
     if (spec == "task" or spec.startswith("claude-")) and not model_id:
-        if not environ.get("ANTHROPIC_API_KEY"):
+        if provider.uses_api_key and not environ.get("ANTHROPIC_API_KEY"):
             raise EvalSetupError(f"--model {spec} needs ANTHROPIC_API_KEY; offline, use shop or gullible")
         return ModelSpec(spec, None, None if spec == "task" else spec)
     raise EvalSetupError(
@@ -80,21 +87,33 @@ def parse_model(spec: str, environ: Mapping[str, str]) -> ModelSpec:
 class Models:
     """The model clients an eval needs: one local stub server per behaviour, or the real API."""
 
-    def __init__(self, stack: ExitStack, environ: Mapping[str, str], prices: PriceTable) -> None:
+    def __init__(
+        self,
+        stack: ExitStack,
+        environ: Mapping[str, str],
+        prices: PriceTable,
+        provider: ProviderConfig = ANTHROPIC_API,
+    ) -> None:
         self._stack = stack
         self._environ = environ
         self._prices = prices  # the deployment's: what the judge's calls cost
+        self._provider = provider  # the deployment's: who answers real Claude, as its worker calls it
         self._stubs: dict[str, Any] = {}
 
     def client(self, behaviour: str | None) -> Any:
-        """A ModelClient for a stub behaviour (shop, gullible, judge) or, for None, real Claude."""
+        """A ModelClient for a stub behaviour (shop, gullible, judge) or, for None, real Claude.
+
+        Real Claude is the deployment's provider, through the worker's SDK factory; on an AWS
+        provider signed with credentials read now, before the trials' moto hides them.
+        """
         import anthropic
 
         if behaviour is None:
-            key = self._environ["ANTHROPIC_API_KEY"]
-            return EvalModelClient(
-                lambda: anthropic.Anthropic(api_key=key, max_retries=0, timeout=60.0), SystemClock(), LOG
-            )
+            provider, environ = self._provider, self._environ
+            key = (lambda: environ["ANTHROPIC_API_KEY"]) if provider.uses_api_key else None
+            keys = None if provider.uses_api_key else signing_keys(environ)
+            sdk = sdk_factory(provider, key, environ.get("ANTHROPIC_BASE_URL") or None, keys)
+            return EvalModelClient(sdk, SystemClock(), LOG, provider=provider)
         stub = self._stub(behaviour)
         return EvalModelClient(
             lambda: anthropic.Anthropic(api_key="stub", base_url=stub.base_url, max_retries=0),
@@ -109,7 +128,8 @@ class Models:
             return ModelJudge(self.client(behaviour), STUB_JUDGE_MODEL, SystemClock(), prices=self._prices)
         if name.startswith("claude-"):
             self._prices.require(name, "--judge: model")  # ConfigError: exit 2, one line
-            if not self._environ.get("ANTHROPIC_API_KEY"):
+            self._provider.require_model(name, "--judge: model")  # a Bedrock id, on Bedrock
+            if self._provider.uses_api_key and not self._environ.get("ANTHROPIC_API_KEY"):
                 raise EvalSetupError(f"--judge {name} needs ANTHROPIC_API_KEY; offline, use --judge stub")
             return ModelJudge(self.client(None), name, SystemClock(), prices=self._prices)
         raise EvalSetupError(f"unknown judge {name!r}: use stub, literal or a claude-… model id")

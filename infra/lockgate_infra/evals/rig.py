@@ -69,13 +69,16 @@ class World:
     environ: dict[str, str]  # the worker's environment in this world
 
 
-def plan_and_config(config_path: Path = ROOT / "lockgate.toml") -> tuple[Any, LockgateConfig]:
-    """The template's plan and the deployment's config, read once per eval."""
-    from lockgate_infra.local.template import LocalPlan, load_template
+def plan_and_config(
+    config_path: Path = ROOT / "lockgate.toml", stage: str | None = None
+) -> tuple[Any, LockgateConfig]:
+    """The template's plan as the config deploys it (its provider) and the config (``stage``'s overlay
+    merged), read once per eval."""
+    from lockgate_infra.local.template import LocalPlan, load_template, provider_parameters
 
-    return LocalPlan.from_template(load_template(ROOT / "template.yaml"), base_dir=ROOT), load_config(
-        config_path
-    )
+    config = load_config(config_path, stage)
+    parameters = provider_parameters(config.provider.name)
+    return LocalPlan.from_template(load_template(ROOT / "template.yaml"), parameters, base_dir=ROOT), config
 
 
 @contextmanager
@@ -144,12 +147,13 @@ class TaskTrials:
         *,
         system: str | None = None,
         config_path: Path = ROOT / "lockgate.toml",
+        stage: str | None = None,
     ) -> None:
         self._suite = suite
         self._model = model
         self._spec = spec
         self._system = system
-        self._plan, self._config = plan_and_config(config_path)
+        self._plan, self._config = plan_and_config(config_path, stage)
         self._stack = ExitStack()
         self._session: Any = None
         self.prompt_version = ""
@@ -175,6 +179,9 @@ class TaskTrials:
         if task is None:
             known = ", ".join(sorted(where.tasks)) or "none"
             raise EvalSetupError(f"no task called {self._suite.task!r} is registered (tasks: {known})")
+        if self._spec.behaviour is None:  # real Claude, as the worker calls it: on Bedrock, by its id there
+            model = self._spec.model_id or task.model
+            self._config.provider.require_model(model, f"--model {self._spec.label}: model")
         if self._spec.model_id:
             PriceTable.for_deployment(self._config).require(
                 self._spec.model_id, f"--model {self._spec.label}: model"
@@ -263,11 +270,14 @@ def run_task_evals(
         raise EvalSetupError(f"{suite.origin} is for task {suite.task!r}, not {task!r}")
     if only:
         suite = suite.only(only)
-    spec = parse_model(model, environ)
+    stage = environ.get("LOCKGATE_STAGE") or None  # the weekly job's: stages/<stage>.toml, as deployed
+    config = load_config(ROOT / "lockgate.toml", stage)
+    spec = parse_model(model, environ, config.provider)
     LOG.setLevel(logging.ERROR)  # blocked calls are the point of the attack cases, not news
     with ExitStack() as stack:
-        models = Models(stack, environ, eval_prices())
-        trials = stack.enter_context(TaskTrials(suite, models.client(spec.behaviour), spec, system=system))
+        models = Models(stack, environ, PriceTable.for_deployment(config), config.provider)
+        trials = TaskTrials(suite, models.client(spec.behaviour), spec, system=system, stage=stage)
+        stack.enter_context(trials)
         needs_judge = any(c.kind == "judge" for case in suite.cases for c in case.checks)
         grader = models.judge(judge) if needs_judge else None
         report = run_suite(

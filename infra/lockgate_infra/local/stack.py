@@ -33,7 +33,7 @@ from lockgate_infra.local.sources import start_sqs_pollers, start_stream_pollers
 from lockgate_infra.local.spans import install as install_spans
 from lockgate_infra.local.spans import spans_file
 from lockgate_infra.local.streams import StreamPoller
-from lockgate_infra.local.template import LocalPlan
+from lockgate_infra.local.template import LocalPlan, provider_parameters
 from lockgate_infra.serving import Serving
 
 log = logging.getLogger("lockgate_infra.local")
@@ -293,8 +293,9 @@ class LocalStack(Serving):
 
 
 def _provider_of(config_path: Path) -> dict[str, str]:
-    """ModelProvider for the config's AWS provider; none for the default (templates without it load)."""
+    """The config's provider as the template's parameters (``provider_parameters``)."""
     from lockgate.config import load_config
 
-    name = load_config(config_path).provider.name if config_path.is_file() else "anthropic"
-    return {"ModelProvider": name} if name != "anthropic" else {}
+    return provider_parameters(
+        load_config(config_path).provider.name if config_path.is_file() else "anthropic"
+    )

@@ -117,6 +117,12 @@ def load_template(path: str | Path) -> dict[str, Any]:
     return template
 
 
+def provider_parameters(provider: str) -> dict[str, str]:
+    """The template parameters a config's ``[provider]`` deploys with, as ``sam deploy`` is told them:
+    ModelProvider for an AWS provider; none for Anthropic's API (a template without it still plans)."""
+    return {"ModelProvider": provider} if provider != "anthropic" else {}
+
+
 @dataclass(frozen=True)
 class LocalPlan:
     """Everything the local stack creates and runs, derived from one template."""
