@@ -7,6 +7,11 @@ samtranslator first, as CloudFormation would), it fetches a template only from a
 for moto, and the alias wiring is asserted from the translation), it ignores Architectures, TTL and
 layers, and skips secrets, alarms and bucket policies. Stacks made through change sets have no Outputs.
 
+Besides samconfig.toml's dev and prod stacks, a stack on Amazon Bedrock (ModelProvider=bedrock, the
+ARNs `lockgate provider-arns` prints) shows least privilege for that provider as deployed: only the
+worker and the weekly eval may call a model, exactly InvokeModel on those ARNs, and no function
+gets, no role reads and `lockgate secrets` never asks for a model key.
+
 Slow (sam build installs the layer's dependencies from PyPI): marked ``deploy``; `make check` runs it.
 """
 
@@ -113,9 +118,13 @@ def account(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
         server.stop()
 
 
-def deploy(account: dict[str, Any], config_env: str) -> dict[str, Any]:
-    """Translate the packaged template with one samconfig environment's parameters and deploy it."""
+def deploy(
+    account: dict[str, Any], config_env: str, stack_name: str | None = None, **overrides: str
+) -> dict[str, Any]:
+    """Translate the packaged template with one samconfig environment's parameters and deploy it
+    (as ``stack_name`` with ``overrides`` added, as `sam deploy --parameter-overrides` adds them)."""
     stack, parameters = samconfig(config_env)
+    stack, parameters = stack_name or stack, {**parameters, **overrides}
     translated = translate_file(account["packaged"], parameters)
     deployable = account["work"] / f"{stack}.json"
     deployable.write_text(json.dumps(for_moto(translated)), encoding="utf-8")
@@ -345,26 +354,34 @@ def test_given_the_stack_then_each_role_holds_exactly_the_translated_policies(de
             "arn:aws:iam::aws:policy/AWSXrayWriteOnlyAccess",
         }, logical_id
     # The deployed worker policy grants what the table in tests/unit/test_template.py says, resolved.
-    worker_role = physical["AgentWorkerRole"]
-    (policy_name,) = iam.list_role_policies(RoleName=worker_role)["PolicyNames"]
-    document = iam.get_role_policy(RoleName=worker_role, PolicyName=policy_name)["PolicyDocument"]
-    if isinstance(document, str):
-        # moto's CloudFormation stores an inline policy as the text of a Python dict (measured).
-        document = ast.literal_eval(urllib.parse.unquote(document))
-    granted = {
-        (action, resource)
-        # A statement that Fn::If drops for this stack's provider (AWS::NoValue) is gone on AWS;
-        # moto's CloudFormation keeps it as None (measured): skip it.
-        for statement in document["Statement"]
-        if statement is not None
-        for action in _as_list(statement["Action"])
-        for resource in _as_list(statement["Resource"])
-    }
+    granted = deployed_grants(deployed, "AgentWorkerRole")
     assert {a for a, _ in granted} == {a for a, _ in access(role_of(cfn, "AgentWorkerFunction"))}
     # Resolved to the deployed table's ARN: the worker may read decisions, never write one.
     decisions = deployed["client"]("dynamodb").describe_table(TableName=physical["DecisionsTable"])
     on_decisions = {a for a, r in granted if r == decisions["Table"]["TableArn"]}
     assert on_decisions == {"dynamodb:GetItem", "dynamodb:Query"}
+
+
+def deployed_grants(deployed: dict[str, Any], role_id: str) -> set[tuple[str, str]]:
+    """(action, resource) of every statement of a deployed role's inline policies, resolved."""
+    iam, role = deployed["client"]("iam"), deployed["physical"][role_id]
+    granted = set()
+    for policy_name in iam.list_role_policies(RoleName=role)["PolicyNames"]:
+        document = iam.get_role_policy(RoleName=role, PolicyName=policy_name)["PolicyDocument"]
+        if isinstance(document, str):
+            # moto's CloudFormation stores an inline policy as the text of a Python dict (measured).
+            document = ast.literal_eval(urllib.parse.unquote(document))
+        granted |= {
+            (action, resource)
+            # A statement that Fn::If drops for this stack's provider (AWS::NoValue) is gone on AWS;
+            # moto's CloudFormation keeps it as None (measured): skip it.
+            for statement in document["Statement"]
+            if statement is not None
+            for action in _as_list(statement["Action"])
+            # moto drops a Resource that refers to a resource it skipped (the link secret): none here
+            for resource in _as_list(statement.get("Resource", []))
+        }
+    return granted
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -544,3 +561,105 @@ def deployed_environment(deployed: dict[str, Any]) -> dict[str, str]:
         "AWS_SECRET_ACCESS_KEY": "testing",
         "HOME": os.environ.get("HOME", "/tmp"),
     }
+
+
+# ------------------------------------------------------------------ a stage on Amazon Bedrock
+
+MODEL_CALLERS = ("AgentWorkerRole", "EvalJobsRole")  # the worker and the weekly eval call the model
+
+
+def lockgate_cli(deployed: dict[str, Any], *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    """`.venv/bin/lockgate ARGS` from the checkout, with the moto account's endpoint and keys."""
+    env = {**deployed_environment(deployed), "PATH": os.environ.get("PATH", "")}
+    return subprocess.run(  # noqa: S603 - our own venv's CLI, fixed arguments
+        [str(BIN / "lockgate"), *args], input=stdin, capture_output=True, text=True, check=False, cwd=ROOT,
+        env=env, timeout=120,
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def bedrock_config() -> Iterator[Path]:
+    """lockgate.toml on Bedrock, as `lockgate local --provider bedrock` writes it: an id per model."""
+    from lockgate_infra.local.model_provider import provider_config
+
+    with provider_config(ROOT / "lockgate.toml", "bedrock") as wire:
+        yield wire.config_path
+
+
+@pytest.fixture(scope="module")
+def deployed_bedrock(
+    account: dict[str, Any], deployed: dict[str, Any], bedrock_config: Path
+) -> dict[str, Any]:
+    """The dev stack's parameters as a stack on Bedrock: ModelProvider=bedrock, and BedrockModelArns
+    as `lockgate provider-arns` prints it from that config, deployed beside dev."""
+    printed = lockgate_cli(deployed, "provider-arns", "--account", "123456789012", "--region", "us-east-1",
+                           "--config", str(bedrock_config))  # fmt: skip
+    assert printed.returncode == 0, printed.stderr
+    arns = printed.stdout.strip().removeprefix("BedrockModelArns=")
+    stack = deploy(account, "default", "lockgate-bedrock", ModelProvider="bedrock", BedrockModelArns=arns)
+    return {**stack, "arns": arns.split(","), "config": bedrock_config}
+
+
+def test_given_a_bedrock_stage_then_only_the_model_callers_invoke_exactly_the_named_models(deployed_bedrock):
+    # Given the stack deployed on Bedrock, its roles as moto's IAM holds them
+    cfn, arns = deployed_bedrock["cfn"], deployed_bedrock["arns"]
+    assert len(arns) > 2 and all(arn.startswith("arn:aws:bedrock:") for arn in arns)
+    for role_id in of_type(cfn, "AWS::IAM::Role"):
+        granted = deployed_grants(deployed_bedrock, role_id)
+        calls = {(a, r) for a, r in granted if a.split(":")[0] in ("bedrock", "aws-external-anthropic")}
+        # Then the worker and the eval may call exactly bedrock:InvokeModel (no streaming, no batch
+        # jobs, no bedrock:*) on exactly the named ARNs, and no other role may call a model
+        expected = {("bedrock:InvokeModel", arn) for arn in arns} if role_id in MODEL_CALLERS else set()
+        assert calls == expected, role_id
+        # And no role may read a model key
+        assert not {r for a, r in granted if a.startswith("secretsmanager:") and "anthropic-api-key" in r}, (
+            role_id
+        )
+
+
+def test_given_a_bedrock_stage_then_no_function_gets_a_model_key_and_no_key_secret_exists(deployed_bedrock):
+    lam, cfn, physical = (
+        deployed_bedrock["client"]("lambda"),
+        deployed_bedrock["cfn"],
+        deployed_bedrock["physical"],
+    )
+    for function_id in of_type(cfn, "AWS::Lambda::Function"):
+        variables = lam.get_function_configuration(FunctionName=physical[function_id])["Environment"][
+            "Variables"
+        ]
+        assert "ANTHROPIC_API_KEY_REF" not in variables, function_id
+        if function_id in (
+            "AgentWorkerFunction",
+            "EvalJobsFunction",
+        ):  # each refuses another provider's config
+            assert variables["LOCKGATE_MODEL_PROVIDER"] == "bedrock", function_id
+    # The template declares no secret for a model key, and none was stored for this stack
+    declared = declared_names(deployed_bedrock)
+    secrets = [name for logical_id, name in declared.items()
+               if cfn["Resources"][logical_id]["Type"] == "AWS::SecretsManager::Secret"]  # fmt: skip
+    assert secrets == ["lockgate-bedrock/approval-link-key"]
+    stored = deployed_bedrock["client"]("secretsmanager").list_secrets()["SecretList"]
+    assert not [s["Name"] for s in stored if s["Name"].startswith("lockgate-bedrock/")]
+
+
+def test_given_a_bedrock_stage_then_lockgate_secrets_asks_for_no_model_key(deployed_bedrock):
+    config = str(deployed_bedrock["config"])
+    # When the operator lists the stack's secrets with its config
+    listed = lockgate_cli(
+        deployed_bedrock, "secrets", "list", "--stack", "lockgate-bedrock", "--config", config
+    )
+    # Then every webhook source is there and no model key is
+    assert listed.returncode == 0, listed.stderr
+    assert "model-key" not in listed.stdout
+    assert all(source in listed.stdout for source in load_config(ROOT / "lockgate.toml").sources)
+    # And storing one is refused in one line, storing nothing
+    refused = lockgate_cli(deployed_bedrock, "secrets", "set", "model-key", "--stack", "lockgate-bedrock",
+                           "--config", config, stdin="sk-ant-not-needed")  # fmt: skip
+    assert refused.returncode == 2 and refused.stderr.startswith(
+        "lockgate: no source 'model-key' in lockgate.toml"
+    )
+    assert len(refused.stderr.splitlines()) == 1 and "Traceback" not in refused.stderr
+    stored = deployed_bedrock["client"]("secretsmanager").list_secrets()["SecretList"]
+    assert not [
+        s["Name"] for s in stored if "anthropic" in s["Name"] and s["Name"].startswith("lockgate-bedrock/")
+    ]

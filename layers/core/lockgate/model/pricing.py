@@ -66,9 +66,11 @@ PRICES: dict[str, Price] = {
 #   per-feature rates ... then converts the result to CCUs at $0.01 per CCU"
 #   (docs.aws.amazon.com/claude-platform/latest/userguide/billing, read 2026-12-02): the same table.
 # - Amazon Bedrock: no published Bedrock price list for these models was at hand when this table
-#   was dated, so none is shipped rather than a guess. A Bedrock deployment prices each model it
-#   uses in lockgate.toml, [models."<id>".bedrock], from aws.amazon.com/bedrock/pricing for its
-#   region and endpoint (the worker refuses to start without one: docs/providers.md, "Cost").
+#   was dated, nor when it was searched again on 2026-12-02 (AWS's pricing page, as it could be read,
+#   gave no per-model Claude figures; third parties' summaries are not a source), so none is
+#   shipped rather than a guess. A Bedrock deployment prices each model it uses in lockgate.toml,
+#   [models."<id>".bedrock], from aws.amazon.com/bedrock/pricing for its region and endpoint (the
+#   worker refuses to start without one: docs/providers.md, "Cost").
 PROVIDER_PRICES: dict[str, dict[str, Price]] = {"anthropic": PRICES, "aws": PRICES, "bedrock": {}}
 PRICE_SOURCES: dict[str, str] = {
     "anthropic": f"platform.claude.com/docs/en/about-claude/pricing, as of {PRICES_AS_OF}",

@@ -59,7 +59,8 @@ PROVIDERS: dict[str, Provider] = {
         token_counting=False,
         regions="the Bedrock regions with Claude model access; cross-Region inference profiles",
         # Only InvokeModel: Lockgate does not stream (InvokeModelWithResponseStream) and does not
-        # use Bedrock batch inference jobs (docs/providers.md, "Batches").
+        # use Bedrock batch inference jobs, which need S3 files, a service role and a per-model
+        # minimum of records (a Service Quotas value: docs/providers.md, "Batches").
         iam_actions=("bedrock:InvokeModel",),
     ),
     "aws": Provider(
