@@ -49,10 +49,11 @@ class EvalModelClient(ModelClient):
         try:
             return super().create(request, deadline)
         except ModelError as exc:
+            # What grants access differs by provider: the key, or the AWS credentials' permission.
+            access = "ANTHROPIC_API_KEY" if self.provider_name == "anthropic" else "your AWS model access"
             raise ModelUnavailable(
                 f"could not run: the model API call failed ({exc}); nothing was scored. "
-                "Check your network, ANTHROPIC_BASE_URL and the provider's access (ANTHROPIC_API_KEY, or "
-                "the AWS credentials' permission and model access), then run it again"
+                f"Check your network, ANTHROPIC_BASE_URL and {access}, then run it again"
             ) from exc
 
 

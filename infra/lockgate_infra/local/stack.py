@@ -296,6 +296,5 @@ def _provider_of(config_path: Path) -> dict[str, str]:
     """The config's provider as the template's parameters (``provider_parameters``)."""
     from lockgate.config import load_config
 
-    return provider_parameters(
-        load_config(config_path).provider.name if config_path.is_file() else "anthropic"
-    )
+    name = load_config(config_path).provider.name if config_path.is_file() else "anthropic"
+    return provider_parameters(name)
