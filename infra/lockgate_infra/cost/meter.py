@@ -36,12 +36,13 @@ from lockgate_infra.chaos.faults import FaultPlan, Rates
 from lockgate_infra.chaos.housekeeping import housekeeping
 from lockgate_infra.chaos.run import START, account
 from lockgate_infra.chaos.traffic import traffic
-from lockgate_infra.cost.units import Tables, index_write_units, item_bytes, table_write_units, units
+from lockgate_infra.cost.hotkeys import KeyLoad, key_name
+from lockgate_infra.cost.units import Tables, index_writes, item_bytes, table_write_units, units
 from lockgate_infra.evals.shoprig import ROOT
 
 LOG_BYTES_PER_EVENT = 3_000  # the functions' JSON log lines for one event (request metadata only)
 WRITES = {"PutItem", "UpdateItem", "DeleteItem"}
-READS = {"GetItem", "Query", "Scan"}
+READS = {"GetItem", "Query", "Scan", "BatchGetItem"}
 # Refusals DynamoDB still bills: the write (or each item of the transaction) was evaluated.
 BILLED_FAILURES = {"ConditionalCheckFailedException", "TransactionCanceledException"}
 _FUNCTION = contextvars.ContextVar("function", default="")
@@ -76,6 +77,7 @@ class Usage:
     model_calls: int = 0
     model_usd: float = 0.0
     operations: Counter[str] = field(default_factory=Counter)
+    keys: KeyLoad = field(default_factory=KeyLoad)  # units per item key: the hot-key meter
 
     def per_event(self, value: float) -> float:
         """A sample total, per event."""
@@ -114,12 +116,12 @@ class Meter:
             except ClientError as exc:
                 # A refused call is a request too, and a failed condition still consumes the write.
                 billed = error_code(exc) in BILLED_FAILURES
-                self._count(service, operation, params, {}, units=billed)
+                self._count(client, operation, params, {}, units=billed)
                 if billed:
                     self._written(client, writes, changed=False)
                 raise
             else:
-                self._count(service, operation, params, result)
+                self._count(client, operation, params, result)
                 self._written(client, writes, changed=True)
             finally:
                 function = self.usage.functions.get(_FUNCTION.get())
@@ -147,8 +149,15 @@ class Meter:
         return invocation
 
     def _count(
-        self, service: str, operation: str, params: dict[str, Any], result: Any, *, units: bool = True
+        self,
+        client: Any,
+        operation: str,
+        params: dict[str, Any],
+        result: Any,
+        *,
+        units: bool = True,
     ) -> None:
+        service = client.meta.service_model.service_name
         usage, ours = self.usage, bool(_FUNCTION.get())
         if service == "sqs" and (ours or operation == "DeleteMessage" or result.get("Messages")):
             usage.sqs_requests += 1  # the event source mapping's receives and deletes are billed too
@@ -156,17 +165,33 @@ class Meter:
             return  # the harness's own reads and the reviewers' listing are not the product's
         usage.operations[f"{service}.{operation}"] += 1
         if service == "dynamodb" and units:
-            self._capacity(operation, params, result)
+            self._capacity(client, operation, params, result)
         elif service == "s3":
             usage.s3_puts += operation == "PutObject"
             usage.s3_gets += operation == "GetObject"
         elif service == "ses" and operation in ("SendEmail", "SendRawEmail"):
             usage.emails += len(params.get("Destination", {}).get("ToAddresses", [])) or 1
 
-    def _capacity(self, operation: str, params: dict[str, Any], result: Any) -> None:
-        if operation in READS:
+    def _capacity(self, client: Any, operation: str, params: dict[str, Any], result: Any) -> None:
+        if operation == "BatchGetItem":  # each item is read (and rounded up) on its own
+            for table, items in result.get("Responses", {}).items():
+                for item in items:
+                    self._read(client, table, item, units(item_bytes(item), 4096), whole=True)
+        elif operation in READS:
             read = result.get("Items") or ([result["Item"]] if "Item" in result else [])
-            self.usage.read_units += units(sum(item_bytes(item) for item in read), 4096)
+            billed = units(sum(item_bytes(item) for item in read), 4096)
+            if read:  # a query reads one partition: its units land on the first item's key
+                self._read(client, params["TableName"], read[0], billed, whole=operation == "GetItem")
+            else:
+                self.usage.read_units += billed
+
+    def _read(self, client: Any, table: str, item: dict[str, Any], billed: int, *, whole: bool) -> None:
+        """Count a read on the item's key (a query's on its partition: ``pk / *``)."""
+        self.usage.read_units += billed
+        key = self._tables.table(client, table).key_of(item)
+        if not whole:
+            key = dict(list(key.items())[:1])
+        self.usage.keys.reads[key_name(table, key) + ("" if whole else " / *")] += billed
 
     def _writes(self, client: Any, operation: str, params: dict[str, Any]) -> list[_Write]:
         """The items a write call touches, with their images before it (none for other calls)."""
@@ -192,10 +217,14 @@ class Meter:
     def _written(self, client: Any, writes: list[_Write], *, changed: bool) -> None:
         for write in writes:
             after = self._tables.image(client, write.table, write.key) if changed else write.before
-            self.usage.write_units += write.weight * table_write_units(write.before, after, write.sent)
+            billed = write.weight * table_write_units(write.before, after, write.sent)
+            self.usage.write_units += billed
+            self.usage.keys.writes[key_name(write.table, write.key)] += billed
             if changed:
                 table = self._tables.table(client, write.table)
-                self.usage.index_write_units += index_write_units(table, write.before, after)
+                for index, entry, index_units in index_writes(table, write.before, after):
+                    self.usage.index_write_units += index_units
+                    self.usage.keys.writes[key_name(write.table, entry, index.name)] += index_units
 
 
 @dataclass(frozen=True)

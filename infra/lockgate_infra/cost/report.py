@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from lockgate_infra.cost.bill import FULL_CPU_MB, Assumptions, Bill, bill
+from lockgate_infra.cost.hotkeys import render_keys
 from lockgate_infra.cost.meter import LOG_BYTES_PER_EVENT, Usage, measure
 from lockgate_infra.cost.prices import PRICES_CHECKED, REGION
 from lockgate_infra.options import at_least_one, non_negative_float, positive_int
@@ -30,6 +31,7 @@ def render(usage: Usage, result: Bill, months: list[int], assume: Assumptions, o
         f"SQS {e(usage.sqs_requests):.1f} requests; S3 {e(usage.s3_puts + usage.s3_gets):.2f}; "
         f"SES {e(usage.emails):.2f} emails; model {e(usage.model_calls):.1f} calls"
     )
+    lines += render_keys(usage.keys, usage.events)
     lines.append(
         f"Assumed: {assume.call_ms:g} ms per AWS call; {assume.model_seconds:g} s per model call, billed "
         f"to the worker; SQS records per worker invocation: {assume.records_per_batch:g} (run side by "

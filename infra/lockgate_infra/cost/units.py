@@ -28,6 +28,7 @@ class Index:
 
     keys: tuple[str, ...]
     projected: frozenset[str] | None
+    name: str = ""
 
 
 @dataclass(frozen=True)
@@ -79,17 +80,29 @@ def table_write_units(before: Item | None, after: Item | None, sent: Item | None
 
 def index_write_units(table: Table, before: Item | None, after: Item | None) -> int:
     """The writes a change from ``before`` to ``after`` costs across the table's indexes."""
-    total = 0
+    return sum(units for _, _, units in index_writes(table, before, after))
+
+
+def index_writes(
+    table: Table, before: Item | None, after: Item | None
+) -> list[tuple[Index, dict[str, Any], int]]:
+    """Each index entry the change writes: the index, the entry's index key, its write units."""
+    writes = []
     for index in table.indexes:
         old, new = _entry(table, index, before), _entry(table, index, after)
         if old is None and new is None or old == new:
             continue
         if old is not None and (new is None or _keys(index, old) != _keys(index, new)):
-            total += units(item_bytes(old) + ENTRY_OVERHEAD_BYTES)  # the old entry is deleted
-            old = None
+            writes.append((index, _index_key(index, old), units(item_bytes(old) + ENTRY_OVERHEAD_BYTES)))
+            old = None  # the old entry is deleted
         if new is not None:
-            total += units(item_bytes(new) + ENTRY_OVERHEAD_BYTES)
-    return total
+            writes.append((index, _index_key(index, new), units(item_bytes(new) + ENTRY_OVERHEAD_BYTES)))
+    return writes
+
+
+def _index_key(index: Index, entry: Item) -> dict[str, Any]:
+    """The entry's partition in the index: its hash key (an index's item collection is one key)."""
+    return {index.keys[0]: entry[index.keys[0]]}
 
 
 def _entry(table: Table, index: Index, item: Item | None) -> dict[str, Any] | None:
@@ -134,6 +147,7 @@ class Tables:
 def _index(described: Mapping[str, Any]) -> Index:
     projection = described.get("Projection", {})
     keys = tuple(k["AttributeName"] for k in described["KeySchema"])
+    name = str(described.get("IndexName", ""))
     if projection.get("ProjectionType", "ALL") == "ALL":
-        return Index(keys, None)
-    return Index(keys, frozenset(projection.get("NonKeyAttributes", [])))
+        return Index(keys, None, name)
+    return Index(keys, frozenset(projection.get("NonKeyAttributes", [])), name)
