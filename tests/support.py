@@ -9,6 +9,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from decimal import Decimal
 from typing import Any, TextIO
 
 import boto3
@@ -353,6 +354,19 @@ def state_row(aws: Aws, pk: str, sk: str) -> dict[str, Any] | None:
     )
     item: dict[str, Any] | None = got.get("Item")
     return item
+
+
+def shard_rows(aws: Aws, pk: str, sk: str) -> list[dict[str, Any]]:
+    """Every shard of a sharded State counter (``<pk>#s<i>`` / ``sk``) that exists."""
+    items = aws.client("dynamodb").scan(TableName=aws.state_table, ConsistentRead=True)["Items"]
+    return [i for i in items if i["pk"]["S"].startswith(f"{pk}#s") and i["sk"]["S"] == sk]
+
+
+def day_spent(aws: Aws, day: str, attr: str = "spent") -> Decimal:
+    """A day's spend summed over its shards (``spend#DAY#s<i>`` / ``global``): ``spent`` or another."""
+    return sum(
+        (Decimal(i[attr]["N"]) for i in shard_rows(aws, f"spend#{day}", "global") if attr in i), Decimal(0)
+    )
 
 
 def dynamodb_operations(db: Any) -> list[str]:

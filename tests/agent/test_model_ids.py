@@ -34,7 +34,7 @@ from tests.agent.conftest import AgentRig, event
 from tests.agent.test_batches import SEND, job
 from tests.agent.test_loop import say, tools_turn
 from tests.agent.toolkit import Effects, make_task
-from tests.support import LOG, PRICES, TEST_CONFIG, function_env, state_row, workflow_env
+from tests.support import LOG, PRICES, TEST_CONFIG, day_spent, function_env, workflow_env
 
 ALIAS = "claude-3-5-haiku-latest"  # the id: not in the published table
 HAIKU_3_5 = Price(input=0.80, output=4.00, cache_read=0.08)  # what [models."claude-3-5-haiku"] says
@@ -162,9 +162,8 @@ def test_given_config_prices_then_the_run_the_spend_counter_and_the_rollup_use_t
     # (not the dearest model's price, which an unknown id used to get: many times more)
     assert PRICES.cost_usd(ALIAS, usages[0]) > 10 * cost_usd(HAIKU_3_5, usages[0])
     # And today's spend counter was settled to exactly that
-    day = state_row(rig.aws, "spend#2026-01-01", "global")
-    assert day is not None
-    assert Decimal(day["spent"]["N"]) == pytest.approx(Decimal(str(expected)), abs=Decimal("0.000002"))
+    spent = day_spent(rig.aws, "2026-01-01")
+    assert spent == pytest.approx(Decimal(str(expected)), abs=Decimal("0.000002"))
     # And the day's rollup (what `lockgate spend` reads) holds the same dollars for the model
     [row] = read_day(rig.aws.client("dynamodb"), rig.aws.state_table, "2026-01-01")
     assert row["model"] == ALIAS and float(row["usd"]) == pytest.approx(expected, abs=1e-6)
@@ -189,9 +188,8 @@ def test_given_config_prices_then_a_batched_step_is_held_and_settled_at_them(rig
     expected = cost_usd(HAIKU_3_5, first, "5m", batch=True) + cost_usd(HAIKU_3_5, second, "5m")
     assert run.totals["cost_usd"] == pytest.approx(expected, abs=1e-6)
     # And in today's spend counter, where the collector settled the batch's hold
-    day = state_row(rig.aws, "spend#2026-01-01", "global")
-    assert day is not None
-    assert Decimal(day["spent"]["N"]) == pytest.approx(Decimal(str(expected)), abs=Decimal("0.000002"))
+    spent = day_spent(rig.aws, "2026-01-01")
+    assert spent == pytest.approx(Decimal(str(expected)), abs=Decimal("0.000002"))
 
 
 def test_given_shop_model_names_an_unknown_id_then_the_shop_worker_refuses_to_start(rig: AgentRig) -> None:

@@ -354,7 +354,7 @@ def test_the_loop_defers_before_sending_when_the_daily_cap_is_reached(aws: Aws, 
         # a first run fits (the reservation is settled to the real, smaller cost)
         assert loop.run(make_task(Effects()), event("a"), 10_000_000_000.0).status == "completed"
         calls = stub.calls
-        caps._db.update_item(  # noqa: SLF001 - spend the rest of the day's task budget
+        aws.client("dynamodb").update_item(  # spend the rest of the day's task budget
             TableName=aws.state_table,
             Key={"pk": {"S": f"spend#{DAY}"}, "sk": {"S": "global"}},
             UpdateExpression="SET #r = :z",

@@ -66,6 +66,7 @@ CORE = Tree(
             "lockgate.schema",
             "lockgate.secrets",
             "lockgate.settings",
+            "lockgate.shards",
             "lockgate.telemetry",
             "lockgate.tracing",
         ),

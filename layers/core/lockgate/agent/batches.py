@@ -144,5 +144,7 @@ def reservation_json(reservation: Reservation) -> str:
             "task": reservation.task,
             "estimate_usd": str(reservation.estimate_usd),
             "counters": list(reservation.counters),
+            "shard": reservation.shard,  # settled on the shard it was held on
+            "shards": reservation.shards,
         }
     )

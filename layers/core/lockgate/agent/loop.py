@@ -106,7 +106,9 @@ class AgentLoop:
         # back when it stops, however it stops (lockgate.capacity.allowance).
         # calls_ahead=0: each call admitted and settled on its own (the design before allowances).
         allowances = (
-            RunAllowances(self._calls.gate, task.name, event.delivery.source, self._calls_ahead)
+            RunAllowances(
+                self._calls.gate, task.name, event.delivery.source, self._calls_ahead, event.delivery.pk
+            )
             if self._calls_ahead > 0
             else None
         )

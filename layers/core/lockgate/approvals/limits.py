@@ -10,6 +10,14 @@
 
 The proposal put, the slot and both counters are one TransactWriteItems: a proposal exists only
 with its places taken, and a refused limit writes nothing. No check-then-act.
+
+A task's counter, which every proposal of the task writes, is spread over ``min(shards, cap)``
+items (``pending#TASK#s<i>``, ``lockgate.shards``), each allowing its share of the cap; a proposal
+takes the shard its id hashes to, and a full shard sends it, after one BatchGetItem of the shards,
+to one with room. The bound: a task never has more than its cap pending; a proposal may be refused
+while another shard frees a place at the same moment. Proposals that were pending before sharding
+keep their place on the unsharded counter and give it back there: until they are decided or can no
+longer run (a day at most), a task may have up to twice its cap pending.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ from lockgate.approvals.proposals import RETENTION_SECONDS, Proposal
 from lockgate.config import ApprovalsConfig
 from lockgate.dynamo import error_code, num, write_if
 from lockgate.errors import StoreUnavailable
+from lockgate.shards import count_share, every_shard, shard_of, sharded
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -64,12 +73,18 @@ class PendingLimits:
     """Takes and releases a proposal's places (State table) together with its put (Approvals table)."""
 
     def __init__(
-        self, dynamodb: DynamoDBClient, approvals_table: str, state_table: str, config: ApprovalsConfig
+        self,
+        dynamodb: DynamoDBClient,
+        approvals_table: str,
+        state_table: str,
+        config: ApprovalsConfig,
+        shards: int = 1,
     ) -> None:
         self._db = dynamodb
         self._approvals = approvals_table
         self._state = state_table
         self._config = config  # max_pending_per_task, max_pending_per_sender
+        self._shards = max(1, min(shards, config.max_pending_per_task))
 
     def propose(self, proposal: Proposal, now: int) -> tuple[Proposal, bool]:
         """Write the proposal and take its places (``extra["holds"]``); (stored, created now?).
@@ -79,7 +94,11 @@ class PendingLimits:
         a transaction that met another one on a counter.
         """
         places: dict[str, str] = proposal.extra.get("holds", {})
-        for attempt in (1, 2):
+        if "task" in places:  # the task's shard, kept on the proposal: its release goes there
+            places["task"] = sharded(
+                places["task"], shard_of(proposal.approval_id, self._shards), self._shards
+            )
+        for attempt in (1, 2, 3):
             try:
                 self._db.transact_write_items(TransactItems=self._items(proposal, places, now))  # type: ignore[arg-type]
                 return proposal, True
@@ -88,10 +107,12 @@ class PendingLimits:
                 if reasons[0].get("Code") == "ConditionalCheckFailed":
                     old = reasons[0].get("Item")
                     return (Proposal.from_item(old) if old else self._stored(proposal)), False
-                if attempt == 1 and any(r.get("Code") == "TransactionConflict" for r in reasons):
+                if attempt < 3 and any(r.get("Code") == "TransactionConflict" for r in reasons):
                     continue  # another proposal took a counter at the same moment: once more
                 refusal = self._refusal(proposal, places, reasons[1:], now)
-                if attempt == 2 or refusal.limit == "target" or not self._prune(reasons[1:], places, now):
+                if attempt < 3 and refusal.limit == "task" and self._move(places):
+                    continue  # the task's shard is full, another has room
+                if attempt == 3 or refusal.limit == "target" or not self._prune(reasons[1:], places, now):
                     raise refusal from exc
             except BotoCoreError as exc:
                 raise StoreUnavailable(type(exc).__name__) from exc
@@ -143,7 +164,7 @@ class PendingLimits:
             if kind == "target":
                 items.append(self._slot(proposal, pk, until, now, ttl))
                 continue
-            cap = self._config.max_pending_per_task if kind == "task" else self._config.max_pending_per_sender
+            cap = self._task_cap(pk) if kind == "task" else self._config.max_pending_per_sender
             items.append(
                 {
                     "Update": {
@@ -163,6 +184,31 @@ class PendingLimits:
                 }
             )
         return items
+
+    def _task_cap(self, pk: str) -> int:
+        """A task counter's cap: its share when it is one of the task's shards."""
+        cap = self._config.max_pending_per_task
+        shard = pk.rpartition("#s")[2]
+        if self._shards == 1 or not shard.isdigit():
+            return cap  # the unsharded counter (a proposal from before sharding)
+        return count_share(cap, int(shard), self._shards)
+
+    def _move(self, places: dict[str, str]) -> bool:
+        """Move the task's place to a shard with room (one BatchGetItem of them); False when none has."""
+        if self._shards == 1:
+            return False
+        task_pk = places["task"].rpartition("#s")[0]
+        keys = [{"pk": {"S": pk}, "sk": {"S": HOLDERS}} for pk in every_shard(task_pk, self._shards)]
+        try:
+            found = self._db.batch_get_item(
+                RequestItems={self._state: {"Keys": keys, "ConsistentRead": True}}
+            )["Responses"].get(self._state, [])
+        except (ClientError, BotoCoreError) as exc:
+            raise StoreUnavailable(type(exc).__name__) from exc
+        taken = {item["pk"]["S"]: num(item, "n") or 0 for item in found}
+        room = [k["pk"]["S"] for k in keys if taken.get(k["pk"]["S"], 0) < self._task_cap(k["pk"]["S"])]
+        places["task"] = next((pk for pk in room if pk != places["task"]), places["task"])
+        return bool(room) and places["task"] in room
 
     def _slot(self, proposal: Proposal, pk: str, until: int, now: int, ttl: dict[str, str]) -> dict[str, Any]:
         return {

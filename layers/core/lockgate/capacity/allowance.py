@@ -36,9 +36,16 @@ class Allowance:
     """What one run may still send on one model without writing, and what it has spent of it."""
 
     def __init__(
-        self, gate: Gate, task: str, scopes: list[str], calls: int, together: Together | None = None
+        self,
+        gate: Gate,
+        task: str,
+        scopes: list[str],
+        calls: int,
+        together: Together | None = None,
+        position: int | None = None,
     ) -> None:
         self._gate = gate
+        self._position = position  # the run's shard position: the same shards for all its writes
         self._task = task
         self._scopes = scopes
         self._calls = max(1, calls)
@@ -63,6 +70,7 @@ class Allowance:
                     deadline,
                     calls=self._calls,
                     tokens_ahead=tokens_ahead,
+                    position=self._position,
                 )
             self.credit(ahead, tokens_ahead if ahead.calls > 1 else tokens)
         self._requests -= 1
@@ -118,8 +126,12 @@ class Allowance:
 class RunAllowances:
     """One allowance per model for one run (a fallback model has its own buckets and price)."""
 
-    def __init__(self, gate: Gate | None, task: str, source: str, calls: int = DEFAULT_CALLS_AHEAD) -> None:
+    def __init__(
+        self, gate: Gate | None, task: str, source: str, calls: int = DEFAULT_CALLS_AHEAD, spread: str = ""
+    ) -> None:
         self._gate = gate
+        # One shard position per run (its first delivery id fixes the process's offset).
+        self._position = gate.spread.pick(spread) if gate is not None else None
         self._task = task
         self._source = source
         self._calls = calls
@@ -132,7 +144,9 @@ class RunAllowances:
             return None
         if model not in self._by_model:
             scopes = [f"source#{self._source}", f"model#{model}"]
-            self._by_model[model] = Allowance(self._gate, self._task, scopes, self._calls, self._first)
+            self._by_model[model] = Allowance(
+                self._gate, self._task, scopes, self._calls, self._first, self._position
+            )
         return self._by_model[model]
 
     def expect(self, model: str, estimate_usd: float, tokens: int) -> None:
@@ -153,7 +167,7 @@ class RunAllowances:
             return None
         companions = [(self._allowance(model), e, t * self._calls * PROMPT_GROWTH) for model, e, t in others]
         parts = [first.part(estimate_usd, tokens_ahead), *(a.part(e, t) for a, e, t in companions)]
-        aheads = self._gate.admit_together(self._task, parts, deadline)
+        aheads = self._gate.admit_together(self._task, parts, deadline, self._position)
         if aheads is None:
             return None
         for (allowance, _, tokens), ahead in zip(companions, aheads[1:], strict=True):

@@ -19,6 +19,8 @@ Trade-offs, chosen on purpose:
 - Holds and takes succeed or fail together: no bucket is taken for a call the budget refuses.
 - The State table failing: spend fails closed (no call); without spend caps, each bucket falls
   back to the per-process limit (``RateLimiterFallback``).
+- Sharded counters (``lockgate.shards``): a run writes the shard its delivery id hashes to (of
+  the spend and each bucket); a spent spend shard sends it to the next, the cap is reached when all are.
 """
 
 from __future__ import annotations
@@ -32,10 +34,11 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from lockgate.capacity.ratelimit import BucketUnavailable, RateLimited, RateLimiter, Take
-from lockgate.capacity.spend import AheadTooLarge, Hold, Reservation, SpendCaps
+from lockgate.capacity.spend import AheadTooLarge, Hold, Reservation, SpendCapReached, SpendCaps
 from lockgate.capacity.spend_item import usd
 from lockgate.clock import Clock
 from lockgate.dynamo import error_code
+from lockgate.shards import Spreader
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -85,6 +88,7 @@ class Gate:
         # turns costs a write's time (milliseconds, against seconds of model call); between
         # Lambdas the conditions still decide. A turn includes a wait for a bucket to refill.
         self._turn = threading.RLock()
+        self.spread = Spreader()  # each run's shard position; every counter takes it modulo its shards
 
     def admit(
         self, task: str, scopes: list[str], estimate_usd: float, tokens: int, deadline: float
@@ -102,26 +106,30 @@ class Gate:
         *,
         calls: int,
         tokens_ahead: int | None = None,
+        position: int | None = None,
     ) -> Ahead:
         """Admit up to ``calls`` calls like this one in one write (one call when more does not fit now).
 
         The hold is ``calls`` estimates; each bucket gives ``calls`` requests and ``tokens_ahead``
         tokens (default ``calls`` times ``tokens``). When the budget left or a bucket cannot give
-        that much without waiting, this one call is admitted instead.
+        that much without waiting, this one call is admitted instead. ``position`` (the run's, from
+        ``spread``) picks the shards written; a spent spend shard moves it to the next one.
         """
         with self._turn:
             unguarded: set[str] = set()  # counters seen near their cap: held without the margin
             local: set[str] = set()  # scopes on the per-process limit for this admission
             interval = 1.0
-            for _ in range(MAX_TRIES):
+            position, spent = self.spread.pick() if position is None else position, set[int]()
+            for _ in range(MAX_TRIES + (self.spend.shards if self.spend else 0)):
                 now = self._clock.now()
                 want = (tokens_ahead or tokens * calls) if calls > 1 else tokens
-                takes = self._plan([s for s in scopes if s not in local], want, now, deadline, calls)
+                live = [s for s in scopes if s not in local]
+                takes = self._plan(live, want, now, deadline, calls, position)
                 if takes is None:
                     calls = 1  # a bucket cannot give several calls now: plan one (it may wait)
                     continue
-                seen_near = frozenset(unguarded)
-                holds = self.spend.holds(task, estimate_usd, now, seen_near, calls) if self.spend else []
+                near = frozenset(unguarded)
+                holds = self.spend.holds(task, estimate_usd, now, near, calls, position) if self.spend else []
                 try:
                     self._write([h.update for h in holds] + [t.update for t in takes])
                 except _Failed as failed:
@@ -129,6 +137,9 @@ class Gate:
                         self._refused(holds, takes, failed.reasons, now, deadline, unguarded, local)
                     except AheadTooLarge:
                         calls = 1
+                    except SpendCapReached as exc:
+                        position, calls = self._next_shard(holds[0], spent, exc), 1
+                        unguarded.clear()
                     interval = max([interval, *(t.interval for t in takes)])
                     continue
                 except (ClientError, BotoCoreError) as exc:
@@ -144,7 +155,17 @@ class Gate:
                 return Ahead(self.spend.reservation(task, holds) if self.spend and holds else None, calls)
             raise RateLimited("rate buckets are contended: retry shortly", max(1, math.ceil(interval)))
 
-    def admit_together(self, task: str, parts: list[Part], deadline: float) -> list[Ahead] | None:
+    @staticmethod
+    def _next_shard(hold: Hold, spent: set[int], exc: SpendCapReached) -> int:
+        """After ``hold``'s shard proved spent: the next shard's position; ``exc`` when all are."""
+        spent.add(hold.shard)
+        if len(spent) >= hold.shards:
+            raise exc
+        return hold.shard + 1
+
+    def admit_together(
+        self, task: str, parts: list[Part], deadline: float, position: int | None = None
+    ) -> list[Ahead] | None:
         """Admit several models' next calls of one run in ONE write (the day's counters and a shared
         source bucket written once), or None, with nothing written, when that does not fit now.
 
@@ -155,7 +176,7 @@ class Gate:
         charged until the day ends, the safe direction, as for a run that crashes before it settles.
         """
         with self._turn:
-            now = self._clock.now()
+            now, position = self._clock.now(), self.spread.pick() if position is None else position
             wants: dict[str, tuple[int, int]] = {}  # scope -> (tokens, requests), summed over parts
             for part in parts:
                 for scope in part.scopes:
@@ -163,14 +184,14 @@ class Gate:
                     wants[scope] = (tokens + part.tokens, requests + part.calls)
             takes = []
             for scope, (tokens, requests) in wants.items():
-                plan = self.limiter.plan(scope, tokens, now, requests) if self.limiter is not None else None
+                plan = self.limiter.plan(scope, tokens, now, requests, position) if self.limiter else None
                 if isinstance(plan, float):
                     return None
                 if plan is not None:
                     takes.append(plan)
             shares = [usd(part.estimate_usd * part.calls) for part in parts]  # exact: they add up to the hold
             total = float(sum(shares, Decimal(0)))
-            holds = self.spend.holds(task, total, now, frozenset()) if self.spend is not None else []
+            holds = self.spend.holds(task, total, now, frozenset(), 1, position) if self.spend else []
             try:
                 self._write([h.update for h in holds] + [t.update for t in takes])
             except (_Failed, ClientError, BotoCoreError):
@@ -178,9 +199,8 @@ class Gate:
             for take in takes:
                 assert self.limiter is not None  # takes come only from the limiter
                 self.limiter.taken(take)
-            day = holds[0].day if holds else ""
             return [
-                Ahead(self.spend.part_of(task, day, share) if self.spend else None, part.calls)
+                Ahead(self.spend.part_of(task, holds[0], share) if self.spend else None, part.calls)
                 for part, share in zip(parts, shares, strict=True)
             ]
 
@@ -198,7 +218,7 @@ class Gate:
                 self.spend.settle_failed(reservation, exc)
 
     def _plan(
-        self, scopes: list[str], tokens: int, now: float, deadline: float, calls: int
+        self, scopes: list[str], tokens: int, now: float, deadline: float, calls: int, position: int
     ) -> list[Take] | None:
         """Each limited scope's take of ``calls`` requests and ``tokens``; None when a bucket must wait.
 
@@ -207,7 +227,7 @@ class Gate:
         """
         takes = []
         for scope in scopes:
-            plan = self.limiter.plan(scope, tokens, now, calls) if self.limiter is not None else None
+            plan = self.limiter.plan(scope, tokens, now, calls, position) if self.limiter else None
             if isinstance(plan, float):
                 assert self.limiter is not None
                 if calls == 1:

@@ -16,6 +16,15 @@ one only this process uses, costs one call per admission. Empty bucket: sleep th
 it fits before the deadline, else raise ``RateLimited`` (Deferred) so the event goes back to
 the queue with that delay. Table unavailable or bucket damaged: a conservative per-process
 limit, counted as ``RateLimiterFallback``.
+
+Sharded (``[capacity] shards``, ``lockgate.shards``): a bucket is up to ``shards`` items
+``bucket#<scope>#s<i>``, each with an equal part of the limit and at least
+``MIN_REQUESTS_PER_SHARD`` a minute (room for four runs' next five calls): a bucket under 40
+requests a minute stays one item (it admits at most its limit, far below a key's 1,000 writes a
+second). A run takes from the shard its position picks, or the next with room as far as this
+process knows. The bound, stated: the shards together admit at most the limit a minute (plus a
+minute's burst), as one bucket does; a take of several calls must fit on one shard, else one
+call is taken. Changing ``shards`` starts new items: for a minute old and new may each burst.
 """
 
 from __future__ import annotations
@@ -32,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 from lockgate.clock import Clock
 from lockgate.dynamo import dec, num
 from lockgate.errors import Deferred
+from lockgate.shards import in_turn, sharded
 from lockgate.telemetry import Log, Metrics
 
 if TYPE_CHECKING:
@@ -40,6 +50,7 @@ if TYPE_CHECKING:
 __all__ = ["Bucket", "BucketUnavailable", "RateLimited", "RateLimiter", "Take"]
 
 BURST_SECONDS = 60.0  # a full bucket holds one minute of the limit
+MIN_REQUESTS_PER_SHARD = 20  # a shard's part of a bucket: a run's next 5 calls take at most a quarter
 DEADLINE_MARGIN_SECONDS = 30.0  # after a wait, the model call itself still needs time
 TTL_SECONDS = 86_400
 
@@ -65,6 +76,7 @@ class Take:
     """One bucket's planned take: the conditional update to send (alone or in a transaction)."""
 
     scope: str
+    shard: int
     new: tuple[Decimal, Decimal]  # (req_tat, tok_tat) once written
     interval: float  # one request's share of the minute: the wait after losing every race
     update: dict[str, Any]
@@ -85,6 +97,7 @@ class RateLimiter:
         fallback_per_minute: int = 5,
         sleep: Callable[[float], None] = time.sleep,
         deadline_margin_seconds: float = DEADLINE_MARGIN_SECONDS,
+        shards: int = 1,
     ) -> None:
         self._db = dynamodb
         self._table = table
@@ -95,22 +108,41 @@ class RateLimiter:
         self._sleep = sleep
         self._margin = deadline_margin_seconds
         self._fallback = _LocalWindow(fallback_per_minute)
-        self._seen: dict[str, tuple[Decimal, Decimal]] = {}  # scope -> last known (req_tat, tok_tat)
+        self.shards = max(1, shards)
+        self._seen: dict[tuple[str, int], tuple[Decimal, Decimal]] = {}  # (scope, shard) -> its tats
 
-    def plan(self, scope: str, tokens: int, now: float, requests: int = 1) -> Take | float | None:
-        """The conditional write that takes ``requests`` and ``tokens`` from the scope's bucket, or the
-        seconds to wait first. None when the scope has no bucket. Nothing is written here.
+    def plan(
+        self, scope: str, tokens: int, now: float, requests: int = 1, position: int = 0
+    ) -> Take | float | None:
+        """The conditional write that takes ``requests`` and ``tokens`` from the scope's bucket (its
+        shard ``position`` picks), or the seconds to wait first. None when the scope has no bucket.
+        Nothing is written here.
         """
         bucket = self._limits.get(scope)
         if bucket is None:
             return None
-        now_d = dec(now)
-        req_cost = dec(60.0 * requests / bucket.requests_per_minute)
-        tokens = max(0, tokens)
-        tok_cost = dec(tokens * 60.0 / bucket.tokens_per_minute) if bucket.tokens_per_minute else dec(0)
+        waits, n = [], self.shards_of(bucket)
+        for shard in in_turn(position % n, n):  # a shard without room: the next
+            plan = self._plan_on(scope, bucket, (shard, n), max(0, tokens), dec(now), requests)
+            if isinstance(plan, Take):
+                return plan
+            waits.append(plan)
+        return min(waits)
+
+    def shards_of(self, bucket: Bucket) -> int:
+        """How many items the bucket is spread over: each keeps ``MIN_REQUESTS_PER_SHARD`` a minute."""
+        return max(1, min(self.shards, bucket.requests_per_minute // MIN_REQUESTS_PER_SHARD))
+
+    def _plan_on(
+        self, scope: str, bucket: Bucket, where: tuple[int, int], tokens: int, now_d: Decimal, requests: int
+    ) -> Take | float:
+        """The take on one shard (``1 / n`` of the limit), or the seconds it needs first."""
+        shard, n = where
+        req_cost = dec(60.0 * requests * n / bucket.requests_per_minute)
+        tok_cost = dec(tokens * 60.0 * n / bucket.tokens_per_minute) if bucket.tokens_per_minute else dec(0)
         # A call larger than a whole minute's tokens goes through an idle bucket and owes the rest.
         burst_req, burst_tok = dec(BURST_SECONDS), max(dec(BURST_SECONDS), tok_cost)
-        old = self._seen.get(scope)
+        old = self._seen.get((scope, shard))
         if old is not None and max(old) <= now_d:
             old = None  # the bucket is idle as far as we know: the cheap "idle" condition fits
         req_tat = max(old[0], now_d) if old else now_d
@@ -119,18 +151,19 @@ class RateLimiter:
         over = max(new[0] - now_d - burst_req, new[1] - now_d - burst_tok)
         if over > 0:
             return float(over)
-        return Take(scope, new, float(req_cost) / requests, self._update(scope, old, new, now_d))
+        update = self._update(sharded(f"bucket#{scope}", shard, n), old, new, now_d)
+        return Take(scope, shard, new, float(req_cost) / requests, update)
 
     def taken(self, take: Take) -> None:
         """The take's write succeeded: remember the bucket as written."""
-        self._seen[take.scope] = take.new
+        self._seen[(take.scope, take.shard)] = take.new
 
     def refused(self, take: Take, item: Mapping[str, Any] | None) -> None:
         """The take's condition failed: learn the stored tats (ALL_OLD); a damaged bucket is unavailable."""
         req, tok = num(item or {}, "req_tat"), num(item or {}, "tok_tat")
         if req is None or tok is None:  # damaged: never repaired here; the fallback limits meanwhile
             raise BucketUnavailable("damaged bucket")
-        self._seen[take.scope] = (req, tok)
+        self._seen[(take.scope, take.shard)] = (req, tok)
 
     def fallback(self, scope: str, now: float, why: str) -> float:
         """The shared bucket cannot be used: the per-process limit decides, and it is counted."""
@@ -147,7 +180,7 @@ class RateLimiter:
         self._sleep(wait)  # the bucket refills by then; never a busy loop
 
     def _update(
-        self, scope: str, old: tuple[Decimal, Decimal] | None, new: tuple[Decimal, Decimal], now: Decimal
+        self, pk: str, old: tuple[Decimal, Decimal] | None, new: tuple[Decimal, Decimal], now: Decimal
     ) -> dict[str, Any]:
         if old is None:
             condition = "attribute_not_exists(req_tat) OR (req_tat <= :now AND tok_tat <= :now)"
@@ -157,7 +190,7 @@ class RateLimiter:
             values = {":old_req": {"N": str(old[0])}, ":old_tok": {"N": str(old[1])}}
         return {
             "TableName": self._table,
-            "Key": {"pk": {"S": f"bucket#{scope}"}, "sk": {"S": "rate"}},
+            "Key": {"pk": {"S": pk}, "sk": {"S": "rate"}},
             "UpdateExpression": "SET req_tat = :req, tok_tat = :tok, #ttl = :ttl",
             "ConditionExpression": condition,
             "ExpressionAttributeNames": {"#ttl": "ttl"},

@@ -13,6 +13,10 @@ number below the estimate), "no item yet" (a new day: created once with a condit
 remaining = cap) and "damaged" (not a number, or no ``remaining``). Nothing is ever reset.
 Amounts are exact decimals. A day's cap is the one its first hold opened (a change applies from
 the next UTC day). A reservation lost to a crash before it is settled stays charged (safe).
+
+Sharded (``[capacity] shards``): each shard holds its share of every cap and a run holds on the
+shard its delivery id hashes to; a spent shard sends the gate to the next, and the cap is reached
+when every shard is. The bound and the rules for a change are in ``spend_item``.
 """
 
 from __future__ import annotations
@@ -25,29 +29,17 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from botocore.exceptions import BotoCoreError, ClientError
-
-from lockgate.capacity.spend_item import (
-    GLOBAL,
-    adjust_update,
-    attrs,
-    day_item,
-    hold_update,
-    key,
-    number,
-    task_opening,
-    usd,
-)
+from lockgate.capacity.spend_item import GLOBAL, SHARDS, adjust_update, attrs, hold_update, number, usd
+from lockgate.capacity.spend_open import TTL_SECONDS, DayOpener
 from lockgate.clock import Clock
 from lockgate.config import BudgetConfig
-from lockgate.dynamo import error_code
 from lockgate.errors import Deferred
+from lockgate.shards import share
 from lockgate.telemetry import Log, Metrics
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-TTL_SECONDS = 40 * 86_400
 NEAR_CAP = Decimal("0.8")  # share of the cap spent that counts as "near"
 MIDNIGHT_MARGIN_SECONDS = 60
 UNAVAILABLE_DELAY_SECONDS = 60
@@ -81,7 +73,9 @@ class Hold:
     estimate: Decimal  # what is held: one call's estimate times the calls held for
     guarded: frozenset[str]
     update: dict[str, Any]
-    one_call: Decimal  # less than this left: the cap is reached
+    one_call: Decimal  # less than this left: the cap is reached (on this shard)
+    shard: int = 0
+    shards: int = 1
 
 
 @dataclass(frozen=True)
@@ -92,6 +86,8 @@ class Reservation:
     task: str
     estimate_usd: Decimal
     counters: tuple[str, ...]
+    shard: int = 0  # settled on the shard it was held on (any shard would keep the day's total)
+    shards: int = 1
 
 
 def input_tokens_upper_bound(*parts: Any) -> int:
@@ -112,45 +108,87 @@ class SpendCaps:
         task_caps: Mapping[str, float],
         metrics: Metrics,
         log: Log,
+        shards: int = 1,
     ) -> None:
-        self._db = dynamodb
-        self._table = table
         self._clock = clock
         self._global_cap = usd(global_cap_usd)
         self._task_caps = {name: usd(cap) for name, cap in task_caps.items()}
         self._metrics = metrics
         self._log = log
+        self.shards = max(1, shards)  # for the days this process opens
+        self._anchors: dict[str, tuple[int, dict[str, Decimal]]] = {}  # day -> its shards, spent before
+        self._opener = DayOpener(dynamodb, table, self._all_caps, self._unavailable, self._damaged)
+        self._table = table
+
+    def shards_of(self, day: str) -> int:
+        """How many shards ``day`` is spread over (as far as this process knows)."""
+        return self._anchors[day][0] if day in self._anchors else self.shards
+
+    def _anchor(self, day: str, now: float) -> tuple[int, dict[str, Decimal]]:
+        """The day's shards and the spend before them (read once a day per process when sharded)."""
+        if day not in self._anchors:
+            if self.shards == 1:
+                return 1, {}
+            self._anchors[day] = self._opener.anchor(day, self.shards, now)
+        return self._anchors[day]
+
+    def day_of(self, now: float) -> str:
+        """The UTC day whose counters a hold at ``now`` takes from."""
+        return time.strftime("%Y-%m-%d", time.gmtime(now))
 
     def holds(
-        self, task: str, estimate_usd: float, now: float, unguarded: frozenset[str], calls: int = 1
+        self,
+        task: str,
+        estimate_usd: float,
+        now: float,
+        unguarded: frozenset[str],
+        calls: int = 1,
+        shard: int = 0,
     ) -> list[Hold]:
-        """The update that holds ``calls`` times ``estimate_usd`` on the global and the task's counter.
-
-        Counters named in ``unguarded`` (already seen near their cap) are held without the margin.
+        """The update that holds ``calls`` times ``estimate_usd`` on the global and the task's counter
+        (on ``shard`` of the day's shards). Counters in ``unguarded`` (already seen near their cap)
+        are held without the margin.
         """
         one_call = usd(estimate_usd)
         if one_call < 0:
             raise ValueError("a spend estimate cannot be negative")
         estimate = one_call * calls
-        day = time.strftime("%Y-%m-%d", time.gmtime(now))
+        day = self.day_of(now)
+        shards, before = self._anchor(day, now)
+        shard %= shards
         counters = self._counters(task)
         guarded = frozenset(counter for counter in counters if counter not in unguarded)
-        marks = {c: self._cap_of(c) * (1 - NEAR_CAP) for c in guarded}
-        update = hold_update(self._table, day, counters, estimate, marks)
-        return [Hold(day, counters, estimate, guarded, update, one_call)]
+        marks = {c: self._cap_of(c, shard, shards) * (1 - NEAR_CAP) for c in guarded}
+        opening = {
+            c: (
+                share(self._cap_of(c) - before.get(c, Decimal(0)), shard, shards),
+                self._cap_of(c, shard, shards),
+            )
+            for c in counters
+        }
+        where, ttl = (day, shard, shards), int(now) + TTL_SECONDS
+        update = hold_update(
+            self._table, where, counters, estimate, marks, opening if shards > 1 else None, ttl
+        )
+        return [Hold(day, counters, estimate, guarded, update, one_call, shard, shards)]
 
     def hold_refused(self, hold: Hold, old: Mapping[str, Any] | None, now: float) -> frozenset[str]:
-        """Read a refused hold (ALL_OLD): open the day or a task's counter, count crossing 80%; raise
-        when spent (AheadTooLarge when one call would fit). Returns the counters now near their cap.
+        """Read a refused hold (ALL_OLD): open the day, its shard or a task's counter, count crossing
+        80%; raise when spent (AheadTooLarge when one call would fit). Returns the counters now near
+        their cap. A shard that is spent raises SpendCapReached for that shard: the gate tries the next.
         """
+        where, before = (hold.day, hold.shard, hold.shards), self._anchor(hold.day, now)[1]
         if old is None:
-            self._open_day(hold.day, now)
+            self._opener.open_day(where, now, before)
+            return frozenset()
+        if hold.shards == 1 and SHARDS in old:  # the day is sharded: plan again with its count
+            self._anchors[hold.day] = self._opener.anchor(hold.day, 1, now)
             return frozenset()
         left = {}
         for counter in hold.counters:
             name = attrs(counter)[0]
             if name not in old and counter != GLOBAL:
-                self._open_task(hold.day, counter, now)
+                self._opener.open_task(where, counter, before)
                 continue
             remaining = number(old, name)
             if remaining is None:
@@ -162,20 +200,20 @@ class SpendCaps:
             raise AheadTooLarge(hold.day)
         near = set()
         for counter, remaining in left.items():
-            if counter in hold.guarded and remaining - hold.estimate <= self._cap_of(counter) * (
-                1 - NEAR_CAP
-            ):
-                self._near_cap(hold.day, counter, remaining, remaining - hold.estimate)
+            mark = self._cap_of(counter, hold.shard, hold.shards) * (1 - NEAR_CAP)
+            if counter in hold.guarded and remaining - hold.estimate <= mark:
+                self._near_cap(hold.day, counter, remaining, remaining - hold.estimate, mark)
                 near.add(counter)
         return frozenset(near)
 
-    def part_of(self, task: str, day: str, share_usd: Decimal) -> Reservation:
+    def part_of(self, task: str, hold: Hold, share_usd: Decimal) -> Reservation:
         """One model's share of a joint hold (the shares add up exactly to what was held)."""
-        return Reservation(day, task, share_usd, self._counters(task))
+        return Reservation(hold.day, task, share_usd, self._counters(task), hold.shard, hold.shards)
 
     def reservation(self, task: str, holds: list[Hold]) -> Reservation:
         """The reservation that the (now written) holds make."""
-        return Reservation(holds[0].day, task, holds[0].estimate, holds[0].counters)
+        first = holds[0]
+        return Reservation(first.day, task, first.estimate, first.counters, first.shard, first.shards)
 
     def unavailable(self, day: str, why: str) -> SpendUnavailable:
         """The error (and metric) for counters that could not be written: no call is made."""
@@ -184,7 +222,8 @@ class SpendCaps:
     def settle_updates(self, reservation: Reservation, actual_usd: float) -> list[dict[str, Any]]:
         """The update that replaces the held estimate by the actual cost (none when they match)."""
         refund = reservation.estimate_usd - usd(actual_usd)
-        return [adjust_update(self._table, reservation.day, reservation.counters, refund)] if refund else []
+        where = (reservation.day, reservation.shard, reservation.shards)
+        return [adjust_update(self._table, where, reservation.counters, refund)] if refund else []
 
     def settle_failed(self, reservation: Reservation, exc: Exception) -> None:
         """Say loudly that a settle was lost; the counter keeps the estimate (an over-count)."""
@@ -199,8 +238,12 @@ class SpendCaps:
     def _counters(self, task: str) -> tuple[str, ...]:
         return (GLOBAL, f"task#{task}") if task in self._task_caps else (GLOBAL,)
 
-    def _cap_of(self, counter: str) -> Decimal:
-        return self._global_cap if counter == GLOBAL else self._task_caps[counter.removeprefix("task#")]
+    def _all_caps(self) -> dict[str, Decimal]:
+        return {GLOBAL: self._global_cap, **{f"task#{t}": cap for t, cap in self._task_caps.items()}}
+
+    def _cap_of(self, counter: str, shard: int = 0, shards: int = 1) -> Decimal:
+        cap = self._global_cap if counter == GLOBAL else self._task_caps[counter.removeprefix("task#")]
+        return share(cap, shard, shards)
 
     def _cap_reached(
         self, day: str, counter: str, remaining: Decimal, estimate: Decimal, now: float
@@ -213,50 +256,7 @@ class SpendCaps:
         why = f"daily spend cap reached ({counter}, {day})"
         return SpendCapReached(why, _seconds_to_next_day(now), scope=counter)
 
-    def _open_day(self, day: str, now: float) -> None:
-        """The day's item, every configured counter at its cap (conditional: a first one stands)."""
-        caps = {
-            counter: self._cap_of(counter) for counter in (GLOBAL, *(f"task#{t}" for t in self._task_caps))
-        }
-        item = day_item(day, caps, int(now), TTL_SECONDS)
-        self._write_once(day, GLOBAL, {"Item": item, "ConditionExpression": "attribute_not_exists(pk)"})
-
-    def _open_task(self, day: str, counter: str, now: float) -> None:
-        """A task's counter on a day opened without it (a task added since, or opened by a version
-        that kept one item per counter: that item's remaining and spent carry over)."""
-        cap = self._cap_of(counter)
-        remaining, spent = self._earlier_layout(day, counter) or (cap, Decimal(0))
-        self._write_once(day, counter, task_opening(day, counter, remaining, spent, cap))
-
-    def _earlier_layout(self, day: str, counter: str) -> tuple[Decimal, Decimal] | None:
-        try:
-            found = self._db.get_item(TableName=self._table, Key=key(day, counter), ConsistentRead=True).get(
-                "Item"
-            )
-        except (ClientError, BotoCoreError) as exc:
-            raise self._unavailable(day, counter, type(exc).__name__) from exc
-        if not found:
-            return None
-        remaining, spent = number(found, "remaining"), number(found, "spent")
-        if remaining is None or spent is None:
-            self._damaged(day, counter, "unreadable counter in the earlier layout")
-        return remaining, spent
-
-    def _write_once(self, day: str, counter: str, request: dict[str, Any]) -> None:
-        """A put or update that only the first Lambda wins; losing to another is not an error."""
-        try:
-            if "Item" in request:
-                self._db.put_item(TableName=self._table, **request)
-            else:
-                self._db.update_item(TableName=self._table, **request)
-        except ClientError as exc:
-            if error_code(exc) != "ConditionalCheckFailedException":
-                raise self._unavailable(day, counter, error_code(exc)) from exc
-        except BotoCoreError as exc:
-            raise self._unavailable(day, counter, type(exc).__name__) from exc
-
-    def _near_cap(self, day: str, sk: str, before: Decimal, after: Decimal) -> None:
-        threshold = self._cap_of(sk) * (1 - NEAR_CAP)
+    def _near_cap(self, day: str, sk: str, before: Decimal, after: Decimal, threshold: Decimal) -> None:
         if before > threshold >= after:
             self._metrics.add_metric(name="SpendNearCap", unit="Count", value=1)
             self._log.warning("spend near cap", extra={"day": day, "counter": sk, "remaining": str(after)})
@@ -277,7 +277,14 @@ def _seconds_to_next_day(now: float) -> int:
 
 
 def daily_caps(
-    budget: BudgetConfig, dynamodb: DynamoDBClient, table: str, clock: Clock, *, metrics: Metrics, log: Log
+    budget: BudgetConfig,
+    dynamodb: DynamoDBClient,
+    table: str,
+    clock: Clock,
+    *,
+    metrics: Metrics,
+    log: Log,
+    shards: int = 1,
 ) -> SpendCaps | None:
     """The daily dollar caps of ``[budget]``, held in ``table``; None when no daily cap is set."""
     if budget.daily_usd is None:
@@ -290,4 +297,5 @@ def daily_caps(
         task_caps=budget.tasks,
         metrics=metrics,
         log=log,
+        shards=shards,
     )

@@ -103,6 +103,7 @@ class CapacityConfig:
     retry_budget_ratio: float = 0.2  # retries may add at most this share of first attempts
     count_tokens: bool = False  # input guard: ask the API's count_tokens endpoint (else estimate)
     calls_per_admission: int = 5  # a run's model calls admitted (held and taken) by one write
+    shards: int = 16  # items each shared counter (spend, rate buckets, usage, pending) is spread over
 
 
 @dataclass(frozen=True)

@@ -96,6 +96,7 @@ def _capacity(body: Mapping[str, Any], origin: str) -> CapacityConfig:
         body.get("fallback_requests_per_minute", 5), f"{where} fallback_requests_per_minute"
     )
     ahead = positive_int(body.get("calls_per_admission", 5), f"{where} calls_per_admission")
+    shards = positive_int(body.get("shards", CapacityConfig.shards), f"{where} shards")
     return CapacityConfig(
         models=limits["models"],
         sources=limits["sources"],
@@ -103,6 +104,7 @@ def _capacity(body: Mapping[str, Any], origin: str) -> CapacityConfig:
         retry_budget_ratio=float(ratio),
         count_tokens=count_tokens,
         calls_per_admission=ahead,
+        shards=shards,
     )
 
 

@@ -7,7 +7,10 @@ unit. "Once" is decided by the run's own finish, a conditional transition from `
 replayed finish (a redelivery after a crash) adds nothing. The price of the plain write: a crash
 between the finish and the ADD leaves that run out of the day's report (an under-count of the
 report only; the run's own totals are right), where a transaction with a marker would have cost
-six write units per run. ``lockgate spend`` reads a day with one Query.
+six write units per run. Sharded (``[capacity] shards``, ``lockgate.shards``), a run adds to
+the shard its id hashes to (``usage#YYYY-MM-DD#s<i>``), so no key takes every run's write; a day
+is read with one Query per shard and the unsharded key (rows from before sharding), 17 small
+Queries with the default 16 shards, and a task's rows are summed across them.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from lockgate.clock import Clock
 from lockgate.dynamo import read_all
 from lockgate.model.client import Usage
 from lockgate.model.pricing import PRICES, matching_name
+from lockgate.shards import DEFAULT_SHARDS, every_shard, shard_of, sharded
 from lockgate.telemetry import Log, Metrics
 
 if TYPE_CHECKING:
@@ -112,13 +116,21 @@ class UsageRollup:
     """Adds each finished run's per-model totals to the day's rollup, once."""
 
     def __init__(
-        self, dynamodb: DynamoDBClient, table: str, clock: Clock, *, log: Log, metrics: Metrics
+        self,
+        dynamodb: DynamoDBClient,
+        table: str,
+        clock: Clock,
+        *,
+        log: Log,
+        metrics: Metrics,
+        shards: int = 1,
     ) -> None:
         self._db = dynamodb
         self._table = table
         self._clock = clock
         self._log = log
         self._metrics = metrics
+        self._shards = max(1, shards)
 
     def add_run(self, run_id: str, task: str, by_model: Mapping[str, ModelTotals]) -> bool:
         """Add the run's totals to the day's row for its task: one plain ADD, every model in it.
@@ -139,7 +151,7 @@ class UsageRollup:
         try:
             self._db.update_item(
                 TableName=self._table,
-                Key=_key(day_of(now), f"rollup#{task}"),
+                Key=_key(day_of(now), f"rollup#{task}", shard_of(run_id, self._shards), self._shards),
                 UpdateExpression=f"ADD {', '.join(adds)} SET #ttl = :ttl",
                 ExpressionAttributeNames=names,
                 ExpressionAttributeValues=values,
@@ -155,17 +167,28 @@ class UsageRollup:
         self._log.error("usage rollup failed", extra={"run": run_id, "error": error})
 
 
-def read_day(dynamodb: DynamoDBClient, table: str, day: str) -> list[dict[str, Any]]:
-    """The rollup rows of one UTC day: task, model and the summed numbers."""
-    rows: list[dict[str, Any]] = []
-    for item in read_all(
-        dynamodb.query,
-        TableName=table,
-        KeyConditionExpression="pk = :pk AND begins_with(sk, :rollup)",
-        ExpressionAttributeValues={":pk": {"S": f"usage#{day}"}, ":rollup": {"S": "rollup#"}},
-    ):
-        rows.extend(_rows(day, item))
-    return rows
+def read_day(
+    dynamodb: DynamoDBClient, table: str, day: str, shards: int = DEFAULT_SHARDS
+) -> list[dict[str, Any]]:
+    """The rollup rows of one UTC day: task, model and the numbers summed over every shard.
+
+    Reads the unsharded key and ``max(shards, DEFAULT_SHARDS)`` shards: one Query each.
+    """
+    merged: dict[tuple[str, str], dict[str, Any]] = {}
+    unsharded = f"usage#{day}"
+    pks = [unsharded, *every_shard(unsharded, max(shards, DEFAULT_SHARDS, 2))]
+    for pk in pks:
+        for item in read_all(
+            dynamodb.query,
+            TableName=table,
+            KeyConditionExpression="pk = :pk AND begins_with(sk, :rollup)",
+            ExpressionAttributeValues={":pk": {"S": pk}, ":rollup": {"S": "rollup#"}},
+        ):
+            for row in _rows(day, item):
+                into = merged.setdefault((row["task"], row["model"]), {"day": day})
+                for name, value in row.items():
+                    into[name] = into.get(name, 0) + value if isinstance(value, Decimal) else value
+    return list(merged.values())
 
 
 def _rows(day: str, item: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -190,5 +213,5 @@ def day_of(epoch: float) -> str:
     return time.strftime("%Y-%m-%d", time.gmtime(epoch))
 
 
-def _key(day: str, sk: str) -> dict[str, Any]:
-    return {"pk": {"S": f"usage#{day}"}, "sk": {"S": sk}}
+def _key(day: str, sk: str, shard: int, shards: int) -> dict[str, Any]:
+    return {"pk": {"S": sharded(f"usage#{day}", shard, shards)}, "sk": {"S": sk}}

@@ -163,7 +163,8 @@ def build_agent(
     dynamodb, table, clock = deps.client("dynamodb"), settings.state_table, deps.clock
     model = model or model_client(settings, config, deps)
     ledger = Ledger(dynamodb, table, clock)
-    spend = daily_caps(budget, dynamodb, table, clock, metrics=deps.metrics, log=deps.log)
+    shards = capacity.shards  # every shared counter spread over this many keys (lockgate.shards)
+    spend = daily_caps(budget, dynamodb, table, clock, metrics=deps.metrics, log=deps.log, shards=shards)
     # Budget holds and rate buckets: one DynamoDB write before each call, one after.
     gate = Gate(dynamodb, clock, spend=spend, limiter=rate_limiter(capacity, dynamodb, table, deps))
     runs = RunStore(dynamodb, table, clock)
@@ -192,7 +193,7 @@ def build_agent(
         # Cost controls: saved answers for cacheable tasks, a daily rollup per run, batches.
         responses=ResponseCache(dynamodb, table, clock, log=deps.log, metrics=deps.metrics),
         batches=batches,
-        rollup=UsageRollup(dynamodb, table, clock, log=deps.log, metrics=deps.metrics),
+        rollup=UsageRollup(dynamodb, table, clock, log=deps.log, metrics=deps.metrics, shards=shards),
         usage_metrics=usage,
         gate=gate,
         count_tokens=capacity.count_tokens,
@@ -239,7 +240,9 @@ def approvals(
     inbox = InboxStore(dynamodb, settings.inbox_table)
     queue = InboxQueue(deps.client("sqs"), settings.inbox_queue_url)
     veto = VetoTimer(inbox, queue, deps.log)
-    limits = PendingLimits(dynamodb, settings.approvals_table, settings.state_table, config.approvals)
+    limits = PendingLimits(
+        dynamodb, settings.approvals_table, settings.state_table, config.approvals, config.capacity.shards
+    )
     requests = ApprovalRequests(
         config.approvals, deps.clock, deps.log, deps.metrics, limits=limits, veto_timer=veto
     )
@@ -280,4 +283,5 @@ def rate_limiter(
         metrics=deps.metrics,
         log=deps.log,
         fallback_per_minute=capacity.fallback_requests_per_minute,
+        shards=capacity.shards,
     )

@@ -153,4 +153,7 @@ def _by_batch(items: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
 
 def _reservation_from(raw: str) -> Reservation:
     data = json.loads(raw)
-    return Reservation(data["day"], data["task"], Decimal(data["estimate_usd"]), tuple(data["counters"]))
+    # A hold from before sharding has no shard: it was on the day's one item.
+    where = int(data.get("shard", 0)), int(data.get("shards", 1))
+    estimate, counters = Decimal(data["estimate_usd"]), tuple(data["counters"])
+    return Reservation(data["day"], data["task"], estimate, counters, *where)
