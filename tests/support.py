@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import logging
+import re
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -359,7 +360,8 @@ def state_row(aws: Aws, pk: str, sk: str) -> dict[str, Any] | None:
 def shard_rows(aws: Aws, pk: str, sk: str) -> list[dict[str, Any]]:
     """Every shard of a sharded State counter (``<pk>#s<i>`` / ``sk``) that exists."""
     items = aws.client("dynamodb").scan(TableName=aws.state_table, ConsistentRead=True)["Items"]
-    return [i for i in items if i["pk"]["S"].startswith(f"{pk}#s") and i["sk"]["S"] == sk]
+    shard = re.compile(rf"{re.escape(pk)}#s\d+")
+    return [i for i in items if shard.fullmatch(i["pk"]["S"]) and i["sk"]["S"] == sk]
 
 
 def day_spent(aws: Aws, day: str, attr: str = "spent") -> Decimal:

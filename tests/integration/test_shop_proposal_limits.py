@@ -4,6 +4,7 @@ person, the amount counts what waits as well as what was refunded, and a settled
 from __future__ import annotations
 
 import json
+import re
 from decimal import Decimal
 from typing import Any
 
@@ -41,8 +42,8 @@ def pending_refunds(rig: ShopRig) -> list[dict[str, Any]]:
 
 def task_pending(rig: ShopRig, task: str) -> list[int]:
     """The task's pending count on each of its counter's shards that exists (``pending#TASK#s<i>``)."""
-    items = rig.scan("StateTable")
-    return [int(i["n"]["N"]) for i in items if i["pk"]["S"].startswith(f"pending#{task}#s") and "n" in i]
+    shard = re.compile(rf"pending#{re.escape(task)}#s\d+")
+    return [int(i["n"]["N"]) for i in rig.scan("StateTable") if shard.fullmatch(i["pk"]["S"]) and "n" in i]
 
 
 def state_item(rig: ShopRig, pk: str, sk: str) -> dict[str, Any] | None:
