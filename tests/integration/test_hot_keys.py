@@ -109,3 +109,35 @@ def test_an_index_entry_counts_on_its_index_partition() -> None:
     # Then the index partition, written by every delivery, sets the ceiling
     found = ceiling(load, 1)
     assert found is not None and found.key == "Inbox.by-status received"
+
+
+def test_given_hand_made_usage_then_the_scale_table_is_each_figure_times_the_rate() -> None:
+    from collections import Counter
+
+    from lockgate_infra.cost.bill import Assumptions, bill
+    from lockgate_infra.cost.scale import scale_rows
+
+    # Given one event: 2 model calls, 10 worker AWS calls, records 10 a batch, 2 requests, 3 SQS
+    # requests, 10 write and 4 read units, a spend shard and the inbox's index partition written
+    usage = Usage(events=1, posts=2, write_units=10, read_units=4, sqs_requests=3, model_calls=2)
+    usage.functions = {"worker": FunctionUsage(512, concurrency=10, invocations=1, aws_calls=10)}
+    usage.model_tokens = Counter(
+        {"input_tokens": 1000, "cache_creation_input_tokens": 500, "output_tokens": 200}
+    )
+    usage.keys.writes.update({"State spend#2026-01-01#s0 / global": 0.5, "Inbox.by-status received": 2})
+    # When scaled with 4 s per model call and 10 ms per AWS call
+    rows = dict(scale_rows(usage, bill(usage, Assumptions(call_ms=10, model_seconds=4)), Assumptions(10, 4)))
+    # Then each row is the per-event figure times 10, 100 and 1,000 events a second
+    assert rows["worker events in flight (8.1 s each)"] == ["81", "810", "8,100"]
+    assert rows["worker invocations in flight (10 events each)"] == ["8", "81", "810"]
+    assert rows["DynamoDB write units a second (tables and indexes)"] == ["100", "1,000", "10,000"]
+    key = "busiest item key, write units a second (of 1,000): State spend#2026-01-01#s0 / global"
+    assert rows[key] == ["5", "50", "500"]
+    index = "busiest index partition, write units a second (of 1,000): Inbox.by-status received"
+    assert rows[index] == ["20", "200", "2,000"]
+    assert rows["model requests a minute"] == ["1,200", "12,000", "120,000"]
+    assert rows["model input tokens a minute (uncached and cache writes)"] == [
+        "900,000",
+        "9,000,000",
+        "90,000,000",
+    ]

@@ -76,6 +76,7 @@ class Usage:
     emails: int = 0
     model_calls: int = 0
     model_usd: float = 0.0
+    model_tokens: Counter[str] = field(default_factory=Counter)  # input_tokens, output_tokens, ...
     operations: Counter[str] = field(default_factory=Counter)
     keys: KeyLoad = field(default_factory=KeyLoad)  # units per item key: the hot-key meter
 
@@ -263,9 +264,12 @@ def measure(events: int = 30, seed: int = 1) -> Usage:
         drive(world, plan, sends, housekeeping(world))
         usage.posts = sum(len(send.answers) for send in sends)
         usage.model_calls = world.stub.calls
-        usage.model_usd = sum(
-            json.loads(item["totals"]["S"]).get("cost_usd", 0.0)
+        runs = [
+            json.loads(item["totals"]["S"])
             for item in world.scan("StateTable")
             if item["pk"]["S"].startswith("run#") and item["sk"]["S"] == "meta" and "totals" in item
-        )
+        ]
+        usage.model_usd = sum(totals.get("cost_usd", 0.0) for totals in runs)
+        for totals in runs:
+            usage.model_tokens.update(totals.get("usage", {}))
     return usage

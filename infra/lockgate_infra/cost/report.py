@@ -9,6 +9,7 @@ from lockgate_infra.cost.bill import FULL_CPU_MB, Assumptions, Bill, bill
 from lockgate_infra.cost.hotkeys import render_keys
 from lockgate_infra.cost.meter import LOG_BYTES_PER_EVENT, Usage, measure
 from lockgate_infra.cost.prices import PRICES_CHECKED, REGION
+from lockgate_infra.cost.scale import render_scale
 from lockgate_infra.options import at_least_one, non_negative_float, positive_int
 
 
@@ -83,6 +84,11 @@ def add_cost_parser(commands: Any, run: Callable[[Any], int]) -> None:
         default=Assumptions.records_per_batch,
         help="assumed SQS records per worker invocation (default 1, a quiet queue)",
     )
+    cost.add_argument(
+        "--scale",
+        action="store_true",
+        help="print what 10, 100 and 1,000 events a second take of each part instead (docs/scale.md)",
+    )
     cost.set_defaults(run=run)
 
 
@@ -100,5 +106,8 @@ def run_cost(args: Any, out: TextIO | None = None) -> int:
     assume = Assumptions(
         call_ms=args.call_ms, model_seconds=args.model_seconds, records_per_batch=args.records_per_batch
     )
+    if args.scale:
+        print(render_scale(usage, bill(usage, assume), assume), file=out or sys.stdout)
+        return 0
     render(usage, bill(usage, assume), args.events or [1_000, 100_000, 1_000_000], assume, out or sys.stdout)
     return 0

@@ -132,10 +132,6 @@ class SpendCaps:
             self._anchors[day] = self._opener.anchor(day, self.shards, now)
         return self._anchors[day]
 
-    def day_of(self, now: float) -> str:
-        """The UTC day whose counters a hold at ``now`` takes from."""
-        return time.strftime("%Y-%m-%d", time.gmtime(now))
-
     def holds(
         self,
         task: str,
@@ -153,7 +149,7 @@ class SpendCaps:
         if one_call < 0:
             raise ValueError("a spend estimate cannot be negative")
         estimate = one_call * calls
-        day = self.day_of(now)
+        day = time.strftime("%Y-%m-%d", time.gmtime(now))
         shards, before = self._anchor(day, now)
         shard %= shards
         counters = self._counters(task)
