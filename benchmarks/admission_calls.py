@@ -60,7 +60,10 @@ class OneByOne:
     """The gate's own holds and takes, each sent as a call of its own (the design before the gate)."""
 
     def __init__(self, db: Any, clock: Any, spend: Any, limiter: Any) -> None:
+        from lockgate.shards import Spreader
+
         self.db, self.clock, self.spend, self.limiter = db, clock, spend, limiter
+        self.spread = Spreader()  # a run's shard position, as the gate gives one
 
     def admit(self, task: str, scopes: list[str], estimate_usd: float, tokens: int, deadline: float) -> Any:
         from lockgate.capacity.ratelimit import Take
