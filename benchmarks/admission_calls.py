@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchmarks.moto_counting import CallCounter, moto_stack, quiet_logger
+from lockgate.shards import Spreader
 
 TARGET = 0.5
 CALLS_PER_RUN = 4
@@ -60,8 +61,6 @@ class OneByOne:
     """The gate's own holds and takes, each sent as a call of its own (the design before the gate)."""
 
     def __init__(self, db: Any, clock: Any, spend: Any, limiter: Any) -> None:
-        from lockgate.shards import Spreader
-
         self.db, self.clock, self.spend, self.limiter = db, clock, spend, limiter
         self.spread = Spreader()  # a run's shard position, as the gate gives one
 

@@ -19,7 +19,7 @@ Trade-offs, chosen on purpose:
 - Holds and takes succeed or fail together: no bucket is taken for a call the budget refuses.
 - The State table failing: spend fails closed (no call); without spend caps, each bucket falls
   back to the per-process limit (``RateLimiterFallback``).
-- Sharded counters (``lockgate.shards``): a run writes the shard its delivery id hashes to (of
+- Sharded counters (``lockgate.shards``): a run writes its process's next shard (of
   the spend and each bucket); a spent spend shard sends it to the next, the cap is reached when all are.
 """
 

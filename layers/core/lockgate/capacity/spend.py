@@ -14,9 +14,9 @@ remaining = cap) and "damaged" (not a number, or no ``remaining``). Nothing is e
 Amounts are exact decimals. A day's cap is the one its first hold opened (a change applies from
 the next UTC day). A reservation lost to a crash before it is settled stays charged (safe).
 
-Sharded (``[capacity] shards``): each shard holds its share of every cap and a run holds on the
-shard its delivery id hashes to; a spent shard sends the gate to the next, and the cap is reached
-when every shard is. The bound and the rules for a change are in ``spend_item``.
+Sharded (``[capacity] shards``): each shard holds its share of every cap and a run holds on its
+process's next shard (``lockgate.shards.Spreader``); a spent shard sends the gate to the next,
+and the cap is reached when every shard is. The bound and the rules for a change are in ``spend_item``.
 """
 
 from __future__ import annotations
