@@ -75,6 +75,7 @@ class SqsSource:
     batch_size: int = 10
     report_batch_item_failures: bool = False
     maximum_concurrency: int | None = None
+    maximum_batching_window: float = 0.0  # seconds Lambda may wait to fill a batch
     enabled: bool = True
 
 
@@ -190,6 +191,7 @@ def _add_event(built: BuiltFunction, event_name: str, event: Mapping[str, Any], 
                 batch_size=int(get("BatchSize", 10)),
                 report_batch_item_failures="ReportBatchItemFailures" in (get("FunctionResponseTypes") or []),
                 maximum_concurrency=_optional_int((get("ScalingConfig") or {}).get("MaximumConcurrency")),
+                maximum_batching_window=float(get("MaximumBatchingWindowInSeconds", 0)),
                 enabled=get("Enabled", True) in (True, "true", "True"),
             )
         )

@@ -94,6 +94,7 @@ class SqsPoller(Background):
         batch_size: int = 10,
         report_batch_item_failures: bool = True,
         wait_seconds: int = 1,
+        batching_window: float = 0.0,
         region: str = "us-east-1",
         name: str = "",
         function: str = "",
@@ -105,6 +106,7 @@ class SqsPoller(Background):
         self._batch_size = max(1, min(batch_size, MAX_RECEIVE))
         self._report_failures = report_batch_item_failures
         self._wait_seconds = wait_seconds
+        self.batching_window = batching_window  # MaximumBatchingWindowInSeconds: wait to fill a batch
         self._region = region
         self.name = name or queue_arn.rsplit(":", 1)[-1]
         self.function = function  # its logical id, for the status (its Timeout)
@@ -125,13 +127,9 @@ class SqsPoller(Background):
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
-                messages = self._sqs.receive_message(
-                    QueueUrl=self.queue_url,
-                    MaxNumberOfMessages=self._batch_size,
-                    WaitTimeSeconds=self._wait_seconds,
-                    MessageSystemAttributeNames=["All"],
-                    MessageAttributeNames=["All"],
-                ).get("Messages", [])
+                messages = self._receive(self._batch_size, self._wait_seconds)
+                if messages and self.batching_window > 0:
+                    messages += self._fill(len(messages))
             except (BotoCoreError, ClientError) as exc:
                 if not self._stop.is_set():
                     self.health.read(exc)
@@ -148,6 +146,30 @@ class SqsPoller(Background):
                 self._progress.notify_all()
             if not messages:
                 self._stop.wait(0.05)  # the long poll already waited; this only bounds a tight loop
+
+    def _receive(self, most: int, wait_seconds: int) -> list[dict[str, Any]]:
+        messages: list[dict[str, Any]] = self._sqs.receive_message(
+            QueueUrl=self.queue_url,
+            MaxNumberOfMessages=most,
+            WaitTimeSeconds=wait_seconds,
+            MessageSystemAttributeNames=["All"],
+            MessageAttributeNames=["All"],
+        ).get("Messages", [])
+        return messages
+
+    def _fill(self, have: int) -> list[dict[str, Any]]:
+        """More messages until the batch is full or the batching window has passed, as Lambda waits."""
+        more: list[dict[str, Any]] = []
+        deadline = time.monotonic() + self.batching_window
+        while have + len(more) < self._batch_size and not self._stop.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            got = self._receive(self._batch_size - have - len(more), 0)
+            more += got
+            if not got:
+                self._stop.wait(min(left, 0.05))
+        return more
 
     def _handle(self, messages: list[dict[str, Any]]) -> None:
         with self._progress:

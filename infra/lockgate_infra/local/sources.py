@@ -21,27 +21,36 @@ def start_sqs_pollers(
     load_function: Callable[[str], LocalFunction],
     *,
     wait_seconds: int,
+    as_deployed: bool = False,
 ) -> list[SqsPoller]:
-    """One running poller per enabled SQS event source, invoking its function as Lambda's mapping would."""
+    """One running poller per enabled SQS event source, invoking its function as Lambda's mapping would.
+
+    ``as_deployed`` runs as many pollers per source as its ``ScalingConfig.MaximumConcurrency`` (at most
+    that many invocations at once, as Lambda caps them), each waiting up to the source's
+    ``MaximumBatchingWindowInSeconds`` to fill a batch; else one poller each, which never waits.
+    """
     pollers = []
     for source in plan.sqs_sources:
         if not source.enabled:
             continue
         load_function(source.function)  # an import error shows now, not at the first message
-        poller = SqsPoller(
-            client("sqs"),
-            resources[source.queue],
-            plan.queues[source.queue].arn,
-            functools.partial(invoke, source.function),
-            batch_size=source.batch_size,
-            report_batch_item_failures=source.report_batch_item_failures,
-            wait_seconds=wait_seconds,
-            region=plan.region,
-            name=f"{source.function}.{source.event}",
-            function=source.function,
-        )
-        poller.start()
-        pollers.append(poller)
+        copies = (source.maximum_concurrency or 1) if as_deployed else 1
+        for copy in range(copies):
+            poller = SqsPoller(
+                client("sqs"),
+                resources[source.queue],
+                plan.queues[source.queue].arn,
+                functools.partial(invoke, source.function),
+                batch_size=source.batch_size,
+                report_batch_item_failures=source.report_batch_item_failures,
+                wait_seconds=wait_seconds,
+                batching_window=source.maximum_batching_window if as_deployed else 0.0,
+                region=plan.region,
+                name=f"{source.function}.{source.event}" + (f"#{copy + 1}" if copies > 1 else ""),
+                function=source.function,
+            )
+            poller.start()
+            pollers.append(poller)
     return pollers
 
 
