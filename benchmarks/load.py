@@ -33,15 +33,17 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import logging
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from collections import Counter
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
+from benchmarks.load_faults import NO_FAULTS, FaultRates, ReceiverFaults, Retries
 from benchmarks.load_report import BASELINE, HANDLER, RECEIVERS, Phase, check_phase, report
+from benchmarks.load_rounds import Rounds, between_rounds, process, quiet_gateway, sweep_stranded
 from benchmarks.load_tables import Tables
 from benchmarks.load_traffic import Request, body, renamed, send_all, traffic
 
@@ -90,13 +92,25 @@ class HandlerClock:
         return timed
 
 
-def run(deliveries: int, senders: int, repeats: int = REPEATS, out: Any = sys.stdout) -> int:
-    """Every repeat's phases, each checked, then the report; 0 when every check passed and the target held."""
+def run(  # noqa: PLR0913 - the command line's options
+    deliveries: int,
+    senders: int,
+    repeats: int = REPEATS,
+    out: Any = sys.stdout,
+    rounds: int = 0,
+    faults: FaultRates = NO_FAULTS,
+) -> int:
+    """Every repeat's phases, each checked, then the report; 0 when every check passed and the target held.
+
+    ``rounds`` > 0 sends each phase in rounds of that many requests (``load_rounds``); ``faults`` fails
+    some of the receivers' AWS calls and has the provider resend (``load_faults``).
+    """
     import os
 
     from lockgate_infra.local.stack import LocalStack
 
     requests = traffic(deliveries)
+    injector = ReceiverFaults(faults)
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
     quiet = {
         "POWERTOOLS_LOG_LEVEL": "ERROR",
@@ -104,14 +118,23 @@ def run(deliveries: int, senders: int, repeats: int = REPEATS, out: Any = sys.st
         "APPROVAL_CHANNELS": "print",
     }
     # The functions' own JSON logs and the gateway's error lines would bury the report.
-    with _quiet_gateway(), contextlib.redirect_stdout(io.StringIO()), LocalStack(environment=quiet) as stack:
+    faulty = injector.active() if faults != NO_FAULTS else contextlib.nullcontext()
+    with (
+        quiet_gateway(),
+        contextlib.redirect_stdout(io.StringIO()),
+        LocalStack(environment=quiet) as stack,
+    ):
         signer, secret = _seeded(stack)
         gateway = stack.start_gateway(0)
         _warm_up(gateway, _baseline(stack, secret), signer, senders)
-        _process(stack, timeout=60.0)  # the warm-up's pointers: the worker warms up too, the queue empties
+        process(stack, timeout=60.0)  # the warm-up's pointers: the worker warms up too, the queue empties
         bench = Bench(stack, gateway, signer, secret, senders, Tables(stack))
-        phases = [bench.phase(name, repeat, requests) for repeat in range(repeats) for name in order(repeat)]
-    return report(requests, phases, out)
+        bench.rounds, bench.faults = rounds, injector
+        with faulty:
+            phases = [
+                bench.phase(name, repeat, requests) for repeat in range(repeats) for name in order(repeat)
+            ]
+    return report(requests, phases, out, injector)
 
 
 def order(repeat: int) -> tuple[str, ...]:
@@ -130,6 +153,7 @@ class Bench:
         self.senders, self.tables = senders, tables
         self._warm = tables.keys()  # each phase leaves the tables as the warm-up did
         self._sqs = stack.client("sqs")
+        self.rounds, self.faults = 0, ReceiverFaults(NO_FAULTS)
 
     def phase(self, name: str, repeat: int, requests: list[Request]) -> Phase:
         """``name`` takes the traffic (ids of its own) from an empty queue, then the tables are reset:
@@ -139,13 +163,21 @@ class Bench:
         depth = self._sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=[DEPTH])["Attributes"]
         start = (int(depth[DEPTH]), *self.tables.sizes())
         mine = renamed(requests, label)
-        phase = _phase(self.gateway, name, invoke, mine, self.signer, self.senders)
-        phase.repeat, phase.start = repeat, start
+        # A bound for "stuck", not a speed target: a busy machine drains 1,300 deliveries slowly.
+        timeout = max(300.0, min(len(requests), self.rounds or len(requests)) * 0.5)
+        drain = None if name == BASELINE else lambda: process(self.stack, timeout)
+        rounds = Rounds(self.rounds)
+        between = between_rounds(self.stack, queue_url, drain)
+        with self.faults.counting(name):
+            phase = _phase(self.gateway, name, self.faults.receiving(invoke), mine, self, rounds, between)
+        phase.repeat, phase.start, phase.resent = repeat, start, rounds.resent
         if name == BASELINE:
             self._sqs.delete_queue(QueueUrl=queue_url)
         else:
-            # A bound for "stuck", not a speed target: a busy machine drains 1,300 deliveries slowly.
-            drained = _process(self.stack, timeout=max(300.0, len(requests) * 0.5))
+            drained = process(self.stack, timeout)
+            if self.faults.rates != NO_FAULTS:  # stored without a pointer: the sweep's job, as deployed
+                phase.swept = sweep_stranded(self.stack)
+                drained = drained and process(self.stack, timeout)
             prefix = "github#"
             rows = [row for row in self.tables.inbox() if row["pk"]["S"].startswith(f"{prefix}{label}-")]
             check_phase(phase, mine, rows, drained, prefix)
@@ -213,41 +245,32 @@ def _warm_up(gateway: Any, baseline: Any, signer: Signer, senders: int) -> None:
     )
 
 
-def _phase(
-    gateway: Any, name: str, invoke: Invoke, requests: list[Request], signer: Signer, senders: int
+def _phase(  # noqa: PLR0913 - one phase's parts
+    gateway: Any,
+    name: str,
+    invoke: Invoke,
+    requests: list[Request],
+    bench: Bench,
+    rounds: Rounds,
+    between: Callable[[], None],
 ) -> Phase:
-    """One receiver behind the gateway, timed, taking all the traffic."""
+    """One receiver behind the gateway taking all the traffic, round by round; only the sending is timed."""
     clock = HandlerClock()
+    phase = Phase(name, statuses={"new": Counter(), "duplicate": Counter(), "forged": Counter()})
+    retries = Retries(bench.faults.rates)
     with clock.aws_calls():
-        gateway.invoke = clock.wrap(invoke)
-        phase = Phase(name)
-        phase.seconds, phase.statuses = send_all(gateway.url, requests, signer, senders)
+        for part, more in rounds.split(requests):
+            gateway.invoke = clock.wrap(invoke)
+            seconds, statuses = send_all(
+                gateway.url, part, bench.signer, bench.senders, retries, rounds.resent
+            )
+            phase.seconds += seconds
+            for kind, counts in statuses.items():
+                phase.statuses[kind].update(counts)
+            if more:
+                between()
         phase.own_seconds = clock.own_seconds
     return phase
-
-
-@contextmanager
-def _quiet_gateway() -> Iterator[None]:
-    logger = logging.getLogger("lockgate_infra.local")
-    level = logger.level
-    logger.setLevel(logging.CRITICAL)
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
-
-
-def _process(stack: Any, timeout: float) -> bool:
-    """The worker takes everything in its queue (pollers only now, so never during a timed phase)."""
-    from lockgate_infra.local.sources import start_sqs_pollers
-
-    where = (stack.plan, stack.resources, stack.client, stack.invoke, stack.load_function)
-    pollers = start_sqs_pollers(*where, wait_seconds=0)
-    try:
-        return all(poller.drain(timeout) for poller in pollers)
-    finally:
-        for poller in pollers:
-            poller.stop()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -256,10 +279,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--deliveries", type=int, default=2000, help="requests per repeat")
     parser.add_argument("--senders", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=REPEATS)
+    parser.add_argument("--rounds", type=int, default=0, help="send each phase in rounds of N requests")
+    parser.add_argument("--faults", action="store_true", help="fail receiver calls; the provider resends")
     args = parser.parse_args(argv)
-    if args.repeats < REPEATS:
-        parser.error(f"--repeats must be at least {REPEATS}: fewer give no spread to speak of")
-    return run(args.deliveries, args.senders, args.repeats)
+    long_run = args.rounds > 0 and args.repeats == 1
+    if args.repeats < REPEATS and not long_run:
+        parser.error(
+            f"--repeats must be at least {REPEATS}: fewer give no spread to speak of "
+            "(one is allowed with --rounds, for a long run, and the report says so)"
+        )
+    faults = FaultRates() if args.faults else NO_FAULTS
+    return run(args.deliveries, args.senders, args.repeats, rounds=args.rounds, faults=faults)
 
 
 if __name__ == "__main__":

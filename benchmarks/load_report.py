@@ -30,6 +30,8 @@ class Phase:
     start: tuple[int, int, int] = (0, 0, 0)  # its queue's depth, Inbox and State items when it began
     checks: dict[str, bool] = field(default_factory=dict)  # Lockgate's phases only
     states: Counter[tuple[str, str | None]] = field(default_factory=Counter)  # (status, attempts) stored
+    resent: Counter[str] = field(default_factory=Counter)  # the provider's resends, by reason
+    swept: dict[str, int] = field(default_factory=dict)  # what the inbox sweep did after it (faults only)
 
     @property
     def per_second(self) -> float:
@@ -78,15 +80,19 @@ def paired(phases: list[Phase], ours: str, theirs: str, figure: Callable[[Phase]
     return [figure(by[r, ours]) / figure(by[r, theirs]) for r in repeats]
 
 
-def report(requests: list[Request], phases: list[Phase], out: Any) -> int:
+def report(requests: list[Request], phases: list[Phase], out: Any, faults: Any = None) -> int:
     """Print the checks, the figures and the ratios with their spread; 0 when every check passed and
     the target is met."""
     counts = Counter(r.kind for r in requests)
     repeats = max(p.repeat for p in phases) + 1
-    print(f"Load: {repeats} repeats × {len(requests)} requests ({counts['new']} new, {counts['duplicate']} "
-          f"duplicates, {counts['forged']} forged) from the senders, on loopback", file=out)  # fmt: skip
+    plural = "s" if repeats > 1 else ""
+    print(f"Load: {repeats} repeat{plural} × {len(requests)} requests ({counts['new']} new, "
+          f"{counts['duplicate']} duplicates, {counts['forged']} forged) from the senders, on loopback",
+          file=out)  # fmt: skip
     for r in range(repeats):
         print(f"  repeat {r + 1}: " + " → ".join(p.name for p in phases if p.repeat == r), file=out)
+    if faults is not None and faults.by_receiver and any(faults.by_receiver.values()):
+        _print_faults(phases, faults, out)
     ok = _print_checks(phases, out)
     print(f"\nMedian over {repeats} repeats (min–max):\n\n"
           "| receiver | deliveries/s | p50 own ms | p99 own ms | duplicates answered (all repeats) |\n"
@@ -131,3 +137,19 @@ def _print_checks(phases: list[Phase], out: Any) -> bool:
     if len(starts) > 1:
         print(f"       phase starts (queue depth, table items): {sorted(starts)}", file=out)
     return all(checks.values())
+
+
+def _print_faults(phases: list[Phase], faults: Any, out: Any) -> None:
+    """What was injected, what the provider resent and what the sweep re-queued, per receiver."""
+    print(f"  {faults.rates.describe()}", file=out)
+    for name in RECEIVERS:
+        mine = [p for p in phases if p.name == name]
+        resent = sum((p.resent for p in mine), Counter[str]())
+        swept = sum((Counter(p.swept) for p in mine), Counter[str]())
+        injected = faults.by_receiver.get(name, Counter())
+        line = f"  {name}: injected {_counts(injected)}; provider resent {_counts(resent)}"
+        print(line + (f"; inbox sweep {_counts(swept)}" if swept else ""), file=out)
+
+
+def _counts(counts: Counter[str]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none"

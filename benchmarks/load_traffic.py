@@ -12,7 +12,11 @@ from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
+
+if TYPE_CHECKING:
+    from benchmarks.load_faults import Retries
 
 
 @dataclass(frozen=True)
@@ -56,22 +60,50 @@ def body(n: int) -> bytes:
 
 
 def send_all(
-    url: str, requests: list[Request], sign: Callable[[Request], dict[str, str]], senders: int
+    url: str,
+    requests: list[Request],
+    sign: Callable[[Request], dict[str, str]],
+    senders: int,
+    retries: Retries | None = None,
+    resent: Counter[str] | None = None,
 ) -> tuple[float, dict[str, Counter[int]]]:
-    """Every request, from ``senders`` threads each with its own keep-alive connection."""
+    """Every request, from ``senders`` threads each with its own keep-alive connection.
+
+    With ``retries``, the provider sends a request again (same id) after a 5xx, and after a 200 it
+    never saw; ``resent`` counts those by reason. The status kept is the last one.
+    """
     parts = urlsplit(url)
     statuses: dict[str, Counter[int]] = {"new": Counter(), "duplicate": Counter(), "forged": Counter()}
     lock = threading.Lock()
     local = threading.local()
+    again = retries.rates.retries if retries else 0
 
-    def post(request: Request) -> None:
+    def once(request: Request) -> int:
         if not hasattr(local, "conn"):
             local.conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=60)
         local.conn.request("POST", "/webhooks/github", body=request.body, headers=sign(request))
         response = local.conn.getresponse()
         response.read()
+        return response.status
+
+    def resend_reason(request: Request, status: int, attempt: int) -> str | None:
+        if status >= 500:
+            return "5xx"
+        if status == 200 and retries is not None and retries.lost(request.delivery_id, attempt):
+            return "lost 200"
+        return None
+
+    def post(request: Request) -> None:
+        for attempt in range(again + 1):
+            status = once(request)
+            reason = resend_reason(request, status, attempt)
+            if reason is None or attempt == again:
+                break
+            if resent is not None:
+                with lock:
+                    resent[reason] += 1
         with lock:
-            statuses[request.kind][response.status] += 1
+            statuses[request.kind][status] += 1
 
     started = time.perf_counter()
     with ThreadPoolExecutor(max_workers=senders) as pool:
