@@ -10,7 +10,7 @@ PYTHON313 := $(shell command -v python3.13)
 endif
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: setup demo test slow conformance-aws coverage check lint typecheck cfn build deploy-test chaos bench bench-setup bench-otel clean deploy destroy lock screenshots docs
+.PHONY: setup demo test slow conformance-aws coverage check lint typecheck cfn build deploy-test chaos bench bench-setup bench-latency bench-load-20k bench-otel clean deploy destroy lock screenshots docs
 
 setup: $(STAMP)
 
@@ -122,7 +122,17 @@ bench: $(STAMP)
 # `make setup` in fresh clones of HEAD, uv (cold and warm cache) vs pip alone: it needs PyPI and
 # took 24 minutes on 2 busy cores, so it is not in `make bench`; it rewrites its own section.
 bench-setup: $(STAMP)
-	$(BIN)/python -m benchmarks.run_all --separate
+	$(BIN)/python -m benchmarks.run_all --separate setup
+
+# Latency from webhook receipt to the reply sent, steady and in 10x bursts, with modelled AWS and
+# model latency (benchmarks/latency.py); long, so apart from `make bench`; rewrites its own section.
+bench-latency: $(STAMP)
+	$(BIN)/python -m benchmarks.run_all --separate latency
+
+# The load run at 20,000 deliveries with faults and provider retries, one repeat (benchmarks/load.py);
+# long, so apart from `make bench`; rewrites its own section.
+bench-load-20k: $(STAMP)
+	$(BIN)/python -m benchmarks.run_all --separate load-20k
 
 # The init time AWS's OpenTelemetry wrapper adds to a cold start (benchmarks/otel_init.py), measured
 # with the distro the ADOT layer is built from, in its own venv (it pins its own OpenTelemetry).

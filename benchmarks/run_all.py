@@ -4,9 +4,9 @@ Each benchmark runs in its own process (so imports and caches don't leak between
 report is copied in as printed; each prints ratios against a baseline measured in the same run.
 A benchmark that misses its target (non-zero exit) is marked, and ``make bench`` fails.
 
-The benchmarks in ``SEPARATE`` need PyPI and take many minutes: ``make bench-setup``
-(``--separate``) runs them and rewrites only their sections; ``make bench`` keeps the sections
-they last wrote.
+The benchmarks in ``SEPARATE`` need PyPI or take many minutes: ``make bench-NAME``
+(``--separate NAME``: setup, latency, load-20k) runs one and rewrites only its section; ``make bench``
+keeps the sections they last wrote.
 """
 
 from __future__ import annotations
@@ -49,10 +49,22 @@ BENCHMARKS: list[tuple[str, list[str]]] = [
     ("Load: 3 repeats of 2,000 deliveries from 20 senders on the local stack", ["-m", "benchmarks.load"]),
     ("Cost: `lockgate cost`, AWS dollars per month", ["-c", COST]),
 ]
-SEPARATE: list[tuple[str, list[str]]] = [
+# (name, title, argv): `make bench-NAME` runs one and rewrites its section alone.
+SEPARATE: list[tuple[str, str, list[str]]] = [
     (
+        "setup",
         "Setup: `make setup` in a fresh clone, uv (cold and warm cache) vs pip alone",
         ["-m", "benchmarks.setup_time"],
+    ),
+    (
+        "latency",
+        "Latency: webhook receipt to reply sent, steady and 10x bursts, modelled AWS and model latency",
+        ["-m", "benchmarks.latency"],
+    ),
+    (
+        "load-20k",
+        "Load at ten times today's: 20,000 deliveries with faults and retries, one repeat",
+        ["-m", "benchmarks.load", "--deliveries", "20000", "--repeats", "1", "--rounds", "2000", "--faults"],
     ),
 ]
 
@@ -94,26 +106,38 @@ def split(results: str) -> tuple[str, list[str]]:
     return header.rstrip("\n") + "\n", ["## " + section.rstrip("\n") + "\n" for section in sections]
 
 
-def separate_sections(results: str) -> list[str]:
-    """The sections the separate benchmarks last wrote into ``results``, in their order."""
+def separate_sections(results: str, fresh: dict[str, str] | None = None) -> list[str]:
+    """The separate benchmarks' sections in their order: ``fresh`` ones (by title), else as they were
+    last written into ``results``."""
     found = split(results)[1] if results else []
-    return [section for title, _ in SEPARATE for section in found if section.startswith(f"## {title}")]
+    fresh = fresh or {}
+    return [
+        fresh.get(title) or next((s for s in found if s.startswith(f"## {title}")), "")
+        for _, title, _ in SEPARATE
+        if title in fresh or any(s.startswith(f"## {title}") for s in found)
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run them all (or, with --separate, the separate ones); 0 when every one met its target."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--separate", action="store_true", help="run the separate benchmarks only (make bench-setup)"
+        "--separate",
+        nargs="?",
+        const="setup",
+        choices=[name for name, _, _ in SEPARATE],
+        help="run one separate benchmark only (make bench-NAME); setup when no name is given",
     )
     args = parser.parse_args(argv)
     old = RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else ""
     now = f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC"
-    if args.separate:  # the other sections stay as make bench wrote them
+    if args.separate:  # the other sections stay as they were last written
         header, others = split(old) if old else (HEADER.format(now=now, machine=machine()), [])
         others = [section for section in others if section not in separate_sections(old)]
-        ran = [run(title, argv, f", `make bench-setup` on {now}, {machine()}") for title, argv in SEPARATE]
-        sections = [*others, *(section for section, _ in ran)]
+        stamp = f", `make bench-{args.separate}` on {now}, {machine()}"
+        ran = [run(title, argv, stamp) for name, title, argv in SEPARATE if name == args.separate]
+        fresh = {title: ran[0][0] for name, title, _ in SEPARATE if name == args.separate}
+        sections = [*others, *separate_sections(old, fresh)]
     else:  # the separate benchmarks' sections stay as they last wrote them
         header = HEADER.format(now=now, machine=machine())
         ran = [run(title, argv) for title, argv in BENCHMARKS]

@@ -86,7 +86,9 @@ def results(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     monkeypatch.setattr(run_all, "ROOT", tmp_path)
     monkeypatch.setattr(run_all, "run", fake_run)
     monkeypatch.setattr(run_all, "BENCHMARKS", [("Receipt", ["-m", "r"]), ("Load", ["-m", "l"])])
-    monkeypatch.setattr(run_all, "SEPARATE", [("Setup", ["-m", "s"])])
+    monkeypatch.setattr(
+        run_all, "SEPARATE", [("setup", "Setup", ["-m", "s"]), ("latency", "Latency", ["-m", "t"])]
+    )
     path.write_text(
         "# Benchmark results\n\nWritten by `make bench` on then.\n\n"
         "## Receipt\n\n```\nold Receipt\n```\n\n## Setup\n\n```\nold Setup\n```\n",
@@ -109,3 +111,16 @@ def test_make_bench_setup_rewrites_only_the_setup_section(results: Path) -> None
     assert "Written by `make bench` on then." in text and "old Receipt" in text
     assert "old Setup" not in text and "new Setup" in text and "`make bench-setup` on " in text
     assert text.count("## Setup") == 1
+
+
+def test_make_bench_latency_adds_its_section_after_setup_and_leaves_the_others(results: Path) -> None:
+    # Given RESULTS.md with make bench's sections and an old setup section, and no latency section yet
+    # When `make bench-latency` runs
+    assert run_all.main(["--separate", "latency"]) == 0
+
+    # Then its section is new, in SEPARATE's order, and every other section is as it was
+    text = results.read_text(encoding="utf-8")
+    assert "old Receipt" in text and "old Setup" in text and "new Latency" in text
+    assert "`make bench-latency` on " in text
+    assert text.index("old Setup") < text.index("new Latency")
+    assert text.count("## Latency") == 1 and text.count("## Setup") == 1
