@@ -16,7 +16,7 @@ tool's SES ``SendEmail`` call returned (the customer-visible effect; its subject
 tag). Each phase ends when the queue is drained; then it checks nothing was lost or doubled: every
 email answered 200, stored once, ``done``, and replied to exactly once.
 
-Run: ``python -m benchmarks.latency [--rates 0.2 0.5] [--steady-seconds 120] [--burst-seconds 60]``.
+Run: ``python -m benchmarks.latency [--rates 0.1 0.2 0.4] [--steady-seconds 120] [--burst-seconds 60]``.
 """
 
 from __future__ import annotations
@@ -41,13 +41,18 @@ CAP_FACTOR = 100  # the example's rate limits and budgets, times this: they neve
 QUIET = {"POWERTOOLS_LOG_LEVEL": "ERROR", "POWERTOOLS_METRICS_DISABLED": "true", "APPROVAL_CHANNELS": "print"}
 
 
-def run(rates: list[float], steady_seconds: float, burst_seconds: float, out: Any = sys.stdout) -> int:
-    """Each rate's steady phase, then its burst; the report; 0 when nothing was lost or doubled."""
+def run(
+    rates: list[float], steady_seconds: float, burst_seconds: float, out: Any = sys.stdout, scale: float = 1.0
+) -> int:
+    """Each rate's steady phase, then its burst; the report; 0 when nothing was lost or doubled.
+
+    ``scale`` multiplies every modelled delay: 1 measures; less only makes a smoke test quicker.
+    """
     from lockgate_infra.local.model import local_model
     from lockgate_infra.local.stack import LocalStack, default_template_path
     from lockgate_infra.stub import shop_model, with_judge
 
-    aws = ModelledAws()
+    aws = ModelledAws(scale=scale)
     with (
         tempfile.TemporaryDirectory() as scratch,
         contextlib.redirect_stdout(io.StringIO()),  # the functions' own logs would bury the report
@@ -55,7 +60,7 @@ def run(rates: list[float], steady_seconds: float, burst_seconds: float, out: An
     ):
         config = uncapped_config(default_template_path().parent / "lockgate.toml", Path(scratch))
         assert chosen.stand_in is not None  # noqa: S101 - "demo" is an offline model
-        chosen.stand_in.set_model(slowed(with_judge(shop_model)))
+        chosen.stand_in.set_model(slowed(with_judge(shop_model), scale=scale))
         environment = {**QUIET, **chosen.environment}
         with LocalStack(config_path=config, environment=environment) as stack, aws.active():
             bench = Bench(stack, aws)
@@ -134,7 +139,7 @@ class Bench:
 def main(argv: list[str] | None = None) -> int:
     """Command line."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rates", type=float, nargs="+", default=[0.2, 0.5], help="steady emails/s")
+    parser.add_argument("--rates", type=float, nargs="+", default=[0.1, 0.2, 0.4], help="steady emails/s")
     parser.add_argument("--steady-seconds", type=float, default=120.0)
     parser.add_argument("--burst-seconds", type=float, default=60.0)
     args = parser.parse_args(argv)

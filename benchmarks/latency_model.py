@@ -100,8 +100,9 @@ SUBJECT_TAG = re.compile(r"\[(?P<tag>[A-Za-z0-9_.-]+)\]\s*$")
 class ModelledAws:
     """Every AWS call sleeps its modelled delay first; each email sent is recorded by its subject's tag."""
 
-    def __init__(self, seed: int = 1) -> None:
+    def __init__(self, seed: int = 1, scale: float = 1.0) -> None:
         self._rng = random.Random(seed)  # noqa: S311 - a reproducible delay schedule, not security
+        self.scale = scale  # every delay times this: 1 measures; the smoke test runs faster
         self._lock = threading.Lock()
         self.calls = 0
         self.waited = 0.0
@@ -114,7 +115,7 @@ class ModelledAws:
         def call(client: Any, operation: str, params: dict[str, Any], send: Callable[[], Any]) -> Any:
             service = client.meta.service_model.service_name
             with self._lock:
-                pause = delay_for(service, operation).draw(self._rng)
+                pause = delay_for(service, operation).draw(self._rng) * self.scale
                 self.calls += 1
                 self.waited += pause
             time.sleep(pause)
@@ -133,8 +134,11 @@ class ModelledAws:
                 self.replies.setdefault(found["tag"], []).append(time.perf_counter())
 
 
-def slowed(model: Callable[[dict[str, Any]], Any], speed: ModelSpeed = MODEL, seed: int = 2) -> Any:
-    """``model`` answering after the modelled time for its reply's output tokens (as the stub bills them)."""
+def slowed(
+    model: Callable[[dict[str, Any]], Any], speed: ModelSpeed = MODEL, seed: int = 2, scale: float = 1.0
+) -> Any:
+    """``model`` answering after the modelled time for its reply's output tokens (as the stub bills them),
+    times ``scale``."""
     from lockgate_infra.stub.accounting import estimate_tokens
     from lockgate_infra.stub.replies import Reply
 
@@ -145,7 +149,7 @@ def slowed(model: Callable[[dict[str, Any]], Any], speed: ModelSpeed = MODEL, se
         reply = model(request)
         tokens = max(1, estimate_tokens(reply.content)) if isinstance(reply, Reply) else 1
         with lock:
-            pause = speed.seconds(tokens, rng)
+            pause = speed.seconds(tokens, rng) * scale
         time.sleep(pause)
         return reply
 

@@ -85,8 +85,8 @@ class Result:
             f"| {self.label} | {len(self.tags)} | {len(self.replies)} | "
             f"{percentile(ack, 0.5) * 1000:.0f} / {percentile(ack, 0.99) * 1000:.0f} | "
             f"{percentile(reply, 0.5):.1f} | {percentile(reply, 0.95):.1f} | {percentile(reply, 0.99):.1f} | "
-            f"{max(reply, default=0.0):.1f} | {self.sent.most_late * 1000:.0f} | {cpu:.2f} | "
-            f"{'ok' if self.ok else 'FAIL'} |"
+            f"{max(reply, default=0.0):.1f} | {self.sent.most_late * 1000:.0f} | "
+            f"{self.cpu_seconds / max(1, len(self.tags)):.2f} | {cpu:.2f} | {'ok' if self.ok else 'FAIL'} |"
         )
 
 
@@ -99,13 +99,19 @@ def report(results: list[Result], deployed: Deployed, aws: ModelledAws, out: Any
           f"{deployed.maximum_concurrency}, WORKER_RECORD_CONCURRENCY {deployed.record_concurrency}, "
           f"Timeout {deployed.timeout} s; the receiver has no reserved concurrency (uncapped here).",
           file=out)  # fmt: skip
+    if deployed.maximum_concurrency:
+        print(f"At most {deployed.maximum_concurrency * deployed.batch_size} records in flight "
+              "(MaximumConcurrency × BatchSize); an invocation lasts as long as its batch's slowest record.",
+              file=out)  # fmt: skip
     print("\nModelled latency per call (log-normal, median and p99):", file=out)
     for line in describe():
         print(line, file=out)
     print(f"  {aws.calls} AWS calls waited {aws.waited:.0f} s in all.", file=out)
+    if aws.scale != 1:
+        print(f"  Every modelled delay × {aws.scale:g}: a smoke run, not the figures.", file=out)
     print("\n| phase | emails | replies | 200 after ms (p50 / p99) | reply p50 s | p95 s | p99 s | max s "
-          "| sender late ms (max) | process CPU / wall | checks |\n"
-          "|---|---|---|---|---|---|---|---|---|---|---|", file=out)  # fmt: skip
+          "| sender late ms (max) | CPU s / email | process CPU / wall | checks |\n"
+          "|---|---|---|---|---|---|---|---|---|---|---|---|", file=out)  # fmt: skip
     for result in results:
         print(result.row(), file=out)
     failed = [r for r in results if not r.ok]
