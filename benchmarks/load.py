@@ -26,6 +26,8 @@ same table sizes. Target (exit 1 when missed): lockgate core ÷ baseline core de
 
 Run: ``python -m benchmarks.load [--deliveries 2000] [--senders 20] [--repeats 3]``; deliveries
 are per repeat; 8–9 min on 2 cores shared with other work (the worker's drains included).
+``--rounds N`` sends each phase in rounds (``load_rounds``), ``--faults`` fails receiver calls and has
+the provider resend (``load_faults``); ``make bench-load-20k`` runs 20,000 deliveries so, one repeat.
 """
 
 from __future__ import annotations

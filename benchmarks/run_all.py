@@ -118,6 +118,10 @@ def separate_sections(results: str, fresh: dict[str, str] | None = None) -> list
     ]
 
 
+def _results() -> str:
+    return RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else ""
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run them all (or, with --separate, the separate ones); 0 when every one met its target."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -129,19 +133,19 @@ def main(argv: list[str] | None = None) -> int:
         help="run one separate benchmark only (make bench-NAME); setup when no name is given",
     )
     args = parser.parse_args(argv)
-    old = RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else ""
     now = f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC"
     if args.separate:  # the other sections stay as they were last written
-        header, others = split(old) if old else (HEADER.format(now=now, machine=machine()), [])
-        others = [section for section in others if section not in separate_sections(old)]
         stamp = f", `make bench-{args.separate}` on {now}, {machine()}"
         ran = [run(title, argv, stamp) for name, title, argv in SEPARATE if name == args.separate]
+        old = _results()  # read after the run: another make bench-* may have written meanwhile
+        header, others = split(old) if old else (HEADER.format(now=now, machine=machine()), [])
+        others = [section for section in others if section not in separate_sections(old)]
         fresh = {title: ran[0][0] for name, title, _ in SEPARATE if name == args.separate}
         sections = [*others, *separate_sections(old, fresh)]
     else:  # the separate benchmarks' sections stay as they last wrote them
         header = HEADER.format(now=now, machine=machine())
         ran = [run(title, argv) for title, argv in BENCHMARKS]
-        sections = [*(section for section, _ in ran), *separate_sections(old)]
+        sections = [*(section for section, _ in ran), *separate_sections(_results())]
     RESULTS.write_text(header + "\n" + "\n".join(sections), encoding="utf-8")
     print(f"wrote {RESULTS.relative_to(ROOT)}", file=sys.stderr)
     return 0 if all(ok for _, ok in ran) else 1
