@@ -54,6 +54,7 @@ class Result:
     wall_seconds: float = 0.0
     replies: dict[str, float] = field(default_factory=dict)  # tag → seconds from receipt to reply sent
     checks: dict[str, bool] = field(default_factory=dict)
+    swept: int = 0  # deliveries the inbox sweep re-queued after the phase
     states: Counter[tuple[str, str]] = field(default_factory=Counter)
 
     def check(self, rows: list[dict[str, Any]], replies: dict[str, list[float]]) -> None:
@@ -119,5 +120,12 @@ def report(results: list[Result], deployed: Deployed, aws: ModelledAws, out: Any
           f"— {'all held' if not failed else 'FAILED'}", file=out)  # fmt: skip
     for result in failed:
         broken = [name for name, held in result.checks.items() if not held]
-        print(f"  {result.label}: {', '.join(broken)}; (status, attempts) {dict(result.states)}", file=out)
+        print(f"  {result.label}: {', '.join(broken)}; (status, attempts) {dict(result.states)}; "
+              f"never 200: {dict(Counter(result.sent.refused.values()))}", file=out)  # fmt: skip
+    for result in results:
+        resent = ", ".join(f"{n} after {s or 'no answer'}" for s, n in sorted(result.sent.resent.items()))
+        if resent or result.swept:
+            print(f"  {result.label}: the provider resent {resent or 'nothing'}; the inbox sweep re-queued "
+                  f"{result.swept} stored without a pointer (their replies wait for the sweep's "
+                  "schedule when deployed, here it ran right after the phase)", file=out)  # fmt: skip
     return 1 if failed else 0

@@ -1,5 +1,6 @@
 """The latency benchmark's traffic: customer emails to the helpdesk webhook, sent open-loop on a fixed
-schedule (a late request is timed from when it was due, so a slow sender hides no latency)."""
+schedule (a late request is timed from when it was due, so a slow sender hides no latency). Like a
+provider, the sender resends an email that got a 5xx or no answer, with the same id."""
 
 from __future__ import annotations
 
@@ -7,11 +8,13 @@ import http.client
 import json
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+RETRIES = 8  # a provider resends a 5xx (or no answer) at once, this many times at most
 # (order, its customer): the seeded example orders (workflows/shop/seed.py), asked about in turn.
 ASKS = (("A-1042", "ada@example.com"), ("A-2002", "grace@example.com"), ("A-1043", "ada@example.com"))
 
@@ -48,7 +51,8 @@ class Sent:
 
     due: dict[str, float] = field(default_factory=dict)
     acked: dict[str, float] = field(default_factory=dict)
-    refused: dict[str, int] = field(default_factory=dict)
+    refused: dict[str, int] = field(default_factory=dict)  # the last status of those never answered 200
+    resent: Counter[int] = field(default_factory=Counter)  # the provider's resends, by the status before
     most_late: float = 0.0  # the latest any request started after it was due, seconds
 
 
@@ -62,18 +66,27 @@ def send_on_schedule(
     parts = urlsplit(url)
     sent, lock, local = Sent(), threading.Lock(), threading.local()
 
-    def post(due: float, mail: Email) -> None:
-        late = time.perf_counter() - due
+    def once(mail: Email) -> int:
         if not hasattr(local, "conn"):
             local.conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=60)
         try:
             local.conn.request("POST", "/webhooks/helpdesk", body=mail.body, headers=sign(mail))
             response = local.conn.getresponse()
             response.read()
-            status = response.status
-        except OSError:  # no answer at all: counted as refused (status 0), never retried here
+        except OSError:  # no answer at all (status 0): the provider retries as after a 5xx
             del local.conn
-            status = 0
+            return 0
+        return response.status
+
+    def post(due: float, mail: Email) -> None:
+        late = time.perf_counter() - due
+        for attempt in range(RETRIES + 1):
+            status = once(mail)
+            if status < 500 and status != 0:
+                break
+            if attempt < RETRIES:
+                with lock:
+                    sent.resent[status] += 1
         with lock:
             sent.due[mail.tag] = due
             sent.most_late = max(sent.most_late, late)

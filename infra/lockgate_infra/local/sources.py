@@ -27,7 +27,8 @@ def start_sqs_pollers(
 
     ``as_deployed`` runs as many pollers per source as its ``ScalingConfig.MaximumConcurrency`` (at most
     that many invocations at once, as Lambda caps them), each waiting up to the source's
-    ``MaximumBatchingWindowInSeconds`` to fill a batch; else one poller each, which never waits.
+    ``MaximumBatchingWindowInSeconds`` to fill a batch (a source without a MaximumConcurrency gets one,
+    where Lambda would scale further); else one poller each, which never waits.
     """
     pollers = []
     for source in plan.sqs_sources:
