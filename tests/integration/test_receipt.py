@@ -139,6 +139,29 @@ def test_queue_failure_after_store_is_recovered_by_a_later_duplicate(harness: Ha
     assert [json.loads(m["Body"])["pk"] for m in harness.aws.drain(harness.aws.queue_url)] == ["github#d-1"]
 
 
+def test_a_store_whose_answer_was_lost_and_retried_is_new_and_queued(harness: Harness) -> None:
+    # Given DynamoDB applying the put but its answer lost, so that botocore's retry of the same
+    # request finds the item (measured under load: a 1 s read timeout, then a duplicate)
+    db = harness.client("dynamodb")
+    put = db.put_item
+
+    def lost_answer(**params: object) -> object:
+        put(**params)
+        return put(**params)
+
+    db.put_item = lost_answer
+    # When the delivery is posted
+    body, headers = delivery(harness)
+    response = harness.post("github", body, headers)
+    # Then it is accepted as new and its pointer is queued now, not left for the inbox sweep
+    assert json.loads(response.body) == {"status": "accepted", "delivery": "github#d-1"}
+    assert [json.loads(m["Body"])["pk"] for m in harness.aws.drain(harness.aws.queue_url)] == ["github#d-1"]
+    assert harness.metrics.totals["DeliveryStored"] == 1 and "DeliveryDuplicate" not in harness.metrics.totals
+    # And a real duplicate later (another receipt, its own trace) is still a duplicate
+    body, headers = delivery(harness)
+    assert json.loads(harness.post("github", body, headers).body)["status"] == "duplicate"
+
+
 def test_reply_codes_in_order(harness: Harness) -> None:
     body, headers = delivery(harness)
     # Too large is refused before anything else, even with a bad signature and unknown source

@@ -142,7 +142,9 @@ class Receiver:
         )
         stored = self._inbox.put_new(delivery)
         context = {"delivery": pk, "event_type": identity.event_type}
-        if stored.created:
+        # A put applied whose answer was lost, which botocore then retried, finds its own item: its
+        # trace is this receipt's (one per receipt), so the delivery is new and its pointer owed.
+        if stored.created or (stored.existing is not None and stored.existing.trace == delivery.trace):
             self._metrics.add_metric(name="DeliveryStored", unit="Count", value=1)
             self._log.info("delivery stored", extra=context)
             self._send_pointer(pk)
