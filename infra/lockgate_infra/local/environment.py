@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import threading
 from collections.abc import Iterable, Iterator
 
 from lockgate_infra.local.intrinsics import REGION
@@ -24,20 +25,32 @@ _LOCAL_API_URL = re.compile(
 
 
 class EnvironmentPatch:
-    """Changes to ``os.environ`` that can be undone exactly."""
+    """Changes to ``os.environ`` that can be undone exactly, in whatever order stacks stop.
+
+    Patches nest: one process may hold several stacks at once (a test module's shared stack and a
+    test's own). A patch restored while a later one still holds a key leaves the key alone and
+    hands its saved value to that later patch, which restores it when it stops; restoring the
+    earlier value at once would leave the later stack's functions pointing at nothing.
+    """
 
     def __init__(self) -> None:
         self._saved: dict[str, str | None] = {}
 
     def set(self, key: str, value: str) -> None:
         """Set ``key``, remembering what it was."""
-        self._saved.setdefault(key, os.environ.get(key))
+        self._remember(key)
         os.environ[key] = value
 
     def unset(self, key: str) -> None:
         """Remove ``key``, remembering what it was."""
-        self._saved.setdefault(key, os.environ.get(key))
+        self._remember(key)
         os.environ.pop(key, None)
+
+    def _remember(self, key: str) -> None:
+        with _ACTIVE_LOCK:
+            self._saved.setdefault(key, os.environ.get(key))
+            if self not in _ACTIVE:
+                _ACTIVE.append(self)
 
     @contextlib.contextmanager
     def hidden(self, keys: Iterable[str]) -> Iterator[None]:
@@ -49,13 +62,24 @@ class EnvironmentPatch:
             os.environ.update(held)
 
     def restore(self) -> None:
-        """Every changed key back as it was."""
-        for key, value in self._saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-        self._saved.clear()
+        """Every changed key back as it was, unless a later patch still holds it (see above)."""
+        with _ACTIVE_LOCK:
+            later = _ACTIVE[_ACTIVE.index(self) + 1 :] if self in _ACTIVE else []
+            for key, value in self._saved.items():
+                holder = next((patch for patch in later if key in patch._saved), None)
+                if holder is not None:
+                    holder._saved[key] = value
+                elif value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+            self._saved.clear()
+            if self in _ACTIVE:
+                _ACTIVE.remove(self)
+
+
+_ACTIVE: list[EnvironmentPatch] = []  # the patches holding keys now, oldest first
+_ACTIVE_LOCK = threading.Lock()
 
 
 def point_at_moto(env: EnvironmentPatch, endpoint_url: str, config_path: str) -> None:
