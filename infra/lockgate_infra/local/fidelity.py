@@ -20,6 +20,11 @@ the same behaviours test by test and runs them against this emulator (and, opt-i
    write a stream record for that operation" (*Change data capture for DynamoDB Streams*).
    moto wrote a record for a write that changed nothing, and two INSERT records (the first with
    only the key) for an UpdateItem that creates its item.
+4. **``Ref: AWS::NoValue`` removes a list's element too.** AWS (*Pseudo parameters reference*):
+   AWS::NoValue "removes the corresponding resource property when specified as a return value
+   in the Fn::If intrinsic function"; an element of a list so chosen is left out of the list
+   (the template's ``PreviousIndexes`` keeps an old index that way). moto's CloudFormation left a
+   ``None`` in the list, and creating the table failed on it.
 
 ``install`` is idempotent and process-wide, as moto's backends are.
 """
@@ -69,6 +74,9 @@ def install() -> None:
         DynamoDBBackend.transact_write_items = _one_transaction(  # type: ignore[method-assign]
             DynamoDBBackend.transact_write_items, original_add
         )
+        from moto.cloudformation import parsing
+
+        parsing.clean_json = _lists_without_no_value(parsing.clean_json)  # type: ignore[assignment]
         _installed = True
 
 
@@ -168,3 +176,14 @@ def _one_transaction(transact: Callable[..., Any], add: Callable[..., None]) -> 
             raise
 
     return transact_all_or_nothing
+
+
+def _lists_without_no_value(clean_json: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    # clean_json recurses through the module's name, so every nested list passes through here.
+    def clean_json_dropping_no_value(resource_json: Any, resources_map: Any) -> Any:
+        if isinstance(resource_json, list):
+            cleaned = (clean_json_dropping_no_value(value, resources_map) for value in resource_json)
+            return [value for value in cleaned if value is not None]
+        return clean_json(resource_json, resources_map)
+
+    return clean_json_dropping_no_value
