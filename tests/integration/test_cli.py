@@ -142,12 +142,14 @@ def test_inbox_status_against_a_deployed_stack_by_name(aws: object) -> None:
                         {"AttributeName": "pk", "AttributeType": "S"},
                         {"AttributeName": "status", "AttributeType": "S"},
                         {"AttributeName": "received_at", "AttributeType": "N"},
+                        {"AttributeName": "index_shard", "AttributeType": "N"},
                     ],
                     "GlobalSecondaryIndexes": [
                         {
-                            "IndexName": "by-status",
+                            "IndexName": "by-status-sharded",
                             "KeySchema": [
                                 {"AttributeName": "status", "KeyType": "HASH"},
+                                {"AttributeName": "index_shard", "KeyType": "HASH"},
                                 {"AttributeName": "received_at", "KeyType": "RANGE"},
                             ],
                             "Projection": {"ProjectionType": "ALL"},

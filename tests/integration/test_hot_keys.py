@@ -25,6 +25,7 @@ from tests.support import Aws
         ("State usage#2026-12-02#s11 / rollup#triage", "State usage#DAY#s* / rollup#triage"),
         ("State bucket#model#claude-sonnet-5-5#s0 / rate", "State bucket#model#claude-sonnet-5-5#s* / rate"),
         ("Inbox.by-status received", "Inbox.by-status received"),
+        ("Inbox.by-status-sharded received#s7", "Inbox.by-status-sharded received#s*"),
     ],
 )
 def test_a_day_and_a_shard_are_normalised_away_and_nothing_else(key: str, counter: str) -> None:
@@ -109,6 +110,38 @@ def test_an_index_entry_counts_on_its_index_partition() -> None:
     # Then the index partition, written by every delivery, sets the ceiling
     found = ceiling(load, 1)
     assert found is not None and found.key == "Inbox.by-status received"
+
+
+def test_given_deliveries_on_the_sharded_index_then_each_shard_takes_an_even_share(aws: Aws) -> None:
+    from lockgate.inbox.models import Delivery, Status
+    from lockgate.inbox.store import InboxStore
+    from lockgate.index_shards import INDEX_SHARDS, index_shard
+
+    # Given 32 deliveries stored under the meter: each one entry on the sharded status index
+    usage = Usage(events=32, functions={"receiver": FunctionUsage(512)})
+    store = InboxStore(aws.client("dynamodb"), aws.inbox_table)
+    ids = [f"github#d{n}" for n in range(32)]
+
+    def receive() -> None:
+        for pk in ids:
+            store.put_new(Delivery(pk, "github", pk, "push", Status.RECEIVED, 1, 1))
+
+    meter = Meter(usage)
+    with meter.installed():
+        meter.timed("receiver", receive)()
+    # Then each entry counted on its own shard's partition, named by its status and shard
+    index = {k: n for k, n in usage.keys.writes.items() if k.startswith("Inbox.by-status-sharded ")}
+    busiest = max(index.values())
+    assert sum(index.values()) == 32
+    assert f"Inbox.by-status-sharded received#s{index_shard(ids[0])}" in index
+    assert busiest > 32 / INDEX_SHARDS  # a sample this small spreads unevenly
+    # And the ceiling counts each shard an even share of the index's units, named for all of them
+    spread = usage.keys.per_partition(usage.keys.shared(usage.keys.writes))
+    assert spread["Inbox.by-status-sharded received#s*"] == 32 / INDEX_SHARDS
+    found = ceiling(usage.keys, usage.events)
+    assert found is not None
+    assert (found.key, found.units_per_event) == ("Inbox.by-status-sharded received#s*", 2 / 32)
+    assert found.events_per_second == PARTITION_WRITE_UNITS * 16
 
 
 def test_given_hand_made_usage_then_the_scale_table_is_each_figure_times_the_rate() -> None:

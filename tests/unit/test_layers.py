@@ -62,6 +62,7 @@ CORE = Tree(
             "lockgate.exports",
             "lockgate.freshness",
             "lockgate.http",
+            "lockgate.index_shards",
             "lockgate.restore",
             "lockgate.schema",
             "lockgate.secrets",

@@ -98,7 +98,6 @@ CALLBACK_ACCESS = {
     ("dynamodb:GetItem", "ApprovalsTable.Arn"),
     ("dynamodb:Scan", "ApprovalsTable.Arn"),  # the batch-review digest lists proposals
     ("dynamodb:Query", "ApprovalsTable.Arn"),
-    ("dynamodb:Query", "${ApprovalsTable.Arn}/index/by-created"),
     ("dynamodb:GetItem", "DecisionsTable.Arn"),
     ("dynamodb:PutItem", "DecisionsTable.Arn"),
     ("dynamodb:Query", "DecisionsTable.Arn"),
@@ -158,28 +157,22 @@ NOTIFIER_ACCESS = {
 # digest (the link key to sign reviewers' links; its email as the workflow's declared address),
 # prune, collect-batches (the model key), and the runner's leases and heartbeats (State).
 JOBS_ACCESS = {
-    ("dynamodb:DeleteItem", "${StateTable.Arn}/index/*"),
     ("dynamodb:DeleteItem", "InboxTable.Arn"),
     ("dynamodb:DeleteItem", "StateTable.Arn"),
-    ("dynamodb:GetItem", "${StateTable.Arn}/index/*"),
     ("dynamodb:GetItem", "ApprovalsTable.Arn"),
     ("dynamodb:GetItem", "DecisionsTable.Arn"),
     ("dynamodb:GetItem", "InboxTable.Arn"),
     ("dynamodb:GetItem", "StateTable.Arn"),
-    ("dynamodb:PutItem", "${StateTable.Arn}/index/*"),
     ("dynamodb:PutItem", "ApprovalsTable.Arn"),
     ("dynamodb:PutItem", "InboxTable.Arn"),
     ("dynamodb:PutItem", "StateTable.Arn"),
-    ("dynamodb:Query", "${ApprovalsTable.Arn}/index/by-created"),
-    ("dynamodb:Query", "${InboxTable.Arn}/index/by-status"),
-    ("dynamodb:Query", "${StateTable.Arn}/index/*"),
+    ("dynamodb:Query", "${InboxTable.Arn}/index/by-status-sharded"),
+    ("dynamodb:Query", "${StateTable.Arn}/index/open-operations-sharded"),
     ("dynamodb:Query", "DecisionsTable.Arn"),
     ("dynamodb:Query", "StateTable.Arn"),
-    ("dynamodb:Scan", "${StateTable.Arn}/index/*"),
     ("dynamodb:Scan", "ApprovalsTable.Arn"),
     ("dynamodb:Scan", "InboxTable.Arn"),
     ("dynamodb:Scan", "StateTable.Arn"),
-    ("dynamodb:UpdateItem", "${StateTable.Arn}/index/*"),
     ("dynamodb:UpdateItem", "InboxTable.Arn"),
     ("dynamodb:UpdateItem", "StateTable.Arn"),
     ("secretsmanager:GetSecretValue", "Ref:ApprovalLinkSecret"),
@@ -363,13 +356,15 @@ def test_given_both_tables_then_items_expire_by_ttl_and_are_encrypted_with_point
         assert table["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
 
 
-def test_given_the_inbox_table_then_it_is_keyed_by_pk_and_listable_by_status(cfn):
+def test_given_the_inbox_table_then_it_is_keyed_by_pk_and_listable_by_status_over_shards(cfn):
     inbox = properties(cfn, "InboxTable")
     assert inbox["KeySchema"] == [{"AttributeName": "pk", "KeyType": "HASH"}]
-    (index,) = inbox["GlobalSecondaryIndexes"]
-    assert index["IndexName"] == "by-status"
+    index, previous = inbox["GlobalSecondaryIndexes"]
+    assert index["IndexName"] == "by-status-sharded"
+    # a multi-attribute partition: the status and the shard the delivery's key hashes to
     assert index["KeySchema"] == [
         {"AttributeName": "status", "KeyType": "HASH"},
+        {"AttributeName": "index_shard", "KeyType": "HASH"},
         {"AttributeName": "received_at", "KeyType": "RANGE"},
     ]
     # the body is never projected: listing and sweeping don't need it
@@ -377,7 +372,22 @@ def test_given_the_inbox_table_then_it_is_keyed_by_pk_and_listable_by_status(cfn
     assert "body" not in index["Projection"]["NonKeyAttributes"]
     assert {"attempts", "last_error", "available_at"} <= set(index["Projection"]["NonKeyAttributes"])
     types = {a["AttributeName"]: a["AttributeType"] for a in inbox["AttributeDefinitions"]}
-    assert types == {"pk": "S", "status": "S", "received_at": "N"}
+    assert types == {"pk": "S", "status": "S", "received_at": "N", "index_shard": "N"}
+    # the old index only for the upgrade's first deploy
+    condition, kept, dropped = previous["Fn::If"]
+    assert (condition, kept["IndexName"]) == ("KeepsPreviousIndexes", "by-status")
+    assert dropped == {"Ref": "AWS::NoValue"}
+
+
+def test_given_the_state_table_then_open_ledger_entries_are_listed_by_state_over_shards(cfn):
+    state = properties(cfn, "StateTable")
+    index, previous = state["GlobalSecondaryIndexes"]
+    assert index["IndexName"] == "open-operations-sharded"
+    assert [k["AttributeName"] for k in index["KeySchema"]] == ["open_state", "index_shard", "opened_at"]
+    assert [k["KeyType"] for k in index["KeySchema"]] == ["HASH", "HASH", "RANGE"]
+    assert previous["Fn::If"][0] == "KeepsPreviousIndexes"
+    assert previous["Fn::If"][1]["IndexName"] == "open-operations"
+    assert cfn["Conditions"]["KeepsPreviousIndexes"] == {"Fn::Equals": [{"Ref": "PreviousIndexes"}, "keep"]}
 
 
 def test_given_the_state_table_then_it_has_a_pk_and_sk_key(cfn):
@@ -755,6 +765,7 @@ def test_given_template_parameters_then_defaults_match_the_documented_ones(sam_t
         "BedrockModelArns": "arn:aws:bedrock:::foundation-model/unset",  # inert: a rule refuses it
         "ClaudeWorkspaceId": "",
         "OtelLayerArn": "",  # no spans unless AWS's ADOT layer is named
+        "PreviousIndexes": "drop",  # "keep" only for the upgrade's first deploy
         "DailyBudgetUsd": "",
         "ApprovalChannels": "email",
         "OldestDeliveryAlarmSeconds": 1800,
@@ -1026,21 +1037,13 @@ def test_given_the_approval_streams_then_the_notifier_reports_partial_failures_a
     ]
 
 
-def test_given_the_approvals_table_then_it_streams_new_images_and_lists_a_tasks_proposals_by_age(cfn):
+def test_given_the_approvals_table_then_it_streams_new_images_and_has_no_index(cfn):
     table = properties(cfn, "ApprovalsTable")
     assert table["StreamSpecification"] == {"StreamViewType": "NEW_IMAGE"}
     assert table["KeySchema"] == [{"AttributeName": "approval_id", "KeyType": "HASH"}]
-    (index,) = table["GlobalSecondaryIndexes"]
-    assert index == {
-        "IndexName": "by-created",
-        "KeySchema": [
-            {"AttributeName": "task", "KeyType": "HASH"},
-            {"AttributeName": "created_at", "KeyType": "RANGE"},
-        ],
-        "Projection": {"ProjectionType": "ALL"},
-    }
-    types = {a["AttributeName"]: a["AttributeType"] for a in table["AttributeDefinitions"]}
-    assert types == {"approval_id": "S", "task": "S", "created_at": "N"}
+    # by-created is gone: nothing queried it, and every proposal wrote its partition (a task's)
+    assert "GlobalSecondaryIndexes" not in table
+    assert table["AttributeDefinitions"] == [{"AttributeName": "approval_id", "AttributeType": "S"}]
     assert properties(cfn, "DecisionsTable")["KeySchema"] == [
         {"AttributeName": "approval_id", "KeyType": "HASH"},
         {"AttributeName": "reviewer", "KeyType": "RANGE"},

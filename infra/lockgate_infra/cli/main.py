@@ -18,6 +18,7 @@ from lockgate_infra.cli.new import add_new_parser, run_new_workflow
 from lockgate_infra.cli.secrets import add_secrets_parser, run_secrets
 from lockgate_infra.cli.spend import add_spend_parser
 from lockgate_infra.cli.targets import Target, add_target_options, deployed_target, local_target
+from lockgate_infra.cli.upgrade import add_upgrade_parser, run_upgrade_indexes
 from lockgate_infra.cost.report import add_cost_parser, run_cost
 from lockgate_infra.evals.cli import add_eval_parser, run_eval
 from lockgate_infra.failures import COULD_NOT_RUN, INTERRUPTED, LOCAL, explain
@@ -80,7 +81,8 @@ def _parser() -> argparse.ArgumentParser:
     add_cost_parser(commands, run=run_cost)
     jobs = add_jobs_parser(commands, run=_jobs)
     secrets = add_secrets_parser(commands, run=_secrets)
-    for sub in (*targeted, *approvals, spend, *jobs, *secrets):
+    upgrade = add_upgrade_parser(commands, run=lambda args: run_upgrade_indexes(args, _target(args)))
+    for sub in (*targeted, *approvals, spend, *jobs, *secrets, upgrade):
         add_target_options(sub)
     return parser
 

@@ -7,7 +7,10 @@ spans partitions. So a key that takes ``u`` write units per event caps the whole
 ``1,000 / u`` events a second, however many partitions the table has: the busiest key sets the
 ceiling. Index entries count on their index's partition key (``Inbox.by-status received``):
 a global secondary index short of write capacity throttles the table's writes too, and an
-index's sort key that only grows (a time) keeps its new entries on one partition.
+index's sort key that only grows (a time) keeps its new entries on one partition. A sharded
+index's partition names its shard (``Inbox.by-status-sharded received#s7``); the item's own key
+hashed picks it, so at a rate its entries spread evenly over the ``INDEX_SHARDS`` partitions and
+each takes that share of the measured total (a sample of a few dozen events would spread unevenly).
 
 Keys are named readably (``State spend#2026-12-02#s3 / global``) and grouped into logical
 counters, a day and a shard number normalised away (``State spend#DAY#s* / global``). A key of
@@ -23,6 +26,8 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from lockgate.index_shards import ATTRIBUTE, INDEX_SHARDS
 
 PARTITION_WRITE_UNITS = 1_000  # per second, per partition (AWS: warm-throughput scenarios)
 PARTITION_READ_UNITS = 3_000
@@ -57,7 +62,14 @@ def table_name(physical: str) -> str:
 
 def key_name(table: str, key: Mapping[str, Any], index: str | None = None) -> str:
     """A readable item key: the short table name (and index), then its key values, `` / `` between."""
-    values = " / ".join(str(next(iter(value.values()))) for value in key.values())
+    parts: list[str] = []
+    for name, value in key.items():
+        text = str(next(iter(value.values())))
+        if name == ATTRIBUTE and parts:  # a sharded index's partition: its shard, as counters show one
+            parts[-1] += f"#s{text}"
+        else:
+            parts.append(text)
+    values = " / ".join(parts)
     where = table_name(table) + (f".{index}" if index else "")
     return f"{where} {values}"
 
@@ -86,6 +98,17 @@ class KeyLoad:
     def shared(self, units: Counter[str]) -> Counter[str]:
         """The keys any event may write: the ones that set the ceiling."""
         return Counter({name: n for name, n in units.items() if entity_of(name) is None})
+
+    def per_partition(self, units: Counter[str]) -> Counter[str]:
+        """Units per partition: a sharded index's shards each take an even share of their total
+        (named ``...#s*``), every other key as measured."""
+        spread: Counter[str] = Counter()
+        for name, n in units.items():
+            if is_index(name) and _SHARD.search(name):
+                spread[logical_name(name)] += n / INDEX_SHARDS  # type: ignore[assignment]  # units are fractional
+            else:
+                spread[name] += n
+        return spread
 
     def by_counter(self, units: Counter[str]) -> Counter[str]:
         """Units per logical counter (a day's shards together)."""
@@ -118,7 +141,7 @@ def ceiling(load: KeyLoad, events: int, *, indexes: bool = True) -> Ceiling | No
         ("write", load.writes, PARTITION_WRITE_UNITS),
         ("read", load.reads, PARTITION_READ_UNITS),
     ):
-        shared = load.shared(units)
+        shared = load.per_partition(load.shared(units))
         busiest = Counter({k: n for k, n in shared.items() if indexes or not is_index(k)}).most_common(1)
         if busiest:
             name, total = busiest[0]

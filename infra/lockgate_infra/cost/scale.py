@@ -21,7 +21,8 @@ SECONDS_PER_MONTH = 30 * 86_400
 
 def busiest(load: KeyLoad, events: int, *, index: bool) -> tuple[str, float]:
     """The busiest shared item key (or index partition) and its write units per event."""
-    keys = Counter({k: n for k, n in load.shared(load.writes).items() if is_index(k) == index})
+    shared = load.per_partition(load.shared(load.writes))
+    keys = Counter({k: n for k, n in shared.items() if is_index(k) == index})
     found = keys.most_common(1)
     return (found[0][0], found[0][1] / events) if found else ("none", 0.0)
 

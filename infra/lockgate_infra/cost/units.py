@@ -29,6 +29,7 @@ class Index:
     keys: tuple[str, ...]
     projected: frozenset[str] | None
     name: str = ""
+    partition_keys: int = 1  # the first this many keys make the partition (a multi-attribute key)
 
 
 @dataclass(frozen=True)
@@ -101,8 +102,8 @@ def index_writes(
 
 
 def _index_key(index: Index, entry: Item) -> dict[str, Any]:
-    """The entry's partition in the index: its hash key (an index's item collection is one key)."""
-    return {index.keys[0]: entry[index.keys[0]]}
+    """The entry's partition in the index: its partition key's attributes (hashed together)."""
+    return {key: entry[key] for key in index.keys[: index.partition_keys]}
 
 
 def _entry(table: Table, index: Index, item: Item | None) -> dict[str, Any] | None:
@@ -148,6 +149,7 @@ def _index(described: Mapping[str, Any]) -> Index:
     projection = described.get("Projection", {})
     keys = tuple(k["AttributeName"] for k in described["KeySchema"])
     name = str(described.get("IndexName", ""))
+    partition = sum(1 for k in described["KeySchema"] if k["KeyType"] == "HASH")
     if projection.get("ProjectionType", "ALL") == "ALL":
-        return Index(keys, None, name)
-    return Index(keys, frozenset(projection.get("NonKeyAttributes", [])), name)
+        return Index(keys, None, name, partition)
+    return Index(keys, frozenset(projection.get("NonKeyAttributes", [])), name, partition)

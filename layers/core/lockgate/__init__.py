@@ -23,7 +23,7 @@ Packages, each importing only from those below it (``tests/unit/test_layers.py``
     webhooks            the signature schemes and delivery identity
     foundations         clock, errors, config, settings, secrets, dynamo, telemetry, tracing, http,
                         freshness, restore, schema, exports, declared (a workflow's AWS resources), shards
-                        (shared counters spread over item keys)
+                        (shared counters spread over item keys), index_shards (status indexes too)
 
 Names load on first use, so importing a submodule (the receiver imports ``lockgate.inbox.receipt``)
 never pays for pydantic or the agent.

@@ -18,16 +18,18 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from lockgate.actions.tools import OutcomeUnknown, ToolError
 from lockgate.clock import Clock
-from lockgate.dynamo import error_code, read_page, write_if
+from lockgate.dynamo import error_code, write_if
 from lockgate.errors import Deferred, LockgateError, StoreUnavailable
+from lockgate.index_shards import ShardedIndex, index_shard, shard_attribute
 from lockgate.schema import check_readable, stamped
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 RETENTION_SECONDS = 90 * 86_400
-# Sparse: only IN_PROGRESS and UNKNOWN entries carry ``open_state`` (the reconcile job's worklist).
-OPEN_INDEX = "open-operations"
+# Sparse: only IN_PROGRESS and UNKNOWN entries carry ``open_state`` (the reconcile job's worklist);
+# its partitions are a state and the shard the entry's key hashes to.
+OPEN_INDEX = "open-operations-sharded"
 
 
 class OpState(StrEnum):
@@ -150,10 +152,12 @@ class Ledger:
             self._db.update_item,
             TableName=self._table,
             Key=item_key(op_key),
-            UpdateExpression="SET #st = :unknown, open_state = :unknown, updated_at = :now, #err = :why",
+            UpdateExpression="SET #st = :unknown, open_state = :unknown, index_shard = :index_shard, "
+            "updated_at = :now, #err = :why",
             ConditionExpression="#st = :running AND lease_expires_at < :now",
             ExpressionAttributeNames={"#st": "state", "#err": "error"},
             ExpressionAttributeValues={
+                ":index_shard": {"N": str(index_shard(op_key))},
                 ":unknown": {"S": OpState.UNKNOWN.value},
                 ":running": {"S": OpState.IN_PROGRESS.value},
                 ":now": {"N": str(now)},
@@ -164,15 +168,9 @@ class Ledger:
     def open_page(
         self, state: OpState, start: dict[str, Any] | None = None, limit: int = 50
     ) -> tuple[list[Operation], dict[str, Any] | None]:
-        """One page of IN_PROGRESS or UNKNOWN entries, oldest first, and where the next page starts."""
-        items, after = read_page(
-            self._db.query,
-            start,
-            TableName=self._table,
-            IndexName=OPEN_INDEX,
-            KeyConditionExpression="open_state = :s",
-            ExpressionAttributeValues={":s": {"S": state.value}},
-            Limit=limit,
+        """One page of IN_PROGRESS or UNKNOWN entries (oldest first in each shard), and the next start."""
+        items, after = ShardedIndex(self._table, OPEN_INDEX, "opened_at").page(
+            self._db.query, start, "open_state = :s", {":s": {"S": state.value}}, limit=limit
         )
         return [Operation.from_item(item) for item in items], after
 
@@ -214,6 +212,7 @@ class Ledger:
                 "state": {"S": OpState.IN_PROGRESS.value},
                 "open_state": {"S": OpState.IN_PROGRESS.value},
                 "opened_at": {"N": str(now)},  # the open index's sort key (a name no other State item uses)
+                **shard_attribute(op_key),
                 "owner": {"S": owner},
                 "lease_expires_at": {"N": str(now + self._lease_seconds)},
                 "created_at": {"N": str(now)},
@@ -276,8 +275,9 @@ class Ledger:
             sets.append("#err = :error")
         # UNKNOWN stays in the open index for the reconcile job; a settled entry leaves it.
         removes = ["lease_expires_at"]
-        if state is OpState.UNKNOWN:
-            sets.append("open_state = :state")
+        if state is OpState.UNKNOWN:  # an entry from before the index was sharded joins it too
+            sets += ["open_state = :state", "index_shard = :index_shard"]
+            values[":index_shard"] = {"N": str(index_shard(op_key))}
         else:
             removes.append("open_state")
         try:

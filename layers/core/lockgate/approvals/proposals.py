@@ -185,18 +185,3 @@ class ProposalStore:
             Limit=limit,
         )
         return [Proposal.from_item(i) for i in items], after
-
-    def recent(self, task: str, since: int, limit: int = 100) -> list[Proposal]:
-        """A task's proposals created since ``since``, newest first."""
-        try:
-            response = self._db.query(
-                TableName=self._table,
-                IndexName="by-created",
-                KeyConditionExpression="task = :t AND created_at >= :since",
-                ExpressionAttributeValues={":t": {"S": task}, ":since": {"N": str(since)}},
-                ScanIndexForward=False,
-                Limit=limit,
-            )
-        except (ClientError, BotoCoreError) as exc:
-            raise StoreUnavailable(type(exc).__name__) from exc
-        return [Proposal.from_item(i) for i in response.get("Items", [])]

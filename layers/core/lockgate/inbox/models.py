@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from lockgate.index_shards import index_shard
+
 
 class Status(StrEnum):
     """Where a delivery is in its life."""
@@ -63,6 +65,7 @@ class Delivery:
             "attempts": self.attempts,
             "body_sha256": self.body_sha256,
             "body_bytes": self.body_bytes,
+            "index_shard": index_shard(self.pk),  # its partition in the by-status-sharded index
         }
         optional = {
             "event_time": self.event_time,

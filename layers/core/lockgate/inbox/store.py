@@ -7,14 +7,17 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from lockgate.dynamo import conditional_failed, count_all, error_code, read_page, write_if
+from lockgate.dynamo import conditional_failed, error_code, write_if
 from lockgate.errors import Deferred, DeliveryNotFound, LeaseLost, NotClaimable, StoreUnavailable
 from lockgate.inbox.models import Delivery, Status, to_attribute
+from lockgate.index_shards import ShardedIndex
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-STATUS_INDEX = "by-status"
+STATUS_INDEX = "by-status-sharded"
+BY_STATUS = "#s = :s"
+_STATUS = {"#s": "status"}
 MAX_ERROR_CHARS = 500
 
 
@@ -32,6 +35,7 @@ class InboxStore:
     def __init__(self, dynamodb: DynamoDBClient, table_name: str) -> None:
         self._db = dynamodb
         self._table = table_name
+        self._by_status = ShardedIndex(table_name, STATUS_INDEX, "received_at")
 
     def put_new(self, delivery: Delivery) -> Stored:
         """Store a delivery unless its key exists; a duplicate costs no second read."""
@@ -183,19 +187,15 @@ class InboxStore:
         self, status: Status, limit: int = 50, *, oldest_first: bool = False
     ) -> list[Delivery]:
         """The newest (or oldest) deliveries in one status."""
-        try:
-            response = self._db.query(
-                TableName=self._table,
-                IndexName=STATUS_INDEX,
-                KeyConditionExpression="#s = :s",
-                ExpressionAttributeNames={"#s": "status"},
-                ExpressionAttributeValues={":s": {"S": status.value}},
-                ScanIndexForward=oldest_first,
-                Limit=limit,
-            )
-        except (ClientError, BotoCoreError) as exc:
-            raise StoreUnavailable(type(exc).__name__) from exc
-        return [Delivery.from_item(item) for item in response.get("Items", [])]
+        items = self._by_status.newest(
+            self._db.query,
+            BY_STATUS,
+            {":s": {"S": status.value}},
+            names=_STATUS,
+            limit=limit,
+            oldest_first=oldest_first,
+        )
+        return [Delivery.from_item(item) for item in items]
 
     def page_by_status(
         self,
@@ -205,21 +205,14 @@ class InboxStore:
         start: dict[str, Any] | None = None,
         limit: int = 50,
     ) -> tuple[list[Delivery], dict[str, Any] | None]:
-        """One page of a status, oldest first, and where the next page starts (None at the end)."""
-        condition, values = "#s = :s", {":s": {"S": status.value}}
+        """One page of a status (oldest first within each index shard), and where the next page
+        starts (None at the end)."""
+        values: dict[str, Any] = {":s": {"S": status.value}}
+        sort = ""
         if received_before is not None:
-            condition += " AND received_at < :before"
-            values[":before"] = {"N": str(received_before)}
-        items, after = read_page(
-            self._db.query,
-            start,
-            TableName=self._table,
-            IndexName=STATUS_INDEX,
-            KeyConditionExpression=condition,
-            ExpressionAttributeNames={"#s": "status"},
-            ExpressionAttributeValues=values,
-            ScanIndexForward=True,
-            Limit=limit,
+            sort, values[":before"] = "received_at < :before", {"N": str(received_before)}
+        items, after = self._by_status.page(
+            self._db.query, start, BY_STATUS, values, sort=sort, limit=limit, names=_STATUS
         )
         return [Delivery.from_item(item) for item in items], after
 
@@ -245,17 +238,9 @@ class InboxStore:
         )
 
     def count_by_status(self) -> dict[Status, int]:
-        """How many deliveries are in each status (paged COUNT queries on the index)."""
+        """How many deliveries are in each status (paged COUNT queries on every index shard)."""
         return {
-            status: count_all(
-                self._db.query,
-                TableName=self._table,
-                IndexName=STATUS_INDEX,
-                Select="COUNT",
-                KeyConditionExpression="#s = :s",
-                ExpressionAttributeNames={"#s": "status"},
-                ExpressionAttributeValues={":s": {"S": status.value}},
-            )
+            status: self._by_status.count(self._db.query, BY_STATUS, {":s": {"S": status.value}}, _STATUS)
             for status in Status
         }
 
