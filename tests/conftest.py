@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import os
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE = ROOT / "template.yaml"
+LOOPBACK_URLS = ("http://127.0.0.1:", "http://localhost:")  # a local stack's moto: no account behind it
 
 
 def _is_loopback(address: Any) -> bool:
@@ -87,8 +89,12 @@ def _aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
         "POWERTOOLS_TRACE_DISABLED": "true",
     }.items():
         monkeypatch.setenv(name, value)
-    for name in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "ANTHROPIC_API_KEY"):
+    for name in ("AWS_PROFILE", "ANTHROPIC_API_KEY"):
         monkeypatch.delenv(name, raising=False)
+    # A module's local stack points its functions at its moto on loopback (set before this runs);
+    # taking that away mid-test sent a function's first client to AWS's real endpoint.
+    if not os.environ.get("AWS_ENDPOINT_URL", "").startswith(LOOPBACK_URLS):
+        monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
 
 
 @pytest.fixture(scope="session")

@@ -140,6 +140,9 @@ def shop(aws: Aws, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Shop:
 
 
 def lockgate(shop: Shop, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    # What the setup printed is not the command's: the functions' JSON log lines land on stdout
+    # when an earlier test in this process left the "lockgate" logger a handler.
+    capsys.readouterr()
     code = cli.main(["approvals", "audit", *args, "--config", str(shop.config_path)])
     captured = capsys.readouterr()
     return code, captured.out, captured.err
