@@ -6,8 +6,12 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from pathlib import Path
 
 from lockgate_infra.chaos.run import run_seed, table
+from lockgate_infra.workflow_path import first_on_path
+
+ROOT = Path(__file__).resolve().parents[3]  # the checkout: its workflows/ packages run in the world
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -19,9 +23,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.disable(logging.CRITICAL)  # the functions log every injected fault; the table is the output
     rows = []
-    for seed in range(args.first, args.first + args.seeds):
-        rows.append(run_seed(seed, events=args.events))
-        print(f"seed {seed}: {len(rows[-1].verdict.violations)} violations", file=sys.stderr, flush=True)
+    with first_on_path(ROOT / "workflows"):  # as the CLI does: make chaos needs no PYTHONPATH
+        for seed in range(args.first, args.first + args.seeds):
+            rows.append(run_seed(seed, events=args.events))
+            print(f"seed {seed}: {len(rows[-1].verdict.violations)} violations", file=sys.stderr, flush=True)
     print(table(rows))
     violations = [(row.seed, v) for row in rows for v in row.verdict.violations]
     for seed, violation in violations:
