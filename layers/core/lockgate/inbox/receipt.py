@@ -109,17 +109,17 @@ class Receiver:
             "lockgate.event_type": identity.event_type,
         }
         with tracing.span(f"receive {name}", attributes=attributes):
-            return self._store(source.config, identity, body, request.headers, int(now))
+            return self._store(source.config, identity, pk, body, request.headers, int(now))
 
     def _store(
         self,
         source: SourceConfig,
         identity: DeliveryIdentity,
+        pk: str,
         body: bytes,
         headers: Mapping[str, str],
         now: int,
     ) -> HttpResponse:
-        pk = delivery_key(source.name, identity.delivery_id)
         inline = len(body) <= self._config.inbox.max_item_body_bytes
         delivery = Delivery(
             pk=pk,
