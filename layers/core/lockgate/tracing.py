@@ -56,6 +56,14 @@ def span(
     return _otel_span(name, kind, parent, attributes or {})
 
 
+def tool_span(tool: str, attributes: Attributes) -> AbstractContextManager[Any]:
+    """An ``execute_tool {tool}`` span (GenAI conventions), with ``attributes`` besides the tool's."""
+    return span(
+        f"execute_tool {tool}",
+        attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool, **attributes},
+    )
+
+
 def annotate(attributes: Attributes) -> None:
     """Set attributes on the current span (``None`` values are left out)."""
     if not enabled():

@@ -94,14 +94,8 @@ class ToolCalls:
         screened before this run's guard rules on anything but a read (``screen_pending``).
         """
         name, call_id = str(call.get("name", ""))[:64], str(call.get("id", ""))[:64]
-        attributes = {
-            "gen_ai.operation.name": "execute_tool",
-            "gen_ai.tool.name": name,
-            "gen_ai.tool.call.id": call_id,
-            "gen_ai.tool.type": "function",
-            "lockgate.run.id": run.run_id,
-        }
-        with tracing.span(f"execute_tool {name}", attributes=attributes):
+        call_attributes = {"gen_ai.tool.call.id": call_id, "gen_ai.tool.type": "function"}
+        with tracing.tool_span(name, {**call_attributes, "lockgate.run.id": run.run_id}):
             result, entry = self._answer(task, run, call, state, reply_text, ask)
             tracing.annotate(
                 {"lockgate.guard.check": entry.get("check"), "lockgate.tool.outcome": entry.get("outcome")}

@@ -153,13 +153,11 @@ class ApprovalExecutor:
     ) -> str:
         """The approved call (as its current version), in an ``execute_tool`` span of the delivery's trace."""
         attributes: tracing.Attributes = {
-            "gen_ai.operation.name": "execute_tool",
-            "gen_ai.tool.name": proposal.tool,
             "lockgate.approval.id": proposal.approval_id,
             "lockgate.approval.version": current.n,
             "lockgate.approval.approvers": approvers,
         }
-        with tracing.span(f"execute_tool {proposal.tool}", attributes=attributes):
+        with tracing.tool_span(proposal.tool, attributes):
             return self._execute(task, proposal, current, approvers, approved_at)
 
     def _execute(
