@@ -139,6 +139,27 @@ def test_step_limit(rig: AgentRig) -> None:
     assert outcome.status == "step_limit" and rig.stub.calls == 3
 
 
+def test_given_a_run_that_spent_its_budget_then_it_stops_before_the_next_model_step(rig: AgentRig) -> None:
+    # Given a model that keeps calling tools, and a task whose runs may spend less than one step costs
+    rig.stub.set_model(Scripted([tools_turn(use(f"t{i}", "lookup", {"item_id": "I-123"})) for i in range(5)]))
+    task = make_task(Effects(), max_steps=5, budget_usd=0.000001)
+    # When it runs
+    outcome = rig.loop().run(task, event(), DEADLINE)
+    # Then the first step ran and was answered, and no second model call was made
+    assert (outcome.status, rig.stub.calls) == ("budget_limit", 1)
+    assert outcome.summary.startswith("stopped after 1 steps: the run spent $0.0")
+    assert outcome.summary.endswith("its budget is $0.00 (Task.budget_usd)")
+    run = rig.runs().get("github#d-1")
+    assert run is not None and run.status == "budget_limit"
+    assert [s.kind for s in run.steps][:2] == ["model", "tools"]
+
+
+def test_given_a_budget_the_run_stays_within_then_it_runs_to_its_step_limit(rig: AgentRig) -> None:
+    rig.stub.set_model(Scripted([tools_turn(use(f"t{i}", "lookup", {"item_id": "I-123"})) for i in range(5)]))
+    outcome = rig.loop().run(make_task(Effects(), max_steps=3, budget_usd=5.0), event(), DEADLINE)
+    assert (outcome.status, rig.stub.calls) == ("step_limit", 3)
+
+
 def test_after_reading_untrusted_content_a_risky_tool_needs_a_person(rig: AgentRig) -> None:
     # Given a page that tells the agent to pay, read in this run
     effects = Effects()

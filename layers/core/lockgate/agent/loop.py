@@ -43,7 +43,7 @@ class RunOutcome:
     """How a run ended."""
 
     run_id: str
-    status: str  # completed | gave_up | refused | step_limit | needs_person | skipped
+    status: str  # completed | gave_up | refused | step_limit | budget_limit | needs_person | skipped
     summary: str
 
 
@@ -133,8 +133,7 @@ class AgentLoop:
         if isinstance(start := task.start(event, task.services), Skip):  # no run, no model call
             return RunOutcome(event.delivery.pk, "skipped", start.reason)
         run = self._runs.open(event.delivery.pk, task.name, event.delivery.pk)
-        state = RunState(start.facts)
-        totals, prices = Totals(self._prices), self._prices
+        state, totals, prices = RunState(start.facts), Totals(self._prices), self._prices
         tools = [t.schema() for t in task.tools]
         cache_ttl = task.prompt_cache_ttl(prefix_tokens(task.system_prompt(), tools), prices)
         prompt = start.prompt
@@ -161,6 +160,8 @@ class AgentLoop:
                 continue
             if model_steps == task.max_steps:
                 break
+            if model_steps and (over := _over_budget(task, totals, model_steps)):  # the run's own cap
+                return self._finish(run, "budget_limit", over, totals, state)
             model_steps += 1
             try:
                 reply = self._reply(
@@ -269,6 +270,16 @@ class AgentLoop:
             self._rollup.add_run(run.run_id, run.task, totals.since_mark())
         self._metrics.add_metric(name=f"Run_{status}", unit="Count", value=1)
         return RunOutcome(run.run_id, status, summary)
+
+
+def _over_budget(task: Task, totals: Totals, steps: int) -> str | None:
+    """Why the run stops here, once it has spent its budget (``Task.budget_usd``); None: it goes on."""
+    if totals.cost_usd < task.budget_usd:
+        return None
+    return (
+        f"stopped after {steps} steps: the run spent ${totals.cost_usd:.4f}, "
+        f"its budget is ${task.budget_usd:.2f} (Task.budget_usd)"
+    )
 
 
 def _cacheable(task: Task) -> bool:

@@ -30,10 +30,10 @@ from lockgate.inbox.routing import InboxEvent, TaskContext
 from lockgate.inbox.store import InboxStore
 from lockgate.telemetry import Log, Metrics
 
-# How a run ended that a decision can continue: it ended its turn, or ran out of steps (then the
-# decision is recorded and the run ends again at once, saying so). A reply cut off, a refusal or a
-# request nobody could read ended it in a way a tool result cannot follow.
-RESUMABLE = frozenset({"completed", "step_limit"})
+# How a run ended that a decision can continue: it ended its turn, or ran out of steps or budget
+# (then the decision is recorded and the run ends again at once, saying so). A reply cut off, a
+# refusal or a request nobody could read ended it in a way a tool result cannot follow.
+RESUMABLE = frozenset({"completed", "step_limit", "budget_limit"})
 WAIT_SECONDS = 60  # a run still going usually ends within a minute
 
 

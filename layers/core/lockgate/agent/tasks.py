@@ -116,8 +116,9 @@ class Task:
     """The most output tokens one model step may produce (the request's ``max_tokens``)."""
 
     budget_usd: float = 0.50
-    """Not enforced: nothing reads it yet. A task's spend cap is ``[budget.tasks]`` in lockgate.toml
-    (dollars per UTC day)."""
+    """Dollars one run may spend on the model: before each model step after the first, a run that has
+    spent this much ends as "budget_limit" (so it goes over by at most its last step). A task's spend
+    per UTC day is capped apart, by ``[budget.tasks]`` in lockgate.toml."""
 
     max_input_tokens: int | None = None
     """Refuse (before sending) a prompt larger than this many input tokens, setting the delivery aside;
