@@ -771,6 +771,7 @@ def test_given_template_parameters_then_defaults_match_the_documented_ones(sam_t
         "OldestDeliveryAlarmSeconds": 1800,
         "SignatureRejectionAlarmCount": 20,
         "BlockedToolAlarmCount": 5,
+        "RefusedClickAlarmCount": 10,
     }
 
 
@@ -1196,6 +1197,7 @@ CUSTOM_ALARMS = {
     "SignatureRejectionBurst": "SignatureRejected",
     "BlockedToolBurst": "ToolCallBlocked",
     "PendingApprovalsPilingUp": "ApprovalFloodRefused",
+    "RefusedApprovalClicks": "ApprovalClickRefused",
     "WebhookSecretUnavailable": "SecretUnavailable",
 }
 
