@@ -196,6 +196,8 @@ def test_given_each_state_then_the_message_text_says_what_its_blocks_say(
     assert ('"type": "actions"' in json.dumps(blocks)) is buttons
     header = blocks[0]["text"]["text"]
     assert header.startswith("*Approval needed*" if buttons else f"*{state.value.capitalize()}*")
+    # Only while it waits does the message say nothing has happened; decided, its outcome line says
+    assert ("Nothing has happened yet." in json.dumps(blocks)) is (state is State.PENDING)
 
 
 def test_given_an_edited_version_then_the_message_shows_its_changes_and_its_buttons_decide_it() -> None:

@@ -115,7 +115,7 @@ def outcome_blocks(
     edits: Sequence[Version] = (),
 ) -> list[dict[str, Any]]:
     """The message once decided: the same facts, the outcome where the buttons were."""
-    facts = _facts(proposal, reviewers, header, edits)
+    facts = _facts(proposal, reviewers, header, edits, decided=True)
     return [*facts, {"type": "section", "text": _mrkdwn(f"*{escape(line)}*")}]
 
 
@@ -177,12 +177,19 @@ _HEADERS = {State.APPROVED: "Approved", State.REJECTED: "Rejected", State.EXPIRE
 
 
 def _facts(
-    proposal: Proposal, reviewers: Sequence[Reviewer], header: str, edits: Sequence[Version] = ()
+    proposal: Proposal,
+    reviewers: Sequence[Reviewer],
+    header: str,
+    edits: Sequence[Version] = (),
+    *,
+    decided: bool = False,
 ) -> list[dict[str, Any]]:
     why = "\n".join(f"• {escape(reason)}" for reason in proposal.why) or "• a person must approve this tool"
+    # Pending, it has not happened; decided, the outcome line below says what becomes of it.
+    summary = f"*{escape(proposal.summary)}*" + ("" if decided else "\nNothing has happened yet.")
     blocks: list[dict[str, Any]] = [
         {"type": "section", "text": _mrkdwn(f"*{header}* ({escape(proposal.task)})")},
-        {"type": "section", "text": _mrkdwn(f"*{escape(proposal.summary)}*\nNothing has happened yet.")},
+        {"type": "section", "text": _mrkdwn(summary)},
         {"type": "section", "text": _mrkdwn(f"Why a person is asked:\n{why}")},
     ]
     reason = proposal.unverified_reason.strip()
