@@ -78,5 +78,6 @@ def test_the_slack_message_its_edit_modal_and_the_edited_outcome_and_their_scree
     assert (
         "Edited by alice at " in text and "amount 80.00 → 40.00" in text and "Approved by alice at " in text
     )
+    assert "Nothing has happened yet." not in text
     assert "Approve changes" not in text and "Reject" not in text
     assert _save_screenshot(browser, shots["approved"]).startswith(b"\x89PNG")
