@@ -353,6 +353,9 @@ def test_edit_approves_a_changed_amount_as_a_new_version_and_show_prints_the_dif
     code, out, _ = lockgate(stack, capsys, "approvals", "show", proposal.approval_id)
     assert "PENDING" in out and "edited:     version 1 by bob" in out and "amount 80.00 -> 40.00" in out
     assert '"amount": "40.00"' in out and "bob  approve version 1" in out
+    # The proposed arguments are not called what will run: the edited version is
+    assert "exactly what will run" not in out
+    assert "arguments as proposed (an edited version below replaces them):" in out
     code, out, _ = lockgate(stack, capsys, "approvals", "show", proposal.approval_id, "--json")
     shown = json.loads(out)
     assert shown["versions"][0]["changes"] == {"amount": {"from": "80.00", "to": "40.00"}}

@@ -67,7 +67,10 @@ def details(status: ProposalStatus, config: ApprovalsConfig | None) -> str:
         f"{p.approval_id}  {p.tool}  {status.state.value.upper()}",
         f"summary:    {clean(p.summary)}",
         f"task:       {clean(p.task)}   run: {clean(p.run_id)}   requested by: {clean(p.requester)}",
-        "arguments (exactly what will run):",
+        # Edited, the current version runs, not these (it follows the edits below).
+        "arguments as proposed (an edited version below replaces them):"
+        if status.versions
+        else "arguments (exactly what will run):",
         *(f"  {clean(line)}" for line in json.dumps(p.args, indent=2, ensure_ascii=False).splitlines()),
         "unverified — the assistant's own words, not checked:",
         f"  {clean(p.unverified_reason) or '(none)'}",
