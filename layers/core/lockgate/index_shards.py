@@ -84,8 +84,8 @@ class ShardedIndex:
 
         The cursor is ``{"shard": n, "after": <key>}``; one without ``shard`` (saved before the
         index was sharded) starts from the first shard."""
-        shard = int((start or {}).get("shard", 0))
-        after = (start or {}).get("after") if start and "shard" in start else None
+        resumed = start if start and "shard" in start else {}
+        shard, after = int(resumed.get("shard", 0)), resumed.get("after")
         while shard < INDEX_SHARDS:
             request = self._request(shard, partition, values, sort, names)
             items, after = read_page(query, after, **request, ScanIndexForward=True, Limit=limit)

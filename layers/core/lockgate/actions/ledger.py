@@ -20,7 +20,7 @@ from lockgate.actions.tools import OutcomeUnknown, ToolError
 from lockgate.clock import Clock
 from lockgate.dynamo import error_code, write_if
 from lockgate.errors import Deferred, LockgateError, StoreUnavailable
-from lockgate.index_shards import ShardedIndex, index_shard, shard_attribute
+from lockgate.index_shards import ShardedIndex, shard_attribute
 from lockgate.schema import check_readable, stamped
 
 if TYPE_CHECKING:
@@ -100,6 +100,7 @@ class Ledger:
         self._table = table_name
         self._clock = clock
         self._lease_seconds = lease_seconds
+        self._open = ShardedIndex(table_name, OPEN_INDEX, "opened_at")
 
     def execute(
         self,
@@ -152,12 +153,10 @@ class Ledger:
             self._db.update_item,
             TableName=self._table,
             Key=item_key(op_key),
-            UpdateExpression="SET #st = :unknown, open_state = :unknown, index_shard = :index_shard, "
-            "updated_at = :now, #err = :why",
+            UpdateExpression="SET #st = :unknown, open_state = :unknown, updated_at = :now, #err = :why",
             ConditionExpression="#st = :running AND lease_expires_at < :now",
             ExpressionAttributeNames={"#st": "state", "#err": "error"},
             ExpressionAttributeValues={
-                ":index_shard": {"N": str(index_shard(op_key))},
                 ":unknown": {"S": OpState.UNKNOWN.value},
                 ":running": {"S": OpState.IN_PROGRESS.value},
                 ":now": {"N": str(now)},
@@ -169,7 +168,7 @@ class Ledger:
         self, state: OpState, start: dict[str, Any] | None = None, limit: int = 50
     ) -> tuple[list[Operation], dict[str, Any] | None]:
         """One page of IN_PROGRESS or UNKNOWN entries (oldest first in each shard), and the next start."""
-        items, after = ShardedIndex(self._table, OPEN_INDEX, "opened_at").page(
+        items, after = self._open.page(
             self._db.query, start, "open_state = :s", {":s": {"S": state.value}}, limit=limit
         )
         return [Operation.from_item(item) for item in items], after
@@ -275,9 +274,8 @@ class Ledger:
             sets.append("#err = :error")
         # UNKNOWN stays in the open index for the reconcile job; a settled entry leaves it.
         removes = ["lease_expires_at"]
-        if state is OpState.UNKNOWN:  # an entry from before the index was sharded joins it too
-            sets += ["open_state = :state", "index_shard = :index_shard"]
-            values[":index_shard"] = {"N": str(index_shard(op_key))}
+        if state is OpState.UNKNOWN:
+            sets.append("open_state = :state")
         else:
             removes.append("open_state")
         try:
