@@ -164,8 +164,7 @@ def _task() -> Any:
     """The one task every event runs: a read-only tool, CALLS_PER_RUN model calls."""
     from pydantic import BaseModel
 
-    from lockgate.actions.tools import RunFacts, Tool
-    from lockgate.agent.tasks import Start, Task
+    from lockgate import RunFacts, Start, Task, Tool
 
     class NoteArgs(BaseModel):
         n: int

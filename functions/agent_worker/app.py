@@ -13,6 +13,7 @@ from typing import Any
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import EphemeralMetrics
 
+from lockgate.approvals.version_checks import is_check
 from lockgate.config import load_config
 from lockgate.inbox.batch import QueueRecord, process_batch
 from lockgate.inbox.queue import decode_pointer
@@ -64,7 +65,13 @@ def record_handler(record: QueueRecord, lambda_context: Any) -> str:
 @metrics.log_metrics
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    """Process a batch; failed items are reported so SQS redelivers only those (never the whole batch)."""
+    """Process a batch; failed items are reported so SQS redelivers only those (never the whole batch).
+
+    A direct invocation from the approval side asks whether an edited version would run (it reads,
+    never writes): answered by ``parts.checks``.
+    """
+    if is_check(event) and parts.checks is not None:
+        return parts.checks.answer(event)
     return process_batch(
         event,
         lambda record: record_handler(record, context),

@@ -6,7 +6,7 @@ import threading
 import time
 from collections.abc import Callable
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
 
 class Serving:
@@ -27,6 +27,43 @@ class Serving:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.stop()
+
+
+class ThreadedServer(Serving):
+    """A loopback server answering from a daemon thread (the gateway, the Lambda API, moto).
+
+    A subclass's ``start`` makes its server (anything with ``serve_forever``, ``shutdown``,
+    ``server_close`` and ``server_address``) and hands it to ``serve``; ``stop`` and ``url`` are here.
+    """
+
+    thread_name = "server"
+    _server: Any = None
+    _thread: threading.Thread | None = None
+
+    def serve(self, server: Any) -> None:
+        """Serve ``server`` in a daemon thread until ``stop``."""
+        self._server = server
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.05}, name=self.thread_name, daemon=True
+        )
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:PORT``."""
+        if self._server is None:
+            raise RuntimeError(f"the {self.thread_name} is not running")
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def stop(self) -> None:
+        """Stop serving and wait for the thread."""
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._server, self._thread = None, None
 
 
 class Activity:

@@ -11,13 +11,16 @@ from typing import Any
 
 import pytest
 
-from lockgate.actions.tools import RunFacts, Tool, Verdict
+from lockgate.actions.facts import RunFacts
+from lockgate.actions.tools import Tool, Verdict
 from lockgate.approvals.decisions import Choice, DecisionOutcome
+from lockgate.approvals.refusals import RefusalLog
 from lockgate.approvals.versions import EditRefused
 from lockgate.config import ApprovalsConfig, ToolApproval
 from tests.agent.conftest import AgentRig
 from tests.agent.test_approvals import CONFIG, Approvals, decisions_table
 from tests.agent.toolkit import Effects, make_task, make_tools
+from tests.support import LOG
 
 TWO_PERSON = ApprovalsConfig(
     reviewers=CONFIG.reviewers, tools={"pay": ToolApproval(roles=("payments",), reviewers_required=2)}
@@ -37,7 +40,6 @@ def editable_flow(rig: AgentRig, config: ApprovalsConfig = CONFIG) -> Approvals:
     ]
     flow = Approvals(rig, effects, config)
     flow.task = make_task(effects, tools=tools)
-    flow.executor._tasks = {flow.task.name: flow.task}  # noqa: SLF001 - the rig's executor, same task
     return flow
 
 
@@ -90,7 +92,8 @@ def test_a_reviewer_approves_a_smaller_refund_and_exactly_the_edited_amount_is_p
         and "Already approved" in after.body
         and "<del>80.0</del> → <ins>40.0</ins>" in after.body
     )
-    assert "A reviewer&#x27;s edit was approved; what became of the edited call is in" in after.body
+    # And what ran is the edited call, under the key the worker's check gave it
+    assert "<strong>pay $40.00</strong>" in after.body and "It ran at" in after.body
 
 
 def test_an_edit_needs_the_other_reviewer_again_and_earlier_approvals_do_not_carry_over(
@@ -121,23 +124,59 @@ def test_an_edit_needs_the_other_reviewer_again_and_earlier_approvals_do_not_car
     assert "approved by alice, bob" in outcome and [p["amount"] for p in flow.effects.paid] == [60.0]
 
 
-def test_an_edit_the_hard_policy_refuses_is_recorded_but_never_runs(rig: AgentRig) -> None:
+def test_an_edit_the_hard_policy_refuses_is_refused_when_made_and_kept_as_a_refusal(rig: AgentRig) -> None:
     # Given a payment waiting for a person
     flow = editable_flow(rig)
     approval_id = flow.propose_payment(80)
+    db, table = flow.rig.aws.client("dynamodb"), flow.rig.aws.names["DecisionsTable"]
+    flow.desk.refusals = RefusalLog(db, table, flow.rig.clock, LOG, flow.rig.metrics)  # as deployed
     # When a reviewer raises it above what the tool's policy allows
-    assert post_edit(flow, approval_id, "alice", amount="900").status == 200
-    # Then the worker checks the edited call again and nothing is paid
+    page = post_edit(flow, approval_id, "alice", amount="900")
+    # Then the worker's check refuses it at once, saying why, and nothing is recorded but the refusal
+    assert (
+        page.status == 422
+        and "payments are at most $500" in page.body
+        and "Nothing was recorded" in page.body
+    )
+    stored = rows(flow)
+    assert not [k for k in stored if k.startswith("#v") or k == "alice#v1" or k == "#state"]
+    (refusal,) = [i for k, i in stored.items() if k.startswith("refused#")]
+    assert (refusal["channel"]["S"], refusal["why"]["S"]) == ("link", "edit-refused")
+    assert flow.execute_all() == [] and flow.effects.paid == []
+
+
+def test_an_edit_that_passed_is_still_refused_by_the_worker_if_the_facts_changed_before_it_ran(
+    rig: AgentRig,
+) -> None:
+    # Given an edit within the policy's limit, approved
+    limit = {"max": 500}
+
+    def within_limit(args: Any, facts: RunFacts) -> Verdict:
+        return (
+            Verdict.deny(f"payments are at most ${limit['max']}")
+            if args.amount > limit["max"]
+            else Verdict.allow()
+        )
+
+    flow = editable_flow(rig)
+    flow.task = replace(
+        flow.task,
+        tools=[replace(t, policies=(within_limit,)) if t.name == "pay" else t for t in flow.task.tools],
+    )
+    approval_id = flow.propose_payment(80)
+    assert post_edit(flow, approval_id, "alice", amount="300").status == 200
+    # When the limit drops before the worker runs it
+    limit["max"] = 100
+    # Then the worker's own check, the last line, refuses it and nothing is paid
     (outcome,) = flow.execute_all()
-    assert outcome == "not run: refused by policy now: payments are at most $500"
-    assert flow.effects.paid == []
+    assert outcome == "not run: refused by policy: payments are at most $100" and flow.effects.paid == []
 
 
 @pytest.mark.parametrize(
     ("changes", "why"),
     [
         ({"amount": "-5"}, "amount: more than 0"),
-        ({"amount": "forty"}, "amount: a number"),
+        ({"amount": "forty"}, "amount: a plain number"),
         ({"amount": "80.0"}, "the edit changes nothing"),
         ({"owner": "x"}, "owner cannot be edited"),
         ({}, "no field was changed"),

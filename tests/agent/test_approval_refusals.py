@@ -6,18 +6,16 @@ and over every link and form check: the page and status never tell which check f
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
 from lockgate.approvals.links import form_token, new_claims, sign_link
 from lockgate.approvals.pages import FORM_TOKEN_FIELD
 from lockgate.approvals.refusal import cross_site_reason, unusable_page
-from lockgate.config import ToolApproval
 from tests.agent.conftest import AgentRig
-from tests.agent.test_approvals import CONFIG, SECRET, Approvals, decisions_table
+from tests.agent.test_approvals import SECRET, Approvals, decisions_table
 from tests.agent.toolkit import Effects
 from tests.support import RecordingLog
 
@@ -137,9 +135,10 @@ def _tampered(
             UpdateExpression="SET args = :a",
             ExpressionAttributeValues={":a": {"S": '{"amount": 8000}'}},
         )
-    elif check == "reviewer not allowed":
-        config = replace(CONFIG, tools={"pay": ToolApproval(roles=("payments", "support"))})
-        query = Approvals(flow.rig, flow.effects, config).link(approval_id, "carol")
+    elif check == "reviewer not allowed":  # a genuinely signed link, for a reviewer without the role
+        proposal = flow.proposals.get(approval_id)
+        assert proposal is not None
+        query = dict(parse_qsl(urlsplit(flow.desk.signer.link_for(proposal, "carol")).query))
     elif check == "bad form token":
         form = {**form, FORM_TOKEN_FIELD: "x" * 43}
     elif check == "no decision":

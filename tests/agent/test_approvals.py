@@ -19,6 +19,7 @@ from lockgate.approvals.outcome import ActionOutcomes
 from lockgate.approvals.pages import FORM_TOKEN_FIELD
 from lockgate.approvals.proposals import ProposalStore
 from lockgate.approvals.requests import ApprovalRequests
+from lockgate.approvals.version_checks import VersionChecks
 from lockgate.config import ApprovalsConfig, Reviewer, ToolApproval
 from lockgate.errors import Deferred
 from lockgate.inbox.bodies import BodyStore
@@ -54,6 +55,7 @@ class Approvals:
         self.proposals = ProposalStore(db, rig.aws.names["ApprovalsTable"])
         self.decisions = DecisionStore(db, rig.aws.names["DecisionsTable"])
         self.limits = PendingLimits(db, rig.aws.names["ApprovalsTable"], rig.aws.state_table, config)
+        self.tasks: dict[str, Any] = {}  # the worker's tasks: its executor and its version checks read them
         self.task = make_task(effects)
         self.desk = ApprovalDesk(
             proposals=self.proposals,
@@ -67,11 +69,13 @@ class Approvals:
             metrics=rig.metrics,
             base_url="https://example.test/approvals",
             outcomes=ActionOutcomes(db, rig.aws.state_table),
+            # What the deployed callback asks the worker (over Lambda): would this edited version run?
+            checks=VersionChecks(self.tasks, config, self.proposals),
         )
         self.executor = ApprovalExecutor(
             proposals=self.proposals,
             decisions=self.decisions,
-            tasks={self.task.name: self.task},
+            tasks=self.tasks,
             ledger=Ledger(db, rig.aws.state_table, rig.clock),
             config=config,
             clock=rig.clock,
@@ -79,6 +83,17 @@ class Approvals:
             metrics=rig.metrics,
             limits=self.limits,
         )
+
+    @property
+    def task(self) -> Any:
+        """The worker's task (setting it gives the executor and the version checks the same one)."""
+        return self._task
+
+    @task.setter
+    def task(self, task: Any) -> None:
+        self._task = task
+        self.tasks.clear()
+        self.tasks[task.name] = task
 
     def propose_payment(self, amount: float = 80, delivery: str = "d-1") -> str:
         """The agent asks to pay; returns the approval id."""
@@ -199,9 +214,10 @@ def test_bad_links_get_a_clear_page_and_change_nothing(flow: Approvals, tamper: 
         query["d"] = "0" * 64
     elif tamper == "wrong reviewer":
         query["r"] = "bob"
-    elif tamper == "reviewer not allowed":
-        config = replace(CONFIG, tools={"pay": ToolApproval(roles=("payments", "support"))})
-        query = Approvals(flow.rig, flow.effects, config).link(approval_id, "carol")
+    elif tamper == "reviewer not allowed":  # a genuinely signed link, for a reviewer without the role
+        proposal = flow.proposals.get(approval_id)
+        assert proposal is not None
+        query = dict(parse_qsl(urlsplit(flow.desk.signer.link_for(proposal, "carol")).query))
     elif tamper == "expired link":
         flow.rig.clock.advance(25 * 3600)
     form = {**query, FORM_TOKEN_FIELD: "x" * 43, "decision": "approve"}
@@ -288,7 +304,6 @@ def test_a_high_stakes_tool_needs_two_different_people(rig: AgentRig) -> None:
     flow = Approvals(rig, effects)
     tools = [replace(t, high_stakes=True) if t.name == "pay" else t for t in flow.task.tools]
     flow.task = replace(flow.task, tools=tools)
-    flow.executor._tasks = {flow.task.name: flow.task}  # noqa: SLF001
     approval_id = flow.propose_payment()
     query = flow.link(approval_id, "alice")
     form = flow.form(approval_id, query, "approve")
@@ -301,7 +316,8 @@ def test_a_high_stakes_tool_needs_two_different_people(rig: AgentRig) -> None:
 
 
 def test_policy_is_rechecked_against_current_facts_at_execution(rig: AgentRig) -> None:
-    from lockgate.actions.tools import RunFacts, Verdict
+    from lockgate.actions.facts import RunFacts
+    from lockgate.actions.tools import Verdict
 
     effects = Effects()
     flow = Approvals(rig, effects)
@@ -312,12 +328,11 @@ def test_policy_is_rechecked_against_current_facts_at_execution(rig: AgentRig) -
 
     tools = [replace(t, policies=(within_budget,)) if t.name == "pay" else t for t in flow.task.tools]
     flow.task = replace(flow.task, tools=tools)
-    flow.executor._tasks = {flow.task.name: flow.task}  # noqa: SLF001
     approval_id = flow.propose_payment()
     flow.approve(approval_id, "alice")
     budget["left"] = 50.0  # the facts changed between approval and execution
     (outcome,) = flow.execute_all()
-    assert outcome == "not run: refused by policy now: over the remaining budget" and effects.paid == []
+    assert outcome == "not run: refused by policy: over the remaining budget" and effects.paid == []
 
 
 def test_the_task_hears_about_a_rejection_once(rig: AgentRig) -> None:
@@ -328,7 +343,6 @@ def test_the_task_hears_about_a_rejection_once(rig: AgentRig) -> None:
         flow.task,
         on_decision=lambda notice, services: heard.append((notice.outcome, str(notice.facts.get("owner")))),
     )
-    flow.executor._tasks = {flow.task.name: flow.task}  # noqa: SLF001
     approval_id = flow.propose_payment()
     flow.approve(approval_id, "bob", "reject")
     events = flow.queued_events()
@@ -359,7 +373,6 @@ def veto_flow(rig: AgentRig, effects: Effects) -> Approvals:
     flow = Approvals(rig, effects, config)
     tools = [replace(t, reversible=True) if t.name == "pay" else t for t in flow.task.tools]
     flow.task = replace(flow.task, tools=tools)
-    flow.executor._tasks = {flow.task.name: flow.task}  # noqa: SLF001
     db = rig.aws.client("dynamodb")
     flow.veto = VetoTimer(
         InboxStore(db, rig.aws.inbox_table),  # type: ignore[attr-defined]
@@ -488,7 +501,6 @@ def test_an_approved_action_with_an_unknown_outcome_waits_for_reconciliation_and
     effects = Effects()
     flow = Approvals(rig, effects)
     flow.task = replace(flow.task, on_decision=lambda notice, services: heard.append(notice.outcome))
-    flow.executor._tasks = {flow.task.name: flow.task}  # noqa: SLF001
     approval_id = flow.propose_payment()
     flow.approve(approval_id, "alice")
     effects.pay_fails_unknown = True

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from lockgate.actions.tools import RunFacts
+from lockgate.actions.facts import RunFacts
 from lockgate.agent.tasks import Start, Task
 from lockgate.capacity.gate import Gate
 from lockgate.capacity.spend import SpendCapReached, SpendCaps

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
+from lockgate.actions.facts import RunFacts
 from lockgate.actions.guard import Check, NeedsPerson, RunState, policy_refusal, rule_on
-from lockgate.actions.tools import RunFacts, Tool, Verdict
+from lockgate.actions.tools import Tool, Verdict
 from tests.agent.toolkit import Effects, make_task
 
 FACTS = RunFacts(values={"owner": "owner@example.com"})

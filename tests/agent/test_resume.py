@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from lockgate.actions.facts import RunFacts
 from lockgate.actions.guard import NeedsPerson
 from lockgate.actions.responses import DecisionResponse
-from lockgate.actions.tools import RunFacts
 from lockgate.agent import decision_step
 from lockgate.agent.loop import AgentLoop
 from lockgate.agent.resume import DecisionResponses

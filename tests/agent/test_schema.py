@@ -111,7 +111,6 @@ def test_an_approved_proposal_whose_tool_changed_expires_instead_of_running(rig:
     flow.task = replace(
         flow.task, on_decision=lambda notice, services: heard.append((notice.outcome, notice.detail))
     )
-    flow.executor._tasks = {flow.task.name: flow.task}  # noqa: SLF001
     # Given a payment proposed and approved under today's tool
     approval_id = flow.propose_payment()
     flow.approve(approval_id, "alice")
@@ -123,7 +122,6 @@ def test_an_approved_proposal_whose_tool_changed_expires_instead_of_running(rig:
 
     tools = [replace(t, args=PayInCents) if t.name == "pay" else t for t in flow.task.tools]
     flow.task = replace(flow.task, tools=tools)
-    flow.executor._tasks = {flow.task.name: flow.task}  # noqa: SLF001
     (outcome,) = flow.execute_all()
     # Then nothing is paid, the approval is reported not run, and the task is told it expired
     assert outcome == "not run: pay's arguments changed since it was proposed"

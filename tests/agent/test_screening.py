@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from lockgate.actions.facts import RunFacts
 from lockgate.actions.guard import Allowed, NeedsPerson, RunState, rule_on
-from lockgate.actions.tools import RunFacts
 from lockgate.agent.screen import Screener
 from lockgate.capacity.admission import InputTooLarge
 from lockgate.capacity.breaker import CircuitOpen

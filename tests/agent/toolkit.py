@@ -6,7 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from lockgate.actions.tools import OutcomeUnknown, Risk, RunFacts, Tool, ToolContext, ToolError, Verdict
+from lockgate.actions.facts import RunFacts
+from lockgate.actions.tools import OutcomeUnknown, Risk, Tool, ToolContext, ToolError, Verdict
 from lockgate.agent.tasks import Start, Task
 from lockgate.inbox.routing import InboxEvent
 

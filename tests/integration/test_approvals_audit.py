@@ -37,6 +37,7 @@ from lockgate_infra.cli.audit_csv import COLUMNS, FORMULA_START
 from lockgate_infra.cli.audit_files import read_audit
 from lockgate_infra.cli.targets import Target
 from tests.integration.test_approvals_cli import CONFIG, EDITABLE  # the same reviewers and rules
+from tests.refund_worker import refund_worker
 from tests.support import LOG, Aws
 
 LINK_SECRET = b"approval-link-secret-for-the-audit-test-0123"
@@ -67,6 +68,8 @@ class Shop:
             clock=self.clock,
             log=LOG,
             metrics=CountingMetrics(),
+            # The worker's check of an edit, as the callback asks it: the same task and tools.
+            checks=refund_worker("support-inbox", self.config, self.proposals),
         )
 
     def propose(self, n: int, *, tool: str = "refund_order", age: int = 600, **changes: Any) -> Proposal:
@@ -306,8 +309,8 @@ def test_the_export_holds_no_link_token_or_secret(
     first = json.loads(out.splitlines()[0])
     assert set(first) == {
         "approval_id", "task", "run_id", "tool", "summary", "args", "fingerprint", "why", "requester",
-        "unverified_reason", "reviewers_required", "created_at", "expires_at", "versions", "decisions",
-        "refusals", "outcome",
+        "unverified_reason", "reviewers_required", "requirement", "created_at", "expires_at", "versions",
+        "decisions", "refusals", "outcome",
     }  # fmt: skip
     assert "op_key" not in out and "editable" not in out
 

@@ -5,16 +5,21 @@ from __future__ import annotations
 import io
 import json
 import time
+import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from lockgate.actions.tools import Fact, fingerprint
+from lockgate.actions.facts import Fact
+from lockgate.actions.tools import fingerprint
 from lockgate.approvals.proposals import HOUR, Proposal, ProposalStore
+from lockgate.config import parse_config
 from lockgate.inbox.store import InboxStore
+from lockgate_infra.cli import approvals as approvals_cli
 from lockgate_infra.cli import main as cli
 from lockgate_infra.cli.targets import Target
+from tests.refund_worker import refund_worker
 from tests.support import Aws
 
 CONFIG = """
@@ -90,7 +95,11 @@ def stack(aws: Aws, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Stack:
         cli, "local_target", lambda root, port=None: Target(aws.session, None, aws.names, "the test stack")
     )
     monkeypatch.delenv("LOCKGATE_REVIEWER", raising=False)
-    return Stack(aws, config)
+    stack = Stack(aws, config)
+    rules = parse_config(tomllib.loads(CONFIG)).approvals
+    checks = refund_worker("helpdesk", rules, stack.proposals)
+    monkeypatch.setattr(approvals_cli, "worker_checks", lambda target: checks)
+    return stack
 
 
 def lockgate(stack: Stack, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -177,7 +186,10 @@ def test_approve_as_a_reviewer_records_a_cli_decision_settles_it_and_enqueues_th
     ("who", "message"),
     [
         ("mallory", "not a reviewer in the config"),
-        ("carol", "may not decide refund_order (allowed: alice, bob)"),
+        (
+            "carol",
+            "it needs 1 reviewer with the role refunds (rule: the tool's default) (allowed: alice, bob)",
+        ),
     ],
 )
 def test_a_reviewer_who_is_unknown_or_not_allowed_for_the_tool_is_refused(
@@ -348,7 +360,10 @@ def test_edit_approves_a_changed_amount_as_a_new_version_and_show_prints_the_dif
         "--yes",
     )
     # Then his approval counts for version 1 only, so it still waits for a second approval of it
-    assert code == 0 and "another reviewer must also approve" in out and "(edited: amount=40.00)" in out
+    # and the line names the version that will run, what it needs, who edited it and what was proposed
+    assert code == 0 and "another reviewer must also approve" in out
+    assert "wire transfer $40.00 on order A-2001" in out and "edited by bob; proposed:" in out
+    assert "it needs 2 reviewers with the role refunds" in out
     assert stack.inbox_ids() == []
     code, out, _ = lockgate(stack, capsys, "approvals", "show", proposal.approval_id)
     assert "PENDING" in out and "edited:     version 1 by bob" in out and "amount 80.00 -> 40.00" in out

@@ -618,6 +618,7 @@ def test_the_state_file_gives_jobs_run_locally_the_local_gateway_not_a_deployed_
         template_path=REAL_TEMPLATE,
         config_path=ROOT / "lockgate.toml",
         resources={q: f"http://127.0.0.1:5000/123456789012/{q}" for q in plan.queues},
+        lambda_api=SimpleNamespace(url="http://127.0.0.1:5001"),
     )
     gateway = SimpleNamespace(url="http://127.0.0.1:8799", port=8799)
     # When the state file is written

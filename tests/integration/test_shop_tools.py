@@ -15,7 +15,8 @@ from botocore.exceptions import ClientError
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.ses.models import ses_backends
 
-from lockgate.actions.tools import OutcomeUnknown, RunFacts, ToolContext, ToolError
+from lockgate.actions.facts import RunFacts
+from lockgate.actions.tools import OutcomeUnknown, ToolContext, ToolError
 from lockgate.clock import FixedClock
 from lockgate.errors import BadDelivery, ConfigError
 from lockgate.inbox.routing import InboxEvent, Router

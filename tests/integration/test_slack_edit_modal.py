@@ -122,7 +122,10 @@ def test_given_a_value_its_schema_refuses_then_it_is_shown_under_its_field_and_n
 ) -> None:
     proposal = world.propose(editable=True)
     opened = opened_by(world, ALICE, proposal)
-    for typed, said in (("-5", "amount: more than 0"), ("forty", "amount: a number, e.g. 80.00")):
+    for typed, said in (
+        ("-5", "amount: more than 0"),
+        ("forty", "amount: a plain number written out in digits 0-9, e.g. 80.00"),
+    ):
         answer = submit(world, opened, ALICE, amount=typed)
         assert answer.status == 200
         assert json.loads(answer.body) == {"response_action": "errors", "errors": {"field:amount": said}}
@@ -158,7 +161,11 @@ def test_given_a_smaller_amount_submitted_then_her_approval_of_the_edited_versio
     world.stream_decisions()
     message = world.message(proposal)
     assert message["text"].startswith("1 of 2 approvals (alice at 00:00 UTC)")
-    assert message["text"].endswith("edited by alice: amount 80.00 → 40.00)")
+    # naming what will run (the tool's own summary of the edited version) and what was proposed
+    assert message["text"].endswith(
+        "wire transfer $40.00 on order A-2001; edited by alice: amount 80.00 → 40.00 "
+        "(proposed: refund $80.00 USD on order A-2001))"
+    )
     assert f"{proposal.approval_id}|{version.fingerprint}" in json.dumps(message["blocks"])
     # When bob approves the edited version from the message (as it shows now)
     world.click(BOB, Proposal(**{**proposal.__dict__, "fingerprint": version.fingerprint}))

@@ -36,6 +36,7 @@ from lockgate.settings import ApprovalSettings
 from lockgate.telemetry import CountingMetrics
 from lockgate_infra.local.devsecrets import SLACK_DEV_SECRETS
 from lockgate_infra.local.slack_stub import LOCAL_TEAM, SlackCall, SlackStub, click_payload, signed_click
+from tests.refund_worker import refund_worker
 from tests.support import Aws, RecordingLog, Sleeper
 
 CHANNEL = "C0APPROVALS"
@@ -64,6 +65,10 @@ slack_user = "{CAROL}"
 
 [approvals.tools.refund_order]
 roles = ["refunds"]
+
+[approvals.tools.wire_transfer]
+roles = ["refunds"]
+reviewers_required = 2
 """
 ARGS = {"order_id": "A-2001", "amount": "80.00"}
 # Words a refusal must never tell a stranger: how Lockgate is set up, or which role would do.
@@ -95,7 +100,7 @@ class World:
             metrics=self.metrics,
             sleep=self.sleeper,
         )
-        names = aws.names
+        names, db = aws.names, aws.client("dynamodb")
         shared = {
             "config_path": "-",
             "approvals_table": names["ApprovalsTable"],
@@ -115,6 +120,12 @@ class World:
             ),
             self.config,
             deps,
+            # The worker's answer about an edit (deployed, over Lambda's Invoke)
+            refund_worker(
+                "support-inbox",
+                self.config.approvals,
+                ProposalStore(aws.client("dynamodb"), names["ApprovalsTable"]),
+            ),
         )
         self.notifier = build_approvals(
             ApprovalSettings(
@@ -142,6 +153,7 @@ class World:
             clock=clock,
             log=self.log,
             metrics=CountingMetrics(),
+            checks=refund_worker("support-inbox", self.config.approvals, self.proposals),
         )
         self._streamed: set[tuple[str, str]] = set()
         self._sequence = 0
@@ -151,13 +163,15 @@ class World:
     def store(
         self, n: int = 1, *, reviewers_required: int = 1, expires_in: int = 86_400, editable: bool = False
     ) -> Proposal:
-        """A refund proposal in the Approvals table (its record not yet handed to the notifier)."""
+        """A refund proposal in the Approvals table (its record not yet handed to the notifier); a
+        two-person one is for ``wire_transfer``, which the config says needs two reviewers."""
         now = int(self.clock.now())
         args = {**ARGS, "order_id": f"A-{2000 + n}"}
         # An editable amount, as a tool with editable=("amount",) records it on its proposals
         extra = {"editable": {"amount": {"type": "number", "exclusiveMinimum": 0}}} if editable else {}
+        tool = "wire_transfer" if reviewers_required > 1 else "refund_order"
         proposal = Proposal(
-            f"ap_{n:024x}", "support-inbox", f"run-{n}", "refund_order", args, fingerprint(args),
+            f"ap_{n:024x}", "support-inbox", f"run-{n}", tool, args, fingerprint(args),
             f"refund $80.00 USD on order A-{2000 + n}", "The parcel never arrived.",
             ("refunds over $50.00 need a person",), now, now + expires_in, 3_600, reviewers_required,
             extra=extra,
@@ -376,9 +390,14 @@ def test_given_an_edit_on_the_page_then_the_message_shows_it_and_a_click_on_the_
     assert world.stream_decisions() == []
     # Then the one message says what changed, counts bob's approval of it, and its buttons are for it
     message = world.message(proposal)
+    # (what will run is the tool's own summary of the edited version; what was proposed follows)
     assert message["text"] == (
         "1 of 2 approvals (bob at 00:00 UTC) — another reviewer must approve before it runs "
-        "(support-inbox: refund $80.00 USD on order A-2001; edited by bob: amount 80.00 → 40.00)"
+        "(support-inbox: wire transfer $40.00 on order A-2001; edited by bob: amount 80.00 → 40.00 "
+        "(proposed: refund $80.00 USD on order A-2001))"
+    )
+    assert "Approval rule: 2 reviewers with the role refunds (rule: the tool's default)" in json.dumps(
+        message["blocks"], ensure_ascii=False
     )
     assert "Edited by bob at 00:00 UTC (version 1): amount 80.00 → 40.00" in json.dumps(
         message["blocks"], ensure_ascii=False

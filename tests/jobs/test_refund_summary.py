@@ -7,7 +7,8 @@ from datetime import date
 
 import pytest
 
-from lockgate.actions.tools import RunFacts, ToolContext, ToolError
+from lockgate.actions.facts import RunFacts
+from lockgate.actions.tools import ToolContext, ToolError
 from lockgate.clock import FixedClock
 from lockgate.inbox.events import internal_event
 from lockgate.inbox.routing import InboxEvent

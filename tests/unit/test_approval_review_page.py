@@ -10,16 +10,11 @@ import re
 
 import pytest
 
-from lockgate.actions.tools import Fact
+from lockgate.actions.facts import Fact
+from lockgate.approvals.decided_page import decided_page
 from lockgate.approvals.decisions import MAX_REASON_CHARS, State
 from lockgate.approvals.outcome import ActionOutcome, ActionState
-from lockgate.approvals.review_page import (
-    UNVERIFIED_FACT,
-    Decided,
-    ProposalView,
-    confirmation_page,
-    decided_page,
-)
+from lockgate.approvals.review_page import UNVERIFIED_FACT, Decided, ProposalView, confirmation_page
 from tests.unit.test_approval_pages import QUERY, Elements, assert_inert
 
 NOW = 1_700_000_000

@@ -104,7 +104,7 @@ def test_formula_like_cells_get_one_quote_in_front(value: str, cell: str) -> Non
         ('{"approval_id": "ap_1"}\n', "audit.txt:1: not an audit record (KeyError"),
         (
             "name,amount\nx,1\n",
-            "audit.txt: not an audit CSV (27 of its 27 columns missing: approval_id, event, at, …)",
+            "audit.txt: not an audit CSV (28 of its 28 columns missing: approval_id, event, at, …)",
         ),
     ],
 )

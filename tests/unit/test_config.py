@@ -116,7 +116,7 @@ def test_approval_rules_parse_and_mistakes_are_named() -> None:
     assert [r.id for r in config.approvals.reviewers_for("send_email")] == ["alice", "bob"]
     for bad, message in [
         ({"tools": {"x": {"pattern": "sometimes"}}}, "pattern is one of"),
-        ({"tools": {"x": {"reviewers_required": 3}}}, "1 or 2"),
+        ({"tools": {"x": {"reviewers_required": 6}}}, "1 to 5"),
         ({"reviewers": [{"id": "a b"}]}, "id is letters"),
         ({"reviewers": [{"id": "a"}, {"id": "a"}]}, "unique"),
         ({"tools": {"x": {"role": ["a"]}}}, "unknown key"),

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from lockgate.actions.facts import RunFacts
 from lockgate.actions.guard import Allowed, Check, NeedsPerson, RunState, rule_on
-from lockgate.actions.tools import RunFacts
 from lockgate.agent.tasks import Start, Task
 from shop.policies import APPROVAL_LIMIT
 from shop.refunds import REFUND_ORDER

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from lockgate import DecisionNotice
+from lockgate.actions.facts import RunFacts
 from lockgate.actions.guard import Check, NeedsPerson, RunState, policy_refusal, rule_on
-from lockgate.actions.tools import RunFacts
 from shop.arguments import SendEmailArgs
 from shop.notices import TEXTS, tell_customer
 from shop.outgoing import phone_numbers, reply_content, secret_requests

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from lockgate.actions.tools import RunFacts
+from lockgate.actions.facts import RunFacts
 from lockgate.errors import StoreUnavailable
 from shop.policies import refund_within_refundable
 from tests.unit.test_shop_policies import facts, refund, with_refunded

@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
+from lockgate.actions.facts import RunFacts
 from lockgate.actions.guard import Check, RunState, rule_on
-from lockgate.actions.tools import RunFacts, ToolArgumentsInvalid
+from lockgate.actions.tools import ToolArgumentsInvalid
 from shop.arguments import (
     FindOrdersArgs,
     LookupOrderArgs,

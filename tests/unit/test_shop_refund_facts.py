@@ -11,7 +11,7 @@ from decimal import Decimal
 
 import pytest
 
-from lockgate.actions.tools import Fact, RunFacts
+from lockgate.actions.facts import Fact, RunFacts
 from lockgate.approvals.proposals import MAX_FACT_CHARS, Proposal
 from shop.arguments import RefundOrderArgs
 from shop.data import Order, ShopUnavailable

@@ -122,6 +122,8 @@ CALLBACK_ACCESS = {
     ("ses:SendEmail", "arn:${AWS::Partition}:ses:${AWS::Region}:${AWS::AccountId}:identity/*"),
     # A decided link's outcome: the state and time of "op#" ledger entries only (by condition).
     ("dynamodb:GetItem", "StateTable.Arn"),
+    # An edited version is checked by the worker's alias before it is recorded (it writes nothing).
+    ("lambda:InvokeFunction", "Ref:AgentWorkerFunctionAliaslive"),
 }
 # The approval notifier (the Approvals stream: new proposals; the Decisions stream: Slack updates).
 NOTIFIER_ACCESS = {
@@ -616,9 +618,10 @@ def test_given_an_aws_model_provider_then_the_worker_invokes_exactly_the_named_m
         calls = {(a, r) for a, r in access(role, provider) if a.startswith(("bedrock:", "aws-external"))}
         assert calls == (PROVIDER_GRANTS[provider] if function_id in MODEL_CALLERS else set()), function_id
     evals = role_of(cfn, "EvalJobsFunction")
-    assert access(evals, provider) == (
-        access(evals) - {("secretsmanager:GetSecretValue", MODEL_KEY_ARN)}
-    ) | PROVIDER_GRANTS[provider]
+    assert (
+        access(evals, provider)
+        == (access(evals) - {("secretsmanager:GetSecretValue", MODEL_KEY_ARN)}) | PROVIDER_GRANTS[provider]
+    )
 
 
 def test_given_the_model_provider_then_the_worker_is_told_it_and_the_key_only_on_anthropics_api(cfn):
@@ -1094,6 +1097,7 @@ def test_given_the_approval_functions_then_they_share_one_code_folder_and_know_t
         "LINK_RESEND_TABLE": {"Ref": "StateTable"},  # its "approval-links" rows only
         "LEDGER_TABLE": {"Ref": "StateTable"},  # the state and time of "op#" entries, read only
         "SHOP_FROM_ADDRESS": {"Ref": "ShopFromAddress"},
+        "VERSION_CHECK_FUNCTION": {"Ref": "AgentWorkerFunctionAliaslive"},  # asks the worker about edits
     }
     # Not the API's URL: the callback is a route of WebhookApi, so naming it here would be a
     # circular dependency; its pages link relatively.

@@ -46,7 +46,7 @@ def table(statuses: list[ProposalStatus], *, with_state: bool) -> str:
                 p.approval_id,
                 *((s.state.value,) if with_state else ()),
                 _clip(p.task, 16),
-                _clip(p.summary, 48),
+                _clip(s.summary, 48),
                 _clip("; ".join(p.why), 60),
                 _when(p.created_at),
                 _when(p.expires_at),
@@ -65,7 +65,9 @@ def details(status: ProposalStatus, config: ApprovalsConfig | None) -> str:
     p = status.proposal
     lines = [
         f"{p.approval_id}  {p.tool}  {status.state.value.upper()}",
-        f"summary:    {clean(p.summary)}",
+        f"summary:    {clean(status.summary)}",
+        *([f"proposed:   {clean(p.summary)} (the assistant's; edited below)"] if status.versions else []),
+        f"rule:       {clean(status.requirement.describe())}",
         f"task:       {clean(p.task)}   run: {clean(p.run_id)}   requested by: {clean(p.requester)}",
         # Edited, the current version runs, not these (it follows the edits below).
         "arguments as proposed (an edited version below replaces them):"
@@ -79,11 +81,12 @@ def details(status: ProposalStatus, config: ApprovalsConfig | None) -> str:
         "facts when proposed:" + ("" if p.facts else " none recorded"),
         *(f"  {clean(f.label)}{'' if f.verified else ' (UNVERIFIED)'}: {clean(f.value)}" for f in p.facts),
         f"created:    {_when(p.created_at)}   expires: {_when(p.expires_at)}",
-        f"needs:      {p.reviewers_required} reviewer(s)"
-        + (f" from: {', '.join(r.id for r in config.reviewers_for(p.tool))}" if config else ""),
+        f"needs:      {status.requirement.reviewers_required} reviewer(s)"
+        + (f" from: {', '.join(status.eligible) or 'nobody'}" if config else ""),
         *(
             f"edited:     version {v.n} by {clean(v.editor)} at {_when(v.at)}: "
             + ", ".join(f"{k} {_shown(a)} -> {_shown(b)}" for k, (a, b) in sorted(v.changes.items()))
+            + (f" ({clean(v.summary)})" if v.summary else "")
             for v in status.versions
         ),
         *(
@@ -115,7 +118,8 @@ def as_dict(status: ProposalStatus) -> dict[str, Any]:
         "task": p.task,
         "run_id": p.run_id,
         "tool": p.tool,
-        "summary": p.summary,
+        "summary": status.summary,
+        "proposed_summary": p.summary,
         "args": p.args,
         "fingerprint": p.fingerprint,
         "unverified_reason": p.unverified_reason,
@@ -123,7 +127,10 @@ def as_dict(status: ProposalStatus) -> dict[str, Any]:
         "requester": p.requester,
         "created_at": p.created_at,
         "expires_at": p.expires_at,
-        "reviewers_required": p.reviewers_required,
+        "reviewers_required": status.requirement.reviewers_required,
+        "rule": status.requirement.describe(),
+        "requirement": status.requirement.to_json(),
+        "may_decide": list(status.eligible),
         "facts": [{"label": f.label, "value": f.value, "verified": f.verified} for f in p.facts],
         "decisions": [
             {
@@ -150,12 +157,14 @@ def version_dict(version: Version) -> dict[str, Any]:
         "changes": {k: {"from": a, "to": b} for k, (a, b) in sorted(version.changes.items())},
         "args": version.args,
         "fingerprint": version.fingerprint,
+        "summary": version.summary,
+        "requirement": version.requirement.to_json() if version.requirement else None,
     }
 
 
 def _decisions_so_far(status: ProposalStatus) -> str:
     decided = ", ".join(f"{d.reviewer}:{d.verdict.value}" for d in status.decisions) or "none"
-    return f"{decided} ({status.proposal.reviewers_required} needed)"
+    return f"{decided} ({status.requirement.reviewers_required} needed)"
 
 
 def _when(epoch: int) -> str:
@@ -176,7 +185,9 @@ def _clip(text: str, width: int) -> str:
 DECISION_MESSAGES = {
     DecisionOutcome.APPROVED: "approved {id} as {who}: {summary} — it will run once, within the hour",
     DecisionOutcome.REJECTED: "rejected {id} as {who}: {summary} — it will not happen",
-    DecisionOutcome.AWAITING: "recorded {who}'s approval of {id}; another reviewer must also approve",
+    DecisionOutcome.AWAITING: (
+        "recorded {who}'s approval of {id}: {summary}; it needs {rule}, so another reviewer must also approve"
+    ),
     DecisionOutcome.ALREADY_DECIDED: "{who} has already decided {id}; the first decision stands",
     DecisionOutcome.ALREADY_APPROVED: "{id} is already approved; nothing was decided",
     DecisionOutcome.ALREADY_REJECTED: "{id} is already rejected; nothing was decided",

@@ -12,12 +12,12 @@ import json
 import logging
 import os
 import sys
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from lockgate.approvals.checking import CheckVersion
 from lockgate.approvals.decisions import (
     MAX_REASON_CHARS,
     SETTLED,
@@ -29,12 +29,11 @@ from lockgate.approvals.decisions import (
     checked_reason,
 )
 from lockgate.approvals.proposals import ProposalStore
-from lockgate.approvals.refusals import RefusalLog, why_refused
+from lockgate.approvals.refusals import RefusalLog, Why, why_refused
 from lockgate.approvals.review_queue import ProposalStatus, ReviewQueue
 from lockgate.approvals.versions import EditRefused
 from lockgate.clock import Clock, SystemClock
 from lockgate.config import ApprovalsConfig, load_config
-from lockgate.errors import DeliveryNotFound
 from lockgate.inbox.queue import InboxQueue
 from lockgate.inbox.store import InboxStore
 from lockgate.telemetry import CountingMetrics
@@ -47,11 +46,11 @@ from lockgate_infra.cli.approval_text import (
     details,
     table,
 )
+from lockgate_infra.cli.approval_wait import WAIT_SECONDS, waited
 from lockgate_infra.cli.audit import add_audit_parser, run_audit
-from lockgate_infra.cli.targets import Target
+from lockgate_infra.cli.targets import Target, worker_checks
 
 REVIEWER_ENV = "LOCKGATE_REVIEWER"
-WAIT_SECONDS = 60  # --wait: how long the worker may take to act on a decision
 CONFIRM_CHARS = 6
 QUIET = logging.getLogger("lockgate.cli.refusals")  # the refusal is the one line Refused prints
 QUIET.addHandler(logging.NullHandler())
@@ -141,14 +140,17 @@ class ApprovalsCommand:
     recorder: DecisionRecorder
     refusals: RefusalLog | None = None  # a refused decision on a known proposal is kept as a row
 
-    def refused(self, approval_id: str, reviewer_id: str, outcome: DecisionOutcome) -> None:
+    def refused(self, approval_id: str, reviewer_id: str, why: DecisionOutcome | Why) -> None:
         """Keep a decision refused on a known proposal, as a link's or a click's is kept."""
         if self.refusals is not None:
-            self.refusals.record(approval_id, "cli", reviewer_id, why_refused(outcome))
+            code = why if isinstance(why, Why) else why_refused(why)
+            self.refusals.record(approval_id, "cli", reviewer_id, code)
 
     @classmethod
-    def for_target(cls, target: Target, config: ApprovalsConfig, clock: Clock) -> ApprovalsCommand:
-        """Wired to a local or deployed stack's tables and queue."""
+    def for_target(
+        cls, target: Target, config: ApprovalsConfig, clock: Clock, checks: CheckVersion | None = None
+    ) -> ApprovalsCommand:
+        """Wired to a local or deployed stack's tables and queue; ``checks``: its worker, for edits."""
         db = target.client("dynamodb")
         decisions = DecisionStore(db, target.name("DecisionsTable"))
         return cls(
@@ -162,6 +164,7 @@ class ApprovalsCommand:
                 clock=clock,
                 log=logging.getLogger("lockgate.approvals"),  # warnings reach stderr
                 metrics=CountingMetrics(),
+                checks=checks,
             ),
             refusals=RefusalLog(db, target.name("DecisionsTable"), clock, QUIET, CountingMetrics()),
         )
@@ -180,7 +183,8 @@ def run_approvals(
     approvals = load_config(args.config, target.stage).approvals  # a prod stack: prod's reviewers
     if args.approvals_command == "audit":
         return run_audit(args, target, approvals, out)
-    command = ApprovalsCommand.for_target(target, approvals, SystemClock())
+    checks = worker_checks(target) if args.approvals_command == "edit" else None  # only an edit asks it
+    command = ApprovalsCommand.for_target(target, approvals, SystemClock(), checks)
     if args.approvals_command == "list":
         statuses = command.queue.listing(include_settled=args.all)
         if args.task:
@@ -206,12 +210,12 @@ def run_approvals(
         raise Refused(f"a reason is at most {MAX_REASON_CHARS} characters; nothing was decided")
     edit = changes_from(args.changes) if args.approvals_command == "edit" else None
     verdict = Choice.APPROVE if edit is not None else Choice(args.approvals_command)
-    code = _decide(
+    outcome = _decide(
         command, status, verdict, args.reviewer or env.get(REVIEWER_ENV), args.yes, stdin, out, reason, edit
     )
     if args.wait:
-        out.write(_acted_on(target, status.proposal.approval_id, verdict) + "\n")
-    return code
+        out.write(waited(command.queue, target, status.proposal.approval_id, verdict, outcome) + "\n")
+    return 0
 
 
 def _decide(
@@ -224,16 +228,19 @@ def _decide(
     out: TextIO,
     reason: str = "",
     edit: dict[str, str] | None = None,
-) -> int:
+) -> DecisionOutcome:
     proposal = status.proposal
     if not reviewer_id:
         raise Refused(f"say who you are: --as REVIEWER_ID or {REVIEWER_ENV}=REVIEWER_ID")
     if reviewer_id not in {r.id for r in command.config.reviewers}:
-        raise Refused(f"{reviewer_id!r} is not a reviewer in the config; nothing was decided")
-    if command.recorder.reviewer(proposal.tool, reviewer_id) is None:
-        allowed = ", ".join(r.id for r in command.config.reviewers_for(proposal.tool)) or "nobody"
+        command.refused(proposal.approval_id, reviewer_id, Why.UNKNOWN_REVIEWER)
+        raise Refused(f"{clean(reviewer_id)!r} is not a reviewer in the config; nothing was decided")
+    if reviewer_id not in status.eligible:
+        command.refused(proposal.approval_id, reviewer_id, Why.NO_ROLE)
+        allowed = ", ".join(status.eligible) or "nobody"
         raise Refused(
-            f"{reviewer_id} may not decide {proposal.tool} (allowed: {allowed}); nothing was decided"
+            f"{reviewer_id} may not decide {proposal.approval_id}: it needs "
+            f"{status.requirement.describe()} (allowed: {allowed}); nothing was decided"
         )
     if status.state is not State.PENDING:
         command.refused(proposal.approval_id, reviewer_id, SETTLED[status.state])
@@ -252,40 +259,23 @@ def _decide(
             edit=edit,
         )
     except EditRefused as exc:
+        command.refused(proposal.approval_id, reviewer_id, Why.EDIT_REFUSED)
         raise Refused(f"{exc}; nothing was decided") from exc
+    after = command.queue.status(proposal.approval_id) if outcome.recorded else None
+    shown = after or status
     message = DECISION_MESSAGES[outcome].format(
-        id=proposal.approval_id, who=reviewer_id, summary=clean(proposal.summary)
+        id=proposal.approval_id,
+        who=reviewer_id,
+        summary=clean(shown.summary),
+        rule=clean(shown.requirement.describe()),
     )
-    if edit is not None and outcome.recorded:
-        changed = ", ".join(f"{k}={clean(v)}" for k, v in sorted(edit.items()))
-        message = f"{message} (edited: {changed})"
+    if after is not None and after.current.n:  # the version that runs, and who made it
+        message += f" (edited by {after.current.editor}; proposed: {clean(proposal.summary)})"
     if not outcome.recorded:
         command.refused(proposal.approval_id, reviewer_id, outcome)
         raise Refused(message)
     out.write(message + "\n")
-    return 0
-
-
-def _acted_on(target: Target, approval_id: str, verdict: Choice) -> str:
-    """What the worker did with the decision: its inbox event's outcome, once it has one."""
-    from lockgate.approvals.events import SOURCE
-    from lockgate.inbox.models import delivery_key
-
-    state = State.APPROVED if verdict is Choice.APPROVE else State.REJECTED
-    key = delivery_key(SOURCE, f"{approval_id}#{state.value}")
-    inbox = InboxStore(target.client("dynamodb"), target.name("InboxTable"))
-    deadline = time.monotonic() + WAIT_SECONDS
-    while time.monotonic() < deadline:
-        try:
-            event = inbox.get(key)
-        except DeliveryNotFound:
-            event = None
-        if event is not None and event.status.value == "done":
-            return f"then: {event.outcome or 'done'}"
-        if event is not None and event.status.value == "failed":
-            return f"then: failed: {event.last_error}"
-        time.sleep(0.5)
-    return f"then: not acted on within {WAIT_SECONDS} s (is the worker running? lockgate inbox show {key})"
+    return outcome
 
 
 def _confirm(status: ProposalStatus, what: str, reviewer_id: str, stdin: TextIO | None, out: TextIO) -> None:

@@ -13,11 +13,12 @@ import io
 import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from lockgate.approvals.audit import AuditOutcome, AuditRecord, AuditRefusal, decision_order, refusal_order
 from lockgate.approvals.standing import DecisionRecord
 from lockgate.approvals.versions import Version
+from lockgate.config.rules import Requirement
 from lockgate_infra.cli.audit_json import (
     OUTCOME_FIELDS,
     AuditFileError,
@@ -49,6 +50,7 @@ COLUMNS = (
     "why",
     "unverified_reason",
     "reviewers_required",
+    "rule",
     "expires_at",
     "state",
     "ledger_state",
@@ -94,6 +96,7 @@ def as_rows(record: AuditRecord) -> list[dict[str, str]]:
         "why": as_text(list(record.why)),
         "unverified_reason": record.unverified_reason,
         "reviewers_required": str(record.reviewers_required),
+        "rule": _rule(record.requirement),
         "expires_at": when(record.expires_at),
     }
     events = sorted(
@@ -117,7 +120,18 @@ def _edited_row(v: Version) -> dict[str, str]:
         "fingerprint": v.fingerprint,
         "args": as_text(v.args),
         "changes": as_text({k: list(change) for k, change in v.changes.items()}),
+        "summary": v.summary,
+        "rule": _rule(v.requirement),
     }
+
+
+def _rule(requirement: Requirement | None) -> str:
+    """Who had to approve, by which rules, as JSON text ("" for a record from before rules were kept)."""
+    return as_text(requirement.to_json()) if requirement else ""
+
+
+def _requirement(cell: str) -> Any:
+    return json.loads(cell) if cell else None
 
 
 def _decided_row(d: DecisionRecord) -> dict[str, str]:
@@ -187,7 +201,14 @@ def _record_of(rows: list[dict[str, str]]) -> AuditRecord:
     of = {kind: [r for r in rows if r["event"] == kind] for kind in EVENTS}
     versions = [
         version_of(
-            r["version"], r["who"], r["at"], json.loads(r["changes"]), json.loads(r["args"]), r["fingerprint"]
+            r["version"],
+            r["who"],
+            r["at"],
+            json.loads(r["changes"]),
+            json.loads(r["args"]),
+            r["fingerprint"],
+            r["summary"],
+            _requirement(r["rule"]),
         )
         for r in of["edited"]
     ]
@@ -217,6 +238,7 @@ def _record_of(rows: list[dict[str, str]]) -> AuditRecord:
         requester=p["who"],
         unverified_reason=p["unverified_reason"],
         reviewers_required=int(p["reviewers_required"]),
+        requirement=Requirement.from_json(_requirement(p["rule"])),
         created_at=epoch(p["at"]) or 0,
         expires_at=epoch(p["expires_at"]) or 0,
         versions=tuple(sorted(versions, key=lambda v: v.n)),

@@ -12,6 +12,7 @@ from typing import Any
 from lockgate.approvals.audit import AuditOutcome, AuditRecord, AuditRefusal
 from lockgate.approvals.standing import Choice, DecisionRecord
 from lockgate.approvals.versions import Version
+from lockgate.config.rules import Requirement
 
 OUTCOME_FIELDS = ("state", "ledger_state", "worker_event", "worker_status", "worker_outcome")
 _TIME = "%Y-%m-%dT%H:%M:%SZ"
@@ -36,6 +37,7 @@ def as_json(record: AuditRecord) -> dict[str, Any]:
         "requester": record.requester,
         "unverified_reason": record.unverified_reason,
         "reviewers_required": record.reviewers_required,
+        "requirement": record.requirement.to_json() if record.requirement else None,
         "created_at": iso(record.created_at),
         "expires_at": iso(record.expires_at),
         "versions": [_version_json(v) for v in record.versions],
@@ -70,10 +72,20 @@ def from_json(data: dict[str, Any]) -> AuditRecord:
         requester=data["requester"],
         unverified_reason=data["unverified_reason"],
         reviewers_required=int(data["reviewers_required"]),
+        requirement=Requirement.from_json(data.get("requirement")),
         created_at=epoch(data["created_at"]) or 0,
         expires_at=epoch(data["expires_at"]) or 0,
         versions=tuple(
-            version_of(v["version"], v["editor"], v["at"], v["changes"], v["args"], v["fingerprint"])
+            version_of(
+                v["version"],
+                v["editor"],
+                v["at"],
+                v["changes"],
+                v["args"],
+                v["fingerprint"],
+                v.get("summary", ""),
+                v.get("requirement"),
+            )
             for v in data["versions"]
         ),
         decisions=tuple(
@@ -108,6 +120,8 @@ def _version_json(v: Version) -> dict[str, Any]:
         "changes": {k: list(change) for k, change in v.changes.items()},
         "args": v.args,
         "fingerprint": v.fingerprint,
+        "summary": v.summary,
+        "requirement": v.requirement.to_json() if v.requirement else None,
     }
 
 
@@ -153,10 +167,27 @@ def as_text(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
-def version_of(n: Any, editor: str, at: str, changes: dict[str, Any], args: Any, fp: str) -> Version:
-    """A version from its exported values."""
+def version_of(  # noqa: PLR0913 - a version's exported values
+    n: Any,
+    editor: str,
+    at: str,
+    changes: dict[str, Any],
+    args: Any,
+    fp: str,
+    summary: str = "",
+    requirement: Any = None,
+) -> Version:
+    """A version from its exported values (an export from before versions kept a summary and a
+    requirement has neither)."""
     return Version(
-        int(n), dict(args), fp, editor, epoch(at) or 0, {k: (c[0], c[1]) for k, c in changes.items()}
+        int(n),
+        dict(args),
+        fp,
+        editor,
+        epoch(at) or 0,
+        {k: (c[0], c[1]) for k, c in changes.items()},
+        str(summary or ""),
+        Requirement.from_json(requirement),
     )
 
 

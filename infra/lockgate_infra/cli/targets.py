@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import tomllib
 from collections.abc import Mapping
@@ -11,10 +12,17 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+from botocore.config import Config
 from botocore.exceptions import ClientError, ProfileNotFound
 
+from lockgate.approvals.checking import WorkerVersionChecks
 from lockgate.config import LockgateConfig
 from lockgate_infra.failures import LOCAL, CommandError
+
+WORKER, WORKER_ALIAS = "AgentWorkerFunction", "AgentWorkerFunctionAliaslive"  # template logical ids
+_CHECKS_LOG = logging.getLogger("lockgate.cli.checks")  # an unanswered check: the error says it in one line
+_CHECKS_LOG.addHandler(logging.NullHandler())
+_CHECKS_LOG.propagate = False
 
 
 class TargetError(CommandError):
@@ -32,9 +40,12 @@ class Target:
     state: Mapping[str, Any] | None = None  # a local stack's state file (its functions' environments)
     stage: str | None = None  # a deployed stack's Stage parameter: stages/<stage>.toml applies to it
 
-    def client(self, service: str) -> Any:
-        """A client for this target (moto's endpoint for a local stack)."""
-        return self.session.client(service, endpoint_url=self.endpoint_url)  # type: ignore[call-overload]
+    def client(self, service: str, config: Config | None = None) -> Any:
+        """A client for this target (moto's endpoint for a local stack; Lambda: its local Invoke API)."""
+        endpoint = self.endpoint_url
+        if service == "lambda" and self.state and self.state.get("lambda_url"):
+            endpoint = str(self.state["lambda_url"])
+        return self.session.client(service, endpoint_url=endpoint, config=config)  # type: ignore[call-overload]
 
     def name(self, logical_id: str) -> str:
         """The physical name or URL of a resource."""
@@ -165,3 +176,11 @@ def samconfig_region(path: Path, stack_name: str) -> str | None:
             if env == "default" and default is None:
                 default = str(parameters["region"])
     return default
+
+
+def worker_checks(target: Target) -> WorkerVersionChecks:
+    """The stack's worker, asked whether an edited version would run (as the approval page asks it)."""
+    worker = target.names.get(WORKER_ALIAS) or target.name(WORKER)
+    # A cold worker may take seconds to answer: wait, and ask again once (the check changes nothing).
+    config = Config(read_timeout=30, retries={"mode": "standard", "total_max_attempts": 2})
+    return WorkerVersionChecks(target.client("lambda", config), worker, _CHECKS_LOG)

@@ -4,6 +4,7 @@ nothing that could reach a real account, and each change undone exactly when the
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import threading
@@ -12,6 +13,7 @@ from collections.abc import Iterable, Iterator
 from lockgate_infra.local.intrinsics import REGION
 from lockgate_infra.local.resources import LOCAL_PREFIX
 
+log = logging.getLogger("lockgate_infra.local")
 DUMMY_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
 # Anything that could send a handler's boto3 calls somewhere other than moto.
 _ESCAPES = ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN",
@@ -109,3 +111,18 @@ def localise_api_url(value: str, gateway_url: str) -> str:
 def read_at_each_use(texts: Iterable[str]) -> set[str]:
     """The variables ``texts`` name as ``env:NAME`` secrets: read when used, not once at cold start."""
     return {name for text in texts for name in _ENV_REFERENCE.findall(text)}
+
+
+def warn_of_clash(texts: Iterable[str], key: str, first: str, second: str) -> None:
+    """Two functions give ``key`` different values, and this process has one environment.
+
+    It matters only for a variable read while a function runs: each function reads its settings
+    once, when it loads (its cold start, as on Lambda), under its own values. The ones read at
+    each use are the ``env:NAME`` secrets (named in ``texts``: the config and the environments);
+    for those both functions now see the last value.
+    """
+    if key not in read_at_each_use(texts):
+        return
+    log.warning("%s and %s set the secret %s differently; they share this process's environment, "
+                "so both now use %s's value: give them one value to try this locally",
+                first, second, key, second)  # fmt: skip

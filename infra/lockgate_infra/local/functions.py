@@ -33,11 +33,17 @@ class FunctionPlan:
     timeout: int = DEFAULT_TIMEOUT
     memory_mb: int = DEFAULT_MEMORY
     environment: dict[str, str] = field(default_factory=dict)
+    alias: str | None = None  # AutoPublishAlias: SAM's alias (``!Ref NAME.Alias``, ``NAMEAlias<alias>``)
 
     @property
     def arn(self) -> str:
         """The function's ARN as a deployed one would look."""
         return f"arn:aws:lambda:{REGION}:{ACCOUNT_ID}:function:{self.name}"
+
+    @property
+    def alias_arn(self) -> str | None:
+        """Its alias's ARN (what ``!Ref NAME.Alias`` gives), or None without AutoPublishAlias."""
+        return f"{self.arn}:{self.alias}" if self.alias else None
 
     @property
     def module_path(self) -> Path:
@@ -158,6 +164,7 @@ def build_function(
             timeout=int(get("Timeout", DEFAULT_TIMEOUT)),
             memory_mb=int(get("MemorySize", DEFAULT_MEMORY)),
             environment=environment,
+            alias=str(get("AutoPublishAlias")) if get("AutoPublishAlias") else None,
         )
     )
     for event_name, event in (properties.get("Events") or {}).items():

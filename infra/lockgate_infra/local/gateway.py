@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import re
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -14,7 +13,7 @@ from urllib.parse import unquote, urlsplit
 
 from lockgate_infra.local.apigw import build_event, http_response
 from lockgate_infra.local.functions import Route
-from lockgate_infra.serving import Serving
+from lockgate_infra.serving import ThreadedServer
 
 log = logging.getLogger("lockgate_infra.local")
 
@@ -68,8 +67,10 @@ class RouteTable:
         return None
 
 
-class Gateway(Serving):
+class Gateway(ThreadedServer):
     """Serves routes on ``host:port`` and invokes their functions with 2.0 events."""
+
+    thread_name = "gateway"
 
     def __init__(
         self,
@@ -86,39 +87,16 @@ class Gateway(Serving):
         self.always_base64 = always_base64
         self.max_body_bytes = max_body_bytes
         self._address = (host, port)
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
     def start(self) -> Self:
         """Bind and serve in a daemon thread."""
-        self._server = _Server(self._address, _handler_for(self))
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="gateway", daemon=True
-        )
-        self._thread.start()
+        self.serve(_Server(self._address, _handler_for(self)))
         return self
-
-    @property
-    def url(self) -> str:
-        """``http://127.0.0.1:PORT``."""
-        if self._server is None:
-            raise RuntimeError("the gateway is not running")
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
 
     @property
     def port(self) -> int:
         """The port it listens on (the one the OS chose when asked for 0)."""
         return int(self.url.rsplit(":", 1)[1])
-
-    def stop(self) -> None:
-        """Stop serving."""
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-        self._server, self._thread = None, None
 
 
 class _Server(ThreadingHTTPServer):

@@ -8,7 +8,6 @@ table write.
 from __future__ import annotations
 
 import logging
-import threading
 import urllib.request
 from collections.abc import Callable, Iterable
 from typing import Any, Self
@@ -18,10 +17,10 @@ from moto.moto_server.werkzeug_app import (
     MotoRequestHandler,
     create_backend_app,
 )
-from werkzeug.serving import BaseWSGIServer, make_server
+from werkzeug.serving import make_server
 
 from lockgate_infra.local.fidelity import install
-from lockgate_infra.serving import Serving
+from lockgate_infra.serving import ThreadedServer
 
 log = logging.getLogger("lockgate_infra.local")
 
@@ -35,26 +34,22 @@ class _QuietRequestHandler(MotoRequestHandler):
         log.debug("moto %s %s", self.requestline, code)
 
 
-class MotoServer(Serving):
+class MotoServer(ThreadedServer):
     """A moto server on ``host:port`` (port 0 picks a free one)."""
+
+    thread_name = "moto server"
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
         self._host = host
         self._port = port
-        self._server: BaseWSGIServer | None = None
-        self._thread: threading.Thread | None = None
 
     def start(self) -> Self:
         """Bind and serve in a daemon thread; returns once the port is open."""
         install()
         app: _WsgiApp = DomainDispatcherApplication(create_backend_app)
-        self._server = make_server(
-            self._host, self._port, app, threaded=True, request_handler=_QuietRequestHandler
+        self.serve(
+            make_server(self._host, self._port, app, threaded=True, request_handler=_QuietRequestHandler)
         )
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="moto-server", daemon=True
-        )
-        self._thread.start()
         return self
 
     @property
@@ -70,13 +65,3 @@ class MotoServer(Serving):
         request = urllib.request.Request(url, method="POST")  # noqa: S310
         with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
             response.read()
-
-    def stop(self) -> None:
-        """Stop serving and wait for the thread."""
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-        self._server = None
-        self._thread = None

@@ -150,6 +150,9 @@ def local_references(
             name = local_name(logical_id)
             refs[logical_id] = name
             attributes[(logical_id, "Arn")] = f"{prefix.format('lambda')}:function:{name}"
+            alias = properties.get("AutoPublishAlias")
+            if isinstance(alias, str) and alias:  # SAM's ``!Ref NAME.Alias``: the alias's ARN
+                refs[f"{logical_id}.Alias"] = f"{prefix.format('lambda')}:function:{name}:{alias}"
     return refs, attributes
 
 

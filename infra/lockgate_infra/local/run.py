@@ -95,6 +95,7 @@ def local_state(stack: LocalStack, gateway: Gateway) -> dict[str, Any]:
         "port": gateway.port,
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "endpoint_url": stack.endpoint_url,
+        "lambda_url": stack.lambda_api.url if stack.lambda_api else None,  # Lambda's Invoke, locally
         "gateway_url": gateway.url,
         "region": stack.region,
         "template": str(stack.template_path),

@@ -20,9 +20,10 @@ from lockgate_infra.local.environment import (
     localise_api_url,
     names_local_api,
     point_at_moto,
-    read_at_each_use,
+    warn_of_clash,
 )
 from lockgate_infra.local.gateway import Gateway
+from lockgate_infra.local.lambda_api import LAMBDA_ENDPOINT, LambdaApi, function_names
 from lockgate_infra.local.log_keys import FunctionKeys, adopt
 from lockgate_infra.local.moto_server import MotoServer
 from lockgate_infra.local.poller import SqsPoller
@@ -84,6 +85,7 @@ class LocalStack(Serving):
         self.pollers: list[SqsPoller] = []
         self.stream_pollers: list[StreamPoller] = []
         self.scheduler: LocalScheduler | None = None
+        self.lambda_api: LambdaApi | None = None  # Lambda's Invoke for the template's functions
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -103,6 +105,10 @@ class LocalStack(Serving):
                 region_name=self._plan.region,
             )
             self.resources = create_resources(self._plan, self._session, endpoint_url=self.endpoint_url)
+            self.resources.update(function_names(self._plan.functions.values()))
+            # Lambda's Invoke for the template's functions, where every boto3 Lambda client goes.
+            self.lambda_api = LambdaApi.for_plan(self._plan.functions.values(), self.invoke).start()
+            self._env.set(LAMBDA_ENDPOINT, self.lambda_api.url)
             for ignored in self._plan.ignored:
                 log.warning("not run locally: %s", ignored)
         except BaseException:
@@ -118,9 +124,10 @@ class LocalStack(Serving):
         for poller in [*self.stream_pollers, *self.pollers]:
             poller.stop()
         self.stream_pollers, self.pollers = [], []
-        if self.gateway is not None:
-            self.gateway.stop()
-            self.gateway = None
+        for server in (self.gateway, self.lambda_api):
+            if server is not None:
+                server.stop()
+        self.gateway, self.lambda_api = None, None
         self._server.stop()
         self._env.restore()
 
@@ -144,10 +151,11 @@ class LocalStack(Serving):
         return self.plan.region
 
     def client(self, service: str) -> Any:
-        """A boto3 client for ``service`` on this stack's moto."""
+        """A boto3 client for ``service`` on this stack's moto (Lambda: its local Invoke API)."""
         if self._session is None:
             raise RuntimeError("the local stack is not started")
-        return self._session.client(service, endpoint_url=self.endpoint_url)  # type: ignore[call-overload]
+        endpoint = self.lambda_api.url if service == "lambda" and self.lambda_api else self.endpoint_url
+        return self._session.client(service, endpoint_url=endpoint)  # type: ignore[call-overload]
 
     # -- functions ------------------------------------------------------------------------
 
@@ -263,19 +271,10 @@ class LocalStack(Serving):
     # -- internals ------------------------------------------------------------------------
 
     def _clash(self, logical_id: str, key: str) -> None:
-        """Two functions give ``key`` different values, and this process has one environment.
-
-        It matters only for a variable read while a function runs: each function reads its settings
-        once, when it loads (its cold start, as on Lambda), under its own values. The ones read at
-        each use are the ``env:NAME`` secrets; for those both functions now see the last value.
-        """
-        texts = [self.config_path.read_text(encoding="utf-8") if self.config_path.is_file() else ""]
-        texts += [v for f in self.plan.functions.values() for v in f.environment.values()]
-        if key not in read_at_each_use(texts):
-            return
-        log.warning("%s and %s set the secret %s differently; they share this process's environment, "
-                    "so both now use %s's value: give them one value to try this locally",
-                    self._env_owners[key], logical_id, key, logical_id)  # fmt: skip
+        """Two functions give ``key`` different values, and this process has one environment."""
+        config = self.config_path.read_text(encoding="utf-8") if self.config_path.is_file() else ""
+        texts = [config, *(v for f in self.plan.functions.values() for v in f.environment.values())]
+        warn_of_clash(texts, key, self._env_owners[key], logical_id)
 
     def _localise(self, value: str) -> str:
         """An HTTP API's deployed URL in an environment value becomes the gateway's, once it runs."""

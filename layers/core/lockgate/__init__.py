@@ -41,7 +41,8 @@ __version__ = "0.1.0"
 _PUBLIC = {
     "BadDelivery": "lockgate.errors",
     "DecisionNotice": "lockgate.agent.tasks",
-    "Fact": "lockgate.actions.tools",
+    "ApprovalRule": "lockgate.config.rules",
+    "Fact": "lockgate.actions.facts",
     "InboxEvent": "lockgate.inbox.routing",
     "Intake": "lockgate.agent.intake",
     "OutcomeUnknown": "lockgate.actions.tools",
@@ -49,7 +50,7 @@ _PUBLIC = {
     "Policy": "lockgate.actions.tools",
     "Resource": "lockgate.declared",
     "Risk": "lockgate.actions.tools",
-    "RunFacts": "lockgate.actions.tools",
+    "RunFacts": "lockgate.actions.facts",
     "Setup": "lockgate.workflows",
     "Skip": "lockgate.agent.tasks",
     "Start": "lockgate.agent.tasks",
@@ -64,6 +65,7 @@ _PUBLIC = {
     "values_in_source": "lockgate.agent.structured",
 }
 __all__ = [
+    "ApprovalRule",
     "BadDelivery",
     "DecisionNotice",
     "Fact",
@@ -90,12 +92,11 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from lockgate.actions.facts import Fact, RunFacts
     from lockgate.actions.tools import (
-        Fact,
         OutcomeUnknown,
         Policy,
         Risk,
-        RunFacts,
         Tool,
         ToolContext,
         ToolError,
@@ -106,6 +107,7 @@ if TYPE_CHECKING:
     from lockgate.agent.intake import Intake
     from lockgate.agent.structured import values_in_source
     from lockgate.agent.tasks import DecisionNotice, Skip, Start, Task
+    from lockgate.config.rules import ApprovalRule
     from lockgate.declared import Part, Resource
     from lockgate.errors import BadDelivery
     from lockgate.inbox.routing import InboxEvent, TaskContext

@@ -1,7 +1,8 @@
 """The guard's ruling on one tool call, made here and nowhere else.
 
-Checks in order: allowed for the task → argument schema → hard policy rules → taint (and policies
-that ask for a person) → approval thresholds → draft-only tools. The first that objects rules. Pure
+Checks in order: allowed for the task → argument schema → hard policy rules → approval rules that
+refuse → taint (and policies that ask for a person) → approval thresholds and the approval rules
+that apply → draft-only tools. The first that objects rules. Pure
 functions of the task's tools, the call and the run's state, so they are tested table-style. The
 ledger and execution come after an ``Allowed`` ruling; a ``NeedsPerson`` ruling becomes a proposal;
 a ``Refused`` one goes back to the model as an error it can act on.
@@ -14,7 +15,11 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from lockgate.actions.tools import Risk, RunFacts, Tool, ToolArgumentsInvalid, Verdict
+from lockgate.actions.facts import RunFacts
+from lockgate.actions.requirements import requirement_for
+from lockgate.actions.tools import Risk, Tool, ToolArgumentsInvalid, Verdict
+from lockgate.config.model import ApprovalsConfig
+from lockgate.config.rules import Requirement
 
 
 class Check(StrEnum):
@@ -62,6 +67,7 @@ class NeedsPerson:
     reasons: tuple[str, ...]
     tool: Tool[Any]
     args: Any
+    requirement: Requirement = field(default_factory=Requirement)  # who must approve, by which rule
 
     @property
     def reason(self) -> str:
@@ -85,14 +91,19 @@ Ruling = Allowed | NeedsPerson | Refused
 DraftOnly = Callable[[str], bool]
 
 
-def rule_on(
+def rule_on(  # noqa: PLR0913 - the call, the run, and the deployment's two approval settings
     tools: Sequence[Tool[Any]],
     name: str,
     raw_args: Any,
     state: RunState,
     draft_only: DraftOnly | None = None,
+    approvals: ApprovalsConfig | None = None,
 ) -> Ruling:
-    """Run the checks in order on a call to ``name`` among the task's ``tools``; the first objection rules."""
+    """Run the checks in order on a call to ``name`` among the task's ``tools``; the first objection rules.
+
+    ``approvals``: the deployment's ``[approvals]``, whose rules may refuse a call or ask for a person
+    (None: only the tools' own ``approval_rules`` hooks).
+    """
     tool = next((t for t in tools if t.name == name), None)
     if tool is None:
         offered = ", ".join(t.name for t in tools)
@@ -106,12 +117,15 @@ def rule_on(
         return Refused(Check.POLICY, f"Refused by policy: {refusal}", tool, args)
     if tool.risk is Risk.READ:
         return Allowed(tool, args)
-    need = _needs_person(tool, args, state, asks)
+    requirement = requirement_for(tool, args, state.facts, approvals)
+    if requirement.refused:
+        return Refused(Check.POLICY, f"Refused by approval rule: {requirement.refused}", tool, args)
+    need = _needs_person(tool, args, state, asks, requirement)
     if draft_only is not None and draft_only(tool.name):  # reads returned above: this acts
         draft = "draft only: the assistant prepares it, a person sends it"
         if need is None:
-            return NeedsPerson(Check.APPROVAL, (draft,), tool, args)
-        return NeedsPerson(need.check, (*need.reasons, draft), tool, args)
+            return NeedsPerson(Check.APPROVAL, (draft,), tool, args, requirement)
+        return NeedsPerson(need.check, (*need.reasons, draft), tool, args, requirement)
     return need if need is not None else Allowed(tool, args)
 
 
@@ -136,9 +150,14 @@ def policy_refusal(tool: Tool[Any], args: Any, facts: RunFacts) -> str | None:
 
 
 def _needs_person(
-    tool: Tool[Any], args: Any, state: RunState, asks: tuple[Verdict, ...] = ()
+    tool: Tool[Any],
+    args: Any,
+    state: RunState,
+    asks: tuple[Verdict, ...] = (),
+    requirement: Requirement | None = None,
 ) -> NeedsPerson | None:
-    """Every reason a side effect needs a person: screens, policies that ask, taint, the tool's own rules."""
+    """Every reason a side effect needs a person: screens, policies that ask, taint, the tool's own rules,
+    and the approval rules that apply to these arguments."""
     reasons: list[str] = [
         f"a screen flagged content in this run as a possible prompt injection ({flag})"
         for flag in dict.fromkeys(state.suspicious)
@@ -157,7 +176,15 @@ def _needs_person(
     threshold = tool.approval_threshold(args, state.facts) if tool.approval_threshold else None
     if threshold:
         reasons.append(threshold)
+    requirement = requirement or Requirement()
+    if requirement.needs_person:
+        reasons.extend(rule_reasons(requirement))
     if not reasons:
         return None
     check = Check.TAINT if state.suspicious or state.unscreened or tainted else Check.APPROVAL
-    return NeedsPerson(check, tuple(reasons), tool, args)
+    return NeedsPerson(check, tuple(reasons), tool, args, requirement)
+
+
+def rule_reasons(requirement: Requirement) -> list[str]:
+    """Each applied approval rule as a reason a person is asked, e.g. "refunds over $100 (rule ...)"."""
+    return [name if reason == name else f"{reason} (rule: {name})" for name, reason in requirement.rules()]

@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from lockgate.actions.facts import RunFacts
 from lockgate.actions.ledger import Operation
-from lockgate.actions.tools import RunFacts, Tool, ToolContext, fingerprint
+from lockgate.actions.tools import Tool, ToolContext, fingerprint
 
 
 class Operations(Protocol):

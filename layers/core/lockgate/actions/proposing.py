@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from lockgate.actions.facts import RunFacts
 from lockgate.actions.guard import NeedsPerson
-from lockgate.actions.tools import RunFacts
 
 
 class Proposer(Protocol):

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from lockgate.actions.editable import editable_fields
+from lockgate.actions.facts import Fact, RunFacts
+from lockgate.config.rules import ApprovalRule
 from lockgate.errors import ConfigError
 
 
@@ -61,51 +63,6 @@ class Verdict:
     def ask(cls, reason: str, *, when_tainted: bool = False) -> Verdict:
         """A person must approve (when_tainted: only if the run read untrusted content), with why."""
         return cls(True, reason, needs_person=True, when_tainted=when_tainted)
-
-
-@dataclass(frozen=True)
-class RunFacts:
-    """Facts from our own systems about this run, never from the model or the content it read.
-
-    A task's ``start`` makes them; policies, thresholds and tools read them. Their ``values`` are
-    stored with a proposal, and rebuilt (``Task.restore_facts``) when an approved call runs.
-    """
-
-    values: Mapping[str, Any] = field(default_factory=dict)
-    """Task-defined facts by name, JSON-able, e.g. ``{"customer_email": the email's verified sender}``."""
-
-    lookup: Any = None
-    """Reads current facts (orders, payments) through the workflow's own adapters; None: no lookups.
-
-    It is not stored: when an approved call runs, only ``Task.restore_facts`` can give it back.
-    """
-
-    sender: str | None = None
-    """The run's untrusted source identity (e.g. the email's From): proposals are capped per sender."""
-
-    pending: Callable[[str, str], Mapping[str, Any] | None] | None = None
-    """``(tool, target)`` -> the arguments of the proposal waiting for a person on that target, or None.
-
-    Set by the loop when approvals are wired, so a policy can count what is already pending.
-    """
-
-    def get(self, key: str, default: Any = None) -> Any:
-        """A fact from ``values`` by name, or ``default``."""
-        return self.values.get(key, default)
-
-
-@dataclass(frozen=True)
-class Fact:
-    """One fact a reviewer's decision rests on, captured when the proposal is made (``Tool.facts``)."""
-
-    label: str
-    """What it is, as the approval page labels it (e.g. "Order status")."""
-
-    value: str
-    """Its value as the reviewer reads it (e.g. "delivered")."""
-
-    verified: bool = True
-    """True: read from our own systems; False for what someone wrote (a customer's message), shown as such."""
 
 
 Policy = Callable[[Any, RunFacts], Verdict]
@@ -186,7 +143,13 @@ class Tool[Args: BaseModel]:
     person, and a further one is refused with the pending one's summary; None: no such limit."""
 
     high_stakes: bool = False
-    """Its proposals need two distinct reviewers, in place of the approval rule's ``reviewers_required``."""
+    """Its proposals always need at least two distinct reviewers, whatever its approval rules say."""
+
+    approval_rules: Callable[[Args, RunFacts], ApprovalRule | Iterable[ApprovalRule] | None] | None = None
+    """``(args, facts)`` -> the ``ApprovalRule``s that apply to this call, for what thresholds in
+    ``lockgate.toml`` cannot say (e.g. a refund to a customer of less than a month). Applied after the
+    file's rules; like them they only ask for more (reviewers, narrower roles, or ``refuse=True``), and
+    an edited version is judged again. None (the default): only the file's rules."""
 
     reversible: bool = False
     """It can be undone, so a ``pattern = "veto"`` approval rule may run it after a veto window

@@ -29,6 +29,7 @@ from lockgate.capacity.breaker import CircuitBreaker
 from lockgate.capacity.gate import Gate
 from lockgate.capacity.spend import input_tokens_upper_bound
 from lockgate.clock import Clock
+from lockgate.config.model import ApprovalsConfig
 from lockgate.inbox.routing import InboxEvent
 from lockgate.model.client import ModelClient, ModelReply, ModelRequest
 from lockgate.model.price_table import PriceTable
@@ -70,6 +71,7 @@ class AgentLoop:
         gate: Gate | None = None,
         count_tokens: bool = False,
         calls_ahead: int = DEFAULT_CALLS_AHEAD,
+        rules: ApprovalsConfig | None = None,
     ) -> None:
         self._model = model
         self._runs = runs
@@ -83,6 +85,7 @@ class AgentLoop:
             metrics=metrics,
             screener=screener,
             approvals=approvals,
+            rules=rules,
         )
         self._prices = prices  # every call's estimate and cost, and each model's cacheable minimum
         self._calls = Admission(

@@ -7,9 +7,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from lockgate.actions.facts import RunFacts
 from lockgate.actions.ledger import LedgerConflict
 from lockgate.actions.once import Operations
-from lockgate.actions.tools import RunFacts, Tool
+from lockgate.actions.tools import Tool
 from lockgate.agent.intake import Intake
 from lockgate.config.provider import ProviderConfig
 from lockgate.errors import ConfigError

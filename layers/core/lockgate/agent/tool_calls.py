@@ -21,6 +21,7 @@ from lockgate.agent.run_totals import Totals
 from lockgate.agent.runs import Run, Runs
 from lockgate.agent.screen import RunAsk, Screener
 from lockgate.agent.tasks import Task
+from lockgate.config.model import ApprovalsConfig
 from lockgate.telemetry import Log, Metrics
 
 
@@ -36,6 +37,7 @@ class ToolCalls:
         metrics: Metrics,
         screener: Screener | None = None,
         approvals: Proposer | None = None,
+        rules: ApprovalsConfig | None = None,
     ) -> None:
         self._runs = runs
         self._ledger = ledger
@@ -43,6 +45,7 @@ class ToolCalls:
         self._metrics = metrics
         self._screener = screener
         self._approvals = approvals
+        self._rules = rules  # [approvals]: its rules refuse calls or ask for a person (None: hooks only)
 
     def step(
         self,
@@ -114,7 +117,7 @@ class ToolCalls:
         if self._approvals is not None and state.facts.pending is None:
             # Policies may count what already waits for a person (e.g. refunds pending on an order).
             state.facts = replace(state.facts, pending=functools.partial(self._approvals.waiting, task.name))
-        ruling = rule_on(task.tools, name, call.get("input"), state, draft_only)
+        ruling = rule_on(task.tools, name, call.get("input"), state, draft_only, self._rules)
         entry: dict[str, Any] = {"tool": name, "check": ruling.check.value, "reason": ruling.reason}
         if ruling.tool is not None and ruling.args is not None:
             entry["summary"] = ruling.tool.summary(ruling.args)

@@ -16,12 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 from lockgate.actions.ledger import Ledger, Operation
 from lockgate.approvals.decisions import current_state
+from lockgate.approvals.eligibility import requirement_of
 from lockgate.approvals.events import SOURCE
 from lockgate.approvals.proposals import Proposal, ProposalStore
 from lockgate.approvals.standing import DecisionRecord, Standing, State
 from lockgate.approvals.versions import Version
 from lockgate.clock import Clock
 from lockgate.config import ApprovalsConfig
+from lockgate.config.rules import Requirement
 from lockgate.dynamo import read_all
 from lockgate.errors import DeliveryNotFound
 from lockgate.inbox.models import Delivery, delivery_key
@@ -89,6 +91,8 @@ class AuditRecord:
     decisions: tuple[DecisionRecord, ...]  # by time, version, reviewer
     refusals: tuple[AuditRefusal, ...]  # by time
     outcome: AuditOutcome
+    # Who had to approve it as proposed, by which approval rules (each version carries its own).
+    requirement: Requirement | None = None
 
 
 def decision_order(decision: DecisionRecord) -> tuple[int, int, str]:
@@ -162,11 +166,12 @@ class AuditTrail:
             versions=tuple(versions),
             decisions=tuple(decisions),
             refusals=tuple(refusals),
-            outcome=self._outcome(proposal, state, edited=bool(versions)),
+            outcome=self._outcome(proposal, state, standing.current(proposal).op_key),
+            requirement=requirement_of(self._config, proposal, Standing().current(proposal)),
         )
 
-    def _outcome(self, proposal: Proposal, state: State, *, edited: bool) -> AuditOutcome:
-        op = None if edited else self._ledger_row(proposal)
+    def _outcome(self, proposal: Proposal, state: State, op_key: str) -> AuditOutcome:
+        op = self._ledger_row(proposal, op_key)
         kind = _event_kind(proposal, state)
         event = self._event(proposal, kind) if kind else None
         return AuditOutcome(
@@ -179,10 +184,10 @@ class AuditTrail:
             worker_at=event.updated_at if event else None,
         )
 
-    def _ledger_row(self, proposal: Proposal) -> Operation | None:
-        """The ledger row the action as proposed runs under, if this proposal's run wrote it."""
-        op_key = proposal.extra.get("op_key")
-        op = self._ledger.get(op_key) if isinstance(op_key, str) and op_key else None
+    def _ledger_row(self, proposal: Proposal, op_key: str) -> Operation | None:
+        """The ledger row the version that runs runs under (``op_key``: "" for an edit recorded before
+        versions kept their key), if this proposal's run wrote it."""
+        op = self._ledger.get(op_key) if op_key else None
         # The same business identity from another run (a replay) is that run's action, not this one's.
         return op if op is not None and op.run_id in ("", proposal.run_id) else None
 

@@ -15,20 +15,29 @@ from enum import StrEnum
 
 from lockgate import tracing
 from lockgate.actions.tools import fingerprint
+from lockgate.approvals.checking import CheckUnavailable, CheckVersion
+from lockgate.approvals.eligibility import (
+    allowed_ids,
+    current_state,
+    eligible_reviewers,
+    requirement_of,
+    state_of,
+)
 from lockgate.approvals.events import approval_event, enqueue
 from lockgate.approvals.proposals import Proposal
 from lockgate.approvals.standing import (
     MAX_RACES,
     Choice,
+    Current,
     DecisionRecord,
     DecisionStore,
     Standing,
     State,
-    state_of,
 )
-from lockgate.approvals.versions import Version, apply_edit, new_version
+from lockgate.approvals.versions import EditRefused, EditUnchecked, Version, apply_edit, new_version
 from lockgate.clock import Clock
 from lockgate.config import ApprovalsConfig, Reviewer
+from lockgate.config.rules import Requirement
 from lockgate.errors import StoreUnavailable
 from lockgate.inbox.queue import InboxQueue
 from lockgate.inbox.store import InboxStore
@@ -55,12 +64,6 @@ def checked_reason(text: str) -> str | None:
     """A reviewer's reason, trimmed, with control characters removed; None if it is too long."""
     kept = "".join(c for c in text.replace("\r\n", "\n") if c == "\n" or c.isprintable()).strip()
     return kept if len(kept) <= MAX_REASON_CHARS else None
-
-
-def current_state(config: ApprovalsConfig, proposal: Proposal, standing: Standing, now: float) -> State:
-    """The proposal's state at ``now``, counting only reviewers the config allows for its tool."""
-    allowed = frozenset(r.id for r in config.reviewers_for(proposal.tool))
-    return state_of(proposal, standing.decisions, now, allowed, standing.versions)
 
 
 class DecisionOutcome(StrEnum):
@@ -108,7 +111,9 @@ class DecisionRecorder:
         clock: Clock,
         log: Log,
         metrics: Metrics,
+        checks: CheckVersion | None = None,
     ) -> None:
+        self._checks = checks  # the worker's check of an edited version; None: edits are refused
         self._decisions = decisions
         self._config = config
         self._inbox = inbox
@@ -117,9 +122,23 @@ class DecisionRecorder:
         self._log = log
         self._metrics = metrics
 
-    def reviewer(self, tool: str, reviewer_id: str) -> Reviewer | None:
-        """The configured reviewer with this id if they may decide this tool's proposals, else None."""
-        return next((r for r in self._config.reviewers_for(tool) if r.id == reviewer_id), None)
+    def reviewer(
+        self, proposal: Proposal, reviewer_id: str, standing: Standing | None = None
+    ) -> Reviewer | None:
+        """The configured reviewer with this id if they may decide the proposal's current version now
+        (``standing``: as read already; None reads it), else None."""
+        standing = standing if standing is not None else self._decisions.standing(proposal.approval_id)
+        current = standing.current(proposal)
+        eligible = eligible_reviewers(self._config, proposal, current, self._clock.now())
+        return next((r for r in eligible if r.id == reviewer_id), None)
+
+    def allowed(self, proposal: Proposal, standing: Standing) -> frozenset[str]:
+        """The ids of the reviewers who may decide the current version now."""
+        return allowed_ids(self._config, proposal, standing, self._clock.now())
+
+    def requirement(self, proposal: Proposal, standing: Standing) -> Requirement:
+        """What the current version needs, and which rules said so."""
+        return requirement_of(self._config, proposal, standing.current(proposal))
 
     def state(self, proposal: Proposal, standing: Standing) -> State:
         """The proposal's state now, counting only reviewers allowed for its tool."""
@@ -172,8 +191,6 @@ class DecisionRecorder:
         seen: str | None,
         edit: Mapping[str, str] | None,
     ) -> DecisionOutcome:
-        if self.reviewer(proposal.tool, reviewer_id) is None:
-            return DecisionOutcome.NOT_ALLOWED
         if fingerprint(proposal.args) != proposal.fingerprint:
             return DecisionOutcome.CHANGED
         for _ in range(MAX_RACES):
@@ -183,13 +200,7 @@ class DecisionRecorder:
             if judged is not None:
                 return judged
             current = standing.current(proposal)
-            version = (
-                new_version(
-                    current.n + 1, current.args, apply_edit(proposal, current.args, edit), reviewer_id, now
-                )
-                if edit is not None
-                else None
-            )
+            version = self._edited(proposal, current, edit, reviewer_id, now) if edit is not None else None
             record = DecisionRecord(
                 proposal.approval_id,
                 reviewer_id,
@@ -213,12 +224,46 @@ class DecisionRecorder:
         state = self.state(proposal, standing)
         if state is not State.PENDING:
             return SETTLED[state]
+        if self.reviewer(proposal, reviewer_id, standing) is None:
+            return DecisionOutcome.NOT_ALLOWED
         current = standing.current(proposal)
         if seen is not None and seen != current.fingerprint:
             return DecisionOutcome.EDITED
         if standing.decided(reviewer_id, current.n):
             return DecisionOutcome.ALREADY_DECIDED
         return None
+
+    def _edited(
+        self, proposal: Proposal, current: Current, edit: Mapping[str, str], editor: str, now: int
+    ) -> Version:
+        """The edited version, checked by the worker as it would run it; EditRefused says why not.
+
+        Its requirement is the worker's (the tool's hook included) and never less than the file's
+        rules read here; its editor must be one who may approve it.
+        """
+        edited = apply_edit(proposal, current.args, edit)
+        if self._checks is None:
+            raise EditRefused("edits cannot be checked here (no worker to ask): approve or reject it")
+        try:
+            check = self._checks.check(proposal.approval_id, edited)
+        except CheckUnavailable as exc:
+            raise EditUnchecked(
+                "the edit could not be checked right now (the agent worker did not answer); try again in a "
+                "minute"
+            ) from exc
+        if check.refusal or check.requirement is None:
+            raise EditRefused(f"it would not run: {check.refusal or 'the check gave no requirement'}")
+        section = self._config.for_tool(proposal.tool)
+        requirement = check.requirement.stricter(section.requirement(edited))
+        version = new_version(
+            current.n + 1, current.args, edited, editor, now, check.summary, requirement, check.op_key
+        )
+        as_edited = Current(
+            version.n, version.args, version.fingerprint, editor, version.summary, requirement
+        )
+        if editor not in {r.id for r in eligible_reviewers(self._config, proposal, as_edited, now)}:
+            raise EditRefused(f"as edited it needs {requirement.describe()}; {editor} may not approve it")
+        return version
 
     def _recorded(
         self, proposal: Proposal, record: DecisionRecord, state: State, version: Version | None

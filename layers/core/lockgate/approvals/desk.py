@@ -12,8 +12,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from lockgate.actions.tools import fingerprint
+from lockgate.approvals.checking import CheckVersion
+from lockgate.approvals.decided_page import decided_page
+from lockgate.approvals.decision_pages import SETTLED_STATUS, decision_page
 from lockgate.approvals.decisions import (
-    SETTLED,
     Choice,
     DecisionOutcome,
     DecisionRecorder,
@@ -21,6 +23,7 @@ from lockgate.approvals.decisions import (
     State,
     checked_reason,
 )
+from lockgate.approvals.eligibility import eligible_reviewers
 from lockgate.approvals.links import (
     LinkClaims,
     LinkInvalid,
@@ -42,9 +45,10 @@ from lockgate.approvals.pages import (
 )
 from lockgate.approvals.proposals import Proposal, ProposalStore
 from lockgate.approvals.refusal import cross_site_reason, unusable_page
-from lockgate.approvals.refusals import RefusalLog, why_refused
-from lockgate.approvals.review_page import confirmation_page, decided_page
-from lockgate.approvals.versions import EditRefused
+from lockgate.approvals.refusals import RefusalLog, Why, why_refused
+from lockgate.approvals.review_page import confirmation_page
+from lockgate.approvals.standing import Standing
+from lockgate.approvals.versions import EditRefused, EditUnchecked
 from lockgate.approvals.views import form_edit, proposal_view
 from lockgate.clock import Clock
 from lockgate.config import ApprovalsConfig, Reviewer
@@ -77,16 +81,22 @@ class LinkSigner:
         return self._base_url
 
     def links_for(self, proposal: Proposal, base_url: str | None = None) -> dict[str, str]:
-        """Reviewer id → link under ``base_url`` (default: the configured one), expiring with the proposal."""
+        """Reviewer id → link under ``base_url`` (default: the configured one), expiring with the proposal:
+        one for each reviewer who may decide it as made (escalation sends the others theirs later)."""
+        now = int(self._clock.now())
+        return {
+            reviewer.id: self.link_for(proposal, reviewer.id, base_url)
+            for reviewer in eligible_reviewers(self._config, proposal, Standing().current(proposal), now)
+        }
+
+    def link_for(self, proposal: Proposal, reviewer_id: str, base_url: str | None = None) -> str:
+        """One reviewer's signed link under ``base_url`` (default: the configured one)."""
         now = int(self._clock.now())
         ttl = max(60, min(LINK_TTL_SECONDS, proposal.expires_at - now))
         secret = self._secrets()[0]
         base = self._base_url if base_url is None else base_url.rstrip("/")
-        return {
-            reviewer.id: f"{base}/{proposal.approval_id}?"
-            + sign_link(secret, new_claims(proposal.approval_id, reviewer.id, proposal.fingerprint, now, ttl))
-            for reviewer in self._config.reviewers_for(proposal.tool)
-        }
+        claims = new_claims(proposal.approval_id, reviewer_id, proposal.fingerprint, now, ttl)
+        return f"{base}/{proposal.approval_id}?" + sign_link(secret, claims)
 
 
 class ApprovalDesk:
@@ -107,6 +117,7 @@ class ApprovalDesk:
         base_url: str,
         outcomes: ActionOutcomes | None = None,
         refusals: RefusalLog | None = None,
+        checks: CheckVersion | None = None,
     ) -> None:
         self._proposals = proposals
         self._decisions = decisions
@@ -129,6 +140,7 @@ class ApprovalDesk:
             clock=clock,
             log=log,
             metrics=metrics,
+            checks=checks,  # the worker's check of an edited version, before it is recorded
         )
 
     def links_for(self, proposal: Proposal) -> dict[str, str]:
@@ -142,16 +154,16 @@ class ApprovalDesk:
         checked = self._check(approval_id, query)
         if isinstance(checked, Page):
             return checked
-        proposal, claims, reviewer = checked
-        standing = self._decisions.standing(approval_id)
+        proposal, claims, reviewer, standing = checked
         state = self.recorder.state(proposal, standing)
-        view = proposal_view(proposal, standing, self._config)
+        view = proposal_view(proposal, standing, self._config, self._clock.now())
         if state is not State.PENDING:
-            # The ledger key of an edited call depends on the tool's code, which this side does not
-            # load: rather than "not run yet" from the original's key, the page says it cannot tell.
-            known = self._outcomes and state is State.APPROVED and not standing.versions
-            outcome = self._outcomes.of(proposal) if known and self._outcomes else None
-            return decided_page(view, state, outcome, status=_SETTLED_STATUS[state])
+            # The version that ran, under the key the worker's check gave it (an older edit has none:
+            # rather than "not run yet" from the original's key, the page says it cannot tell).
+            op_key = standing.current(proposal).op_key
+            known = self._outcomes is not None and state is State.APPROVED and op_key
+            outcome = self._outcomes.of(proposal, op_key) if known and self._outcomes else None
+            return decided_page(view, state, outcome, status=SETTLED_STATUS[state])
         secret = self._secrets()[0]
         page = confirmation_page(
             view,
@@ -185,7 +197,7 @@ class ApprovalDesk:
         checked = self._check(approval_id, link)
         if isinstance(checked, Page):
             return checked
-        proposal, claims, reviewer = checked
+        proposal, claims, reviewer, standing = checked
         try:
             verify_form_token(self._secrets(), claims, form.get(FORM_TOKEN_FIELD, ""))
         except LinkInvalid as exc:
@@ -197,31 +209,31 @@ class ApprovalDesk:
         if reason is None:  # the textarea's maxlength stops a browser: a crafted post
             return self._refused("form", "reason too long", approval_id)
         seen = form.get(SEEN_FIELD) or proposal.fingerprint  # a form from before edits existed
-        edit = (
-            form_edit(form, proposal, self._decisions.standing(approval_id))
-            if choice == EDIT_CHOICE
-            else None
-        )
+        edit = form_edit(form, proposal, standing) if choice == EDIT_CHOICE else None
         verdict = Choice.APPROVE if choice == EDIT_CHOICE else Choice(choice)
         try:
             outcome = self.recorder.record(
                 proposal, reviewer.id, verdict, "link", reason=reason, seen=seen, edit=edit
             )
         except EditRefused as exc:
-            return outcome_page(
-                "Not approved: the change is not allowed", f"{exc}. Nothing was recorded.", status=422
-            )
+            if self.refusals is not None:  # kept: what the worker would refuse is refused here, visibly
+                self.refusals.record(approval_id, "link", reviewer.id, Why.EDIT_REFUSED)
+            title = "Not approved: the change is not allowed"
+            if isinstance(exc, EditUnchecked):
+                title = "Not approved yet: the change could not be checked"
+            return outcome_page(title, f"{exc}. Nothing was recorded.", status=exc.status)
         if not outcome.recorded and self.refusals is not None:  # a verified link's refused decision: kept
             self.refusals.record(approval_id, "link", reviewer.id, why_refused(outcome))
         if outcome in (DecisionOutcome.CHANGED, DecisionOutcome.NOT_ALLOWED):  # changed since _check
             return self._refused("decision", outcome.value, approval_id)
-        return _outcome_page(outcome, proposal)
+        after = self._decisions.standing(approval_id) if outcome.recorded else standing
+        return decision_page(outcome, proposal, after, self.recorder)
 
     # -- checks ------------------------------------------------------------------------------
 
     def _check(
         self, approval_id: str, query: Mapping[str, str]
-    ) -> tuple[Proposal, LinkClaims, Reviewer] | Page:
+    ) -> tuple[Proposal, LinkClaims, Reviewer, Standing] | Page:
         try:
             claims = verify_link(self._secrets(), approval_id, query, self._clock.now())
         except LinkInvalid as exc:
@@ -231,10 +243,11 @@ class ApprovalDesk:
             return self._refused("proposal", "unknown approval id", approval_id)
         if claims.fingerprint != proposal.fingerprint or fingerprint(proposal.args) != proposal.fingerprint:
             return self._refused("fingerprint", "arguments changed", approval_id)
-        reviewer = self.recorder.reviewer(proposal.tool, claims.reviewer)
+        standing = self._decisions.standing(approval_id)
+        reviewer = self.recorder.reviewer(proposal, claims.reviewer, standing)
         if reviewer is None:
-            return self._refused("reviewer", "not allowed for this tool", approval_id)
-        return proposal, claims, reviewer
+            return self._refused("reviewer", "not allowed to decide this version", approval_id)
+        return proposal, claims, reviewer, standing
 
     def _refused(self, check: str, reason: str, approval_id: str) -> Page:
         """Log and count the specific reason; the page is the same for every check."""
@@ -243,47 +256,3 @@ class ApprovalDesk:
             "approval request refused", extra={"check": check, "reason": reason, "approval": approval_id[:40]}
         )
         return unusable_page()
-
-
-_SETTLED_STATUS = {State.APPROVED: 409, State.REJECTED: 409, State.EXPIRED: 410}
-
-
-def _settled_page(state: State) -> Page:
-    titles = {
-        State.APPROVED: ("Already approved", "This action was approved; nothing more is needed."),
-        State.REJECTED: ("Already rejected", "This action was rejected and will not happen."),
-        State.EXPIRED: ("This request has expired", "Nobody decided in time; it will not happen."),
-    }
-    title, message = titles[state]
-    return outcome_page(title, message, status=_SETTLED_STATUS[state])
-
-
-_OUTCOME_PAGES = {
-    DecisionOutcome.AWAITING: (
-        "Approval recorded",
-        "Another reviewer must also approve before it runs.",
-        200,
-    ),
-    DecisionOutcome.ALREADY_DECIDED: ("You have already decided", "Your first decision stands.", 409),
-    DecisionOutcome.EDITED: (
-        "Changed since you looked",
-        "Another reviewer edited this request after you opened it. Nothing was recorded: open your "
-        "link again to see the latest version.",
-        409,
-    ),
-}
-
-
-def _outcome_page(outcome: DecisionOutcome, proposal: Proposal) -> Page:
-    """The page for what a POST's decision did (the CLI words the same outcomes for a terminal)."""
-    if outcome is DecisionOutcome.APPROVED:
-        return outcome_page(
-            "Approved", f"{proposal.summary} — it will run once, within the hour.", status=200
-        )
-    if outcome is DecisionOutcome.REJECTED:
-        return outcome_page("Rejected", f"{proposal.summary} — it will not happen.", status=200)
-    settled = {o: s for s, o in SETTLED.items()}
-    if outcome in settled:
-        return _settled_page(settled[outcome])
-    title, message, status = _OUTCOME_PAGES[outcome]
-    return outcome_page(title, message, status=status)

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from lockgate.approvals.decisions import DecisionStore, State, current_state
 from lockgate.approvals.desk import LinkSigner
+from lockgate.approvals.eligibility import allowed_ids
 from lockgate.approvals.links import (
     LinkClaims,
     LinkInvalid,
@@ -108,7 +109,7 @@ class ReviewDigest:
     def items_for(self, reviewer: Reviewer) -> list[DigestItem]:
         """What waits for this reviewer, each with their own link: for the private digest message only."""
         return [
-            _item(proposal, self._signer.links_for(proposal).get(reviewer.id, ""))
+            _item(proposal, self._signer.link_for(proposal, reviewer.id))
             for proposal in self.waiting(reviewer)
         ]
 
@@ -117,9 +118,9 @@ class ReviewDigest:
         now = self._clock.now()
         found = []
         for proposal in self._proposals.created_since(int(now) - LOOKBACK_SECONDS):
-            if reviewer.id not in {r.id for r in self._config.reviewers_for(proposal.tool)}:
-                continue
             standing = self._decisions.standing(proposal.approval_id)
+            if reviewer.id not in allowed_ids(self._config, proposal, standing, now):
+                continue
             if current_state(self._config, proposal, standing, now) is not State.PENDING:
                 continue
             if not standing.decided(reviewer.id, standing.current(proposal).n):

@@ -13,18 +13,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
 
 from lockgate import tracing
-from lockgate.actions.guard import policy_refusal
 from lockgate.actions.ledger import Ledger, LedgerConflict, OpState
 from lockgate.actions.once import operation_key_for, run_once, traced
-from lockgate.actions.tools import RunFacts, Tool, ToolArgumentsInvalid, fingerprint
+from lockgate.actions.tools import ToolArgumentsInvalid, fingerprint
 from lockgate.agent.tasks import Task
+from lockgate.approvals.eligibility import allowed_ids, approvers_suffice, current_state
 from lockgate.approvals.limits import PendingLimits
 from lockgate.approvals.proposals import Proposal, ProposalStore, answers_only
-from lockgate.approvals.standing import Choice, Current, DecisionStore, Standing, State, state_of
+from lockgate.approvals.standing import Choice, Current, DecisionStore, Standing, State
 from lockgate.approvals.telling import Teller
+from lockgate.approvals.version_checks import Examined, Refusal, Unfit, VersionChecks
 from lockgate.clock import Clock
 from lockgate.config import ApprovalsConfig
 from lockgate.errors import BadDelivery, Deferred, StoreUnavailable
@@ -37,6 +37,7 @@ from lockgate.telemetry import Log, Metrics
 UNSETTLED_RETRY = 16 * 60
 
 EXPIRED_EVENT = "expired"  # sent by the expire-approvals job; never runs anything
+VETO_PASSED = "veto window passed"  # who "approved" a reversible action nobody vetoed in time
 
 
 class ApprovalExecutor:
@@ -79,9 +80,9 @@ class ApprovalExecutor:
         if answers_only(proposal):
             return self._not_run(proposal.approval_id, "an answer about an operation: reconcile applies it")
         standing = self._decisions.standing(proposal.approval_id)
-        allowed = frozenset(r.id for r in self._config.reviewers_for(proposal.tool))
         now = self._clock.now()
-        state = state_of(proposal, standing.decisions, now, allowed, standing.versions)
+        allowed = allowed_ids(self._config, proposal, standing, now)
+        state = current_state(self._config, proposal, standing, now)
         task = self._tasks.get(proposal.task)
         if data.get("state") == EXPIRED_EVENT:
             return self._expire(task, proposal, state, standing, now)
@@ -92,7 +93,7 @@ class ApprovalExecutor:
             if now < veto_until:  # early (clock skew, a redelivery): come back when the window closes
                 raise Deferred("veto window still open", delay_seconds=int(veto_until - now) + 1)
             # A reversible action whose veto window closed with nobody rejecting it.
-            run = self._run(task, proposal, standing.current(proposal), ["veto window passed"], veto_until)
+            run = self._run(task, proposal, standing.current(proposal), [VETO_PASSED], veto_until)
             return self._settled(proposal, run)
         if state is not State.APPROVED:
             if state is State.EXPIRED:
@@ -133,7 +134,7 @@ class ApprovalExecutor:
             return self._settled(
                 proposal, self._not_run(proposal.approval_id, "expired: nobody decided in time")
             )
-        allowed = frozenset(r.id for r in self._config.reviewers_for(proposal.tool))
+        allowed = allowed_ids(self._config, proposal, standing, now)
         approved = standing.approved_at(proposal, allowed)
         window_passed = state is State.APPROVED and now > approved + proposal.run_within_seconds
         if window_passed and not action_ran(self._ledger, task, proposal, standing.current(proposal)):
@@ -172,10 +173,10 @@ class ApprovalExecutor:
         checked = self._checked(task, proposal, current, approvers)
         if isinstance(checked, str):
             return checked
-        tool, args, facts = checked
+        tool, args, facts = checked.tool, checked.args, checked.facts
         assert task is not None  # noqa: S101 - _checked refused a missing task
         who = f"edited by {current.editor}, approved by" if current.n else "approved by"
-        summary = tool.summary(args) if current.n else proposal.summary
+        summary = (current.summary or tool.summary(args)) if current.n else proposal.summary
         try:
             op = run_once(
                 self._ledger,
@@ -220,34 +221,32 @@ class ApprovalExecutor:
 
     def _checked(
         self, task: Task | None, proposal: Proposal, current: Current, approvers: list[str]
-    ) -> tuple[Tool[Any], Any, RunFacts] | str:
-        """The tool, validated arguments and live facts of the call to run; or why it will not run."""
+    ) -> Examined | str:
+        """What would run (tool, validated arguments, live facts, requirement), or why it will not run."""
         if (
             fingerprint(current.args) != current.fingerprint
             or fingerprint(proposal.args) != proposal.fingerprint
         ):
             return self._not_run(proposal.approval_id, "the stored arguments were changed")
-        tool = task.tool(proposal.tool) if task else None
-        if task is None or tool is None:
-            return self._not_run(
-                proposal.approval_id, f"task {proposal.task} no longer offers {proposal.tool}"
-            )
-        if proposal.tool_schema and proposal.tool_schema != tool.args_fingerprint():
-            # A newer deployment changed what the tool takes: what the person approved is not what
-            # would run now. It expires instead, and the task is told (lockgate.schema's rule).
-            self._teller.tell(task, proposal, "expired", "the action changed in a newer version of the tool")
-            return self._not_run(
-                proposal.approval_id, f"{proposal.tool}'s arguments changed since it was proposed"
-            )
-        try:
-            args = tool.validate(current.args)
-        except ToolArgumentsInvalid as exc:
-            return self._edit_refused(task, proposal, current, approvers, f"arguments not valid: {exc}")
-        facts = task.facts_from(proposal.extra.get("facts", {}))
-        refusal = policy_refusal(tool, args, facts)
-        if refusal is not None:
-            return self._edit_refused(task, proposal, current, approvers, f"refused by policy now: {refusal}")
-        return tool, args, facts
+        examined = VersionChecks(self._tasks, self._config).examine(proposal, current.args)
+        if isinstance(examined, Refusal):
+            if examined.unfit is Unfit.SCHEMA:
+                # A newer deployment changed what the tool takes: what the person approved is not what
+                # would run now. It expires instead, and the task is told (lockgate.schema's rule).
+                changed = "the action changed in a newer version of the tool"
+                self._teller.tell(task, proposal, "expired", changed)
+            if task is None or examined.unfit in (Unfit.GONE, Unfit.SCHEMA):
+                return self._not_run(proposal.approval_id, examined.reason)
+            return self._edit_refused(task, proposal, current, approvers, examined.reason)
+        # The rules are read again now (a hook may read facts that changed): too few approvers, no run.
+        enough = approvers == [VETO_PASSED] or approvers_suffice(  # a veto window nobody vetoed: runs
+            self._config, proposal, examined.requirement, approvers, self._clock.now()
+        )
+        if not enough and task is not None:
+            who = ", ".join(approvers) or "nobody"
+            why = f"it now needs {examined.requirement.describe()}, approved by {who}"
+            return self._edit_refused(task, proposal, current, approvers, why)
+        return examined
 
     def _edit_refused(
         self, task: Task, proposal: Proposal, current: Current, approvers: list[str], why: str

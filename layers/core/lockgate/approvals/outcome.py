@@ -57,11 +57,12 @@ class ActionOutcomes:
         self._db = dynamodb
         self._table = table_name
 
-    def of(self, proposal: Proposal) -> ActionOutcome | None:
-        """The outcome, NOT_RUN if the ledger has no entry; None if the proposal never named its key."""
-        op_key = proposal.extra.get("op_key")
+    def of(self, proposal: Proposal, op_key: str | None = None) -> ActionOutcome | None:
+        """The outcome under ``op_key`` (default: the proposal's own), NOT_RUN if the ledger has no
+        entry; None if no key is known (proposed, or edited, before keys were kept)."""
+        op_key = proposal.extra.get("op_key") if op_key is None else op_key
         if not isinstance(op_key, str) or not op_key:
-            return None  # proposed before the key was kept
+            return None
         try:
             response = self._db.get_item(
                 TableName=self._table,

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from lockgate.actions.tools import Fact
+from lockgate.actions.facts import Fact
+from lockgate.config.rules import Requirement
 from lockgate.dynamo import conditional_failed, read_page
 from lockgate.errors import StoreUnavailable
 from lockgate.schema import check_readable, stamped
@@ -57,6 +58,9 @@ class Proposal:
     extra: dict[str, Any] = field(default_factory=dict)
     tool_schema: str = ""  # fingerprint of the tool's argument schema when proposed ("" before it was kept)
     facts: tuple[Fact, ...] = ()  # what the decision rests on, read when proposed (older items: none)
+    # Who must approve the call as proposed, and which approval rules said so (older items: None,
+    # read as the tool's section in lockgate.toml with reviewers_required).
+    requirement: Requirement | None = None
 
     def to_item(self) -> dict[str, Any]:
         """The DynamoDB item (low-level); ``facts`` only when there are some (older readers ignore it)."""
@@ -67,6 +71,7 @@ class Proposal:
         return stamped(
             {
                 **({"facts": {"S": json.dumps(facts)}} if facts else {}),
+                **({"requirement": {"S": self.requirement.dumps()}} if self.requirement else {}),
                 "approval_id": {"S": self.approval_id},
                 "task": {"S": self.task},
                 "run_id": {"S": self.run_id},
@@ -118,6 +123,7 @@ class Proposal:
                 Fact(str(f["label"]), str(f["value"]), bool(f.get("verified", False)))
                 for f in json.loads(s.get("facts", "[]"))
             ),
+            requirement=Requirement.from_json(json.loads(s["requirement"])) if "requirement" in s else None,
         )
 
 

@@ -51,6 +51,8 @@ class Why(StrEnum):
     REPLAY = "replay"  # this reviewer already decided it: a second click, a retry or a replay
     NOT_A_CLICK = "not-a-click"  # signed by Slack, but not a click on one of our buttons
     RESPONSE_URL = "response-url"  # signed by Slack, but its answer would go outside Slack's host
+    EDIT_REFUSED = "edit-refused"  # an edit the tool's schema, policies or approval rules refuse
+    UNKNOWN_REVIEWER = "unknown-reviewer"  # a name that is no configured reviewer (the CLI's --as)
 
 
 # What the recorder's refusing outcomes are called in a refusal row.

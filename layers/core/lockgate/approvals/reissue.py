@@ -21,6 +21,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from lockgate.approvals.decisions import DecisionStore, State, current_state
 from lockgate.approvals.desk import LinkSigner
 from lockgate.approvals.digest import ReviewDigest
+from lockgate.approvals.eligibility import allowed_ids
 from lockgate.approvals.notify import PersonalChannel
 from lockgate.approvals.pages import Page, outcome_page
 from lockgate.approvals.proposals import Proposal, ProposalStore
@@ -184,9 +185,11 @@ class LinkReissuer:
     def _waiting_for(self, reviewer: Reviewer, approval_id: str, now: int) -> Proposal | None:
         """The proposal if it is pending, this reviewer may decide it, and has not; else None."""
         proposal = self._proposals.get(approval_id)
-        if proposal is None or reviewer.id not in {r.id for r in self._config.reviewers_for(proposal.tool)}:
+        if proposal is None:
             return None
         standing = self._decisions.standing(approval_id)
+        if reviewer.id not in allowed_ids(self._config, proposal, standing, now):
+            return None
         if current_state(self._config, proposal, standing, now) is not State.PENDING:
             return None
         return None if standing.decided(reviewer.id, standing.current(proposal).n) else proposal

@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from lockgate import tracing
+from lockgate.actions.facts import RunFacts
 from lockgate.actions.guard import NeedsPerson
 from lockgate.actions.once import operation_key_for
-from lockgate.actions.tools import RunFacts, canonical_json, fingerprint
+from lockgate.actions.tools import canonical_json, fingerprint
 from lockgate.approvals.events import VetoTimer
 from lockgate.approvals.limits import LimitReached, PendingLimits, holds
 from lockgate.approvals.proposals import HOUR, Proposal, approval_id_for
@@ -67,6 +68,7 @@ class ApprovalRequests:
                 "lockgate.approval.id": stored.approval_id,
                 "lockgate.approval.pattern": rule.pattern,
                 "lockgate.approval.reviewers_required": stored.reviewers_required,
+                "lockgate.approval.rules": list(stored.requirement.applied) if stored.requirement else [],
                 "lockgate.approval.created": created,
             }
         )
@@ -129,6 +131,8 @@ def _proposal(
     approval_id, run_id, call_id = ids
     tool, args = need.tool, need.args
     canonical: dict[str, Any] = args.model_dump(mode="json")
+    # The guard's requirement (the file's rules and the tool's hook); never less than the file says.
+    requirement = need.requirement.stricter(rule.requirement(canonical, high_stakes=tool.high_stakes))
     return Proposal(
         approval_id=approval_id,
         task=task,
@@ -142,7 +146,8 @@ def _proposal(
         created_at=now,
         expires_at=now + rule.decide_within_hours * HOUR,
         run_within_seconds=rule.run_within_hours * HOUR,
-        reviewers_required=2 if tool.high_stakes else rule.reviewers_required,
+        reviewers_required=requirement.reviewers_required,
+        requirement=requirement,
         requester=f"agent:{task}",
         call_id=call_id,
         # The ledger key it will run under, so an operator can find what became of it.

@@ -9,10 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl
 
-from lockgate.actions.tools import Fact
-from lockgate.approvals.decisions import MAX_REASON_CHARS, State
+from lockgate.actions.facts import Fact
+from lockgate.approvals.decisions import MAX_REASON_CHARS
 from lockgate.approvals.edit_page import EditView, edit_fields, edits_section
-from lockgate.approvals.outcome import ActionOutcome, ActionState
 from lockgate.approvals.pages import (
     DECISION_FIELD,
     FORM_TOKEN_FIELD,
@@ -70,6 +69,8 @@ class ProposalView:
     seen: str = ""  # the current version's fingerprint: the form's decision counts for it only
     edits: list[EditView] = field(default_factory=list)
     editable: list[tuple[str, str, str]] = field(default_factory=list)  # (field, current value, hint)
+    proposed_summary: str = ""  # the proposal's own summary when the current version is an edit
+    rule: str = ""  # which approval rule applies to the current version, and what it asks
 
     def current_decisions(self) -> list[Decided]:
         """The decisions that count now: every rejection, and approvals of the current version."""
@@ -94,6 +95,7 @@ def confirmation_page(
 <p class=warn><strong>Nothing has happened yet.</strong> Opening this link changed nothing.
 It runs only if it is approved on this page.</p>
 <h1>{esc(view.summary)}</h1>
+{proposed_line(view)}
 <p class=meta>Task {esc(view.task)} · tool {esc(view.tool)} · request {esc(view.approval_id)}
 · asked {utc_time(view.created_at)}</p>
 <h2>Why you are asked</h2>
@@ -112,56 +114,6 @@ It runs only if it is approved on this page.</p>
 {action}
 """
     return Page(200, document(view.summary, body))
-
-
-_DECIDED_TITLES = {
-    State.APPROVED: "Already approved",
-    State.REJECTED: "Already rejected",
-    State.EXPIRED: "This request has expired",
-}
-
-
-def decided_page(view: ProposalView, state: State, outcome: ActionOutcome | None, *, status: int) -> Page:
-    """A decided (or expired) link: who decided and when, with their reasons, and what became of it."""
-    title = _DECIDED_TITLES[state]
-    body = f"""
-<h1>{esc(title)}</h1>
-<p><strong>{esc(view.summary)}</strong></p>
-<p class=meta>Task {esc(view.task)} · tool {esc(view.tool)} · request {esc(view.approval_id)}
-· asked {utc_time(view.created_at)}</p>
-{edits_section(view.edits)}
-<h2>Who decided</h2>
-{_decisions(view.decisions) or "<p>Nobody decided in time.</p>"}
-<h2>What happened</h2>
-<p class=outcome>{esc(_outcome_text(view, state, outcome))}</p>
-"""
-    return Page(status, document(title, body))
-
-
-def _outcome_text(view: ProposalView, state: State, outcome: ActionOutcome | None) -> str:
-    if view.answers_only:
-        return "The answer is recorded; nothing runs."
-    if state is not State.APPROVED:
-        return "Nothing ran, and nothing will."
-    if outcome is None and view.version:
-        return (
-            "A reviewer's edit was approved; what became of the edited call is in "
-            "`lockgate approvals show` and the run's record."
-        )
-    if outcome is None:
-        return "What became of it is not recorded on this request."
-    at = f" at {utc_time(outcome.at)}" if outcome.at else ""
-    since = utc_time(outcome.at) if outcome.at else "recently"
-    return {
-        ActionState.RAN: f"It ran{at}.",
-        ActionState.FAILED: f"It was tried{at} and failed; it will not be tried again.",
-        ActionState.WAITING: (
-            f"Waiting for reconciliation (since {since}): it may or may not have happened, "
-            "so it is not retried; a scheduled check or a person settles it."
-        ),
-        ActionState.RUNNING: f"It is running now (since {since}).",
-        ActionState.NOT_RUN: "Not run yet: it runs once, soon after the last approval, or not at all.",
-    }[outcome.state]
 
 
 def _checked_note(view: ProposalView) -> str:
@@ -261,7 +213,7 @@ def _list(items: list[str]) -> str:
     return "<ul>" + "".join(f"<li>{esc(item)}</li>" for item in items) + "</ul>"
 
 
-def _decisions(decisions: list[Decided]) -> str:
+def decisions_list(decisions: list[Decided]) -> str:
     """Who decided what and when, with a rejection's reason in their words (escaped)."""
     lines = [
         f"<li>{esc(d.who)}: <strong>{esc(d.verdict)}</strong>"
@@ -274,6 +226,21 @@ def _decisions(decisions: list[Decided]) -> str:
     return f"<ul>{''.join(lines)}</ul>" if lines else ""
 
 
+def proposed_line(view: ProposalView) -> str:
+    """For an edited request: what the assistant proposed, above what will run."""
+    if not view.proposed_summary:
+        return ""
+    return (
+        f"<p class=meta>This is version {view.version}, changed by a reviewer; the assistant proposed: "
+        f"{esc(view.proposed_summary)}</p>\n"
+    )
+
+
+def rule_line(view: ProposalView) -> str:
+    """Which approval rule applies to this version, and what it asks."""
+    return f"<p class=rule>Approval rule: {esc(view.rule)}.</p>\n" if view.rule else ""
+
+
 def _progress(view: ProposalView, reviewer: str) -> str:
     approvals = len({d.who for d in view.current_decisions() if d.verdict == "approve"})
     count = (
@@ -283,6 +250,6 @@ def _progress(view: ProposalView, reviewer: str) -> str:
     )
     names = [f"{name} (you)" if rid == reviewer else name for rid, name in view.reviewers]
     who = f"<p>Who may decide: {esc(', '.join(names))}.</p>" if names else ""
-    decided = _decisions(view.decisions)
+    decided = decisions_list(view.decisions)
     already = f"<p>Already decided:</p>{decided}" if decided else "<p>No one has decided yet.</p>"
-    return f"{count}\n{who}\n{already}"
+    return f"{rule_line(view)}{count}\n{who}\n{already}"

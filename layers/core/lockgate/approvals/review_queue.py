@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from lockgate.approvals.decisions import DecisionRecord, DecisionStore, State, current_state
+from lockgate.approvals.eligibility import eligible_reviewers, requirement_of
 from lockgate.approvals.proposals import Proposal, ProposalStore
-from lockgate.approvals.standing import Current, Standing
+from lockgate.approvals.standing import Current, Standing, summary_of
 from lockgate.approvals.versions import Version
 from lockgate.clock import Clock
 from lockgate.config import ApprovalsConfig
+from lockgate.config.rules import Requirement
 
 
 @dataclass(frozen=True)
@@ -20,6 +22,13 @@ class ProposalStatus:
     decisions: tuple[DecisionRecord, ...]
     state: State
     versions: tuple[Version, ...] = ()  # reviewers' edits, oldest first
+    requirement: Requirement = field(default_factory=Requirement)  # what the current version needs
+    eligible: tuple[str, ...] = ()  # who may decide the current version now
+
+    @property
+    def summary(self) -> str:
+        """The one line for the version that would run (the current one)."""
+        return summary_of(self.proposal, self.current)
 
     @property
     def current(self) -> Current:
@@ -56,5 +65,14 @@ class ReviewQueue:
 
     def _status(self, proposal: Proposal) -> ProposalStatus:
         standing = self._decisions.standing(proposal.approval_id)
-        state = current_state(self._config, proposal, standing, self._clock.now())
-        return ProposalStatus(proposal, tuple(standing.decisions), state, tuple(standing.versions))
+        now = self._clock.now()
+        state = current_state(self._config, proposal, standing, now)
+        current = standing.current(proposal)
+        return ProposalStatus(
+            proposal,
+            tuple(standing.decisions),
+            state,
+            tuple(standing.versions),
+            requirement_of(self._config, proposal, current),
+            tuple(r.id for r in eligible_reviewers(self._config, proposal, current, now)),
+        )

@@ -171,7 +171,7 @@ class SlackDesk:
         standing = self._decisions.standing(proposal.approval_id)
         if seen not in {proposal.fingerprint, *(v.fingerprint for v in standing.versions)}:
             return Why.CHANGED  # no version of this request was ever shown so
-        if self._recorder.reviewer(proposal.tool, reviewer.id) is None:
+        if self._recorder.reviewer(proposal, reviewer.id, standing) is None:
             return Why.NO_ROLE
         return reviewer, proposal, standing
 

@@ -22,6 +22,7 @@ from lockgate.approvals.edit_page import shown
 from lockgate.approvals.proposals import Proposal
 from lockgate.approvals.versions import Version, editable
 from lockgate.config import Reviewer
+from lockgate.config.rules import Requirement
 
 APPROVE_ACTION = "lockgate_approve"
 REJECT_ACTION = "lockgate_reject"
@@ -60,6 +61,7 @@ def proposal_blocks(
     reviewers: Sequence[Reviewer],
     decisions: Sequence[DecisionRecord] = (),
     edits: Sequence[Version] = (),
+    requirement: Requirement | None = None,
 ) -> list[dict[str, Any]]:
     """The message for a pending proposal, with the buttons (and its edits and approvals so far).
 
@@ -67,9 +69,9 @@ def proposal_blocks(
     reviewer who may decide gets the modal.
     """
     approvers = _approvers(decisions)
-    blocks = _facts(proposal, reviewers, "Approval needed", edits)
+    blocks = _facts(proposal, reviewers, "Approval needed", edits, requirement)
     if approvers:
-        blocks.append(_context(progress_line(proposal, approvers)))
+        blocks.append(_context(progress_line(proposal, approvers, requirement)))
     buttons = [_button("Approve", APPROVE_ACTION, proposal, "primary", edits)]
     if editable(proposal):
         buttons.append(_button("Edit…", EDIT_ACTION, proposal, None, edits))
@@ -84,26 +86,27 @@ def message_for(
     decisions: Sequence[DecisionRecord],
     state: State,
     edits: Sequence[Version] = (),
+    requirement: Requirement | None = None,
 ) -> tuple[str, list[dict[str, Any]]]:
     """The message's text and blocks for the proposal's state: what the channel should show now.
 
     ``decisions``: the ones that count (approvals of the current version, rejections); ``edits``:
-    its edited versions, oldest first.
+    its edited versions, oldest first; ``requirement``: what the current version needs, by which rule.
     """
     about = f"{proposal.task}: {_what(proposal, edits)}"
     if state is State.PENDING:
         approvers = _approvers(decisions)
-        blocks = proposal_blocks(proposal, reviewers, decisions, edits)
+        blocks = proposal_blocks(proposal, reviewers, decisions, edits, requirement)
         if not approvers:
             return fallback_text(proposal, edits), blocks
-        return escape(f"{progress_line(proposal, approvers)} ({about})"), blocks
+        return escape(f"{progress_line(proposal, approvers, requirement)} ({about})"), blocks
     if state is State.APPROVED:
         line = approved_line(decisions)
     elif state is State.REJECTED:
         line = rejected_line(decisions)
     else:
         line = "Expired — nobody decided in time; it will not happen"
-    blocks = outcome_blocks(proposal, reviewers, line, _HEADERS[state], edits)
+    blocks = outcome_blocks(proposal, reviewers, line, _HEADERS[state], edits, requirement)
     return escape(f"{line} ({about})"), blocks
 
 
@@ -113,9 +116,10 @@ def outcome_blocks(
     line: str,
     header: str = "Decided",
     edits: Sequence[Version] = (),
+    requirement: Requirement | None = None,
 ) -> list[dict[str, Any]]:
     """The message once decided: the same facts, the outcome where the buttons were."""
-    facts = _facts(proposal, reviewers, header, edits, decided=True)
+    facts = _facts(proposal, reviewers, header, edits, requirement, decided=True)
     return [*facts, {"type": "section", "text": _mrkdwn(f"*{escape(line)}*")}]
 
 
@@ -135,13 +139,13 @@ def rejected_line(decisions: Sequence[DecisionRecord]) -> str:
     return f"Rejected by {rejection.reviewer} at {utc_time(rejection.decided_at)} — it will not happen"
 
 
-def progress_line(proposal: Proposal, approvers: Sequence[DecisionRecord]) -> str:
+def progress_line(
+    proposal: Proposal, approvers: Sequence[DecisionRecord], requirement: Requirement | None = None
+) -> str:
     """``1 of 2 approvals (alice at 14:02 UTC) — another reviewer must approve``."""
     who = ", ".join(f"{d.reviewer} at {utc_time(d.decided_at)}" for d in approvers)
-    return (
-        f"{len(approvers)} of {proposal.reviewers_required} approvals ({who})"
-        " — another reviewer must approve before it runs"
-    )
+    needed = requirement.reviewers_required if requirement else proposal.reviewers_required
+    return f"{len(approvers)} of {needed} approvals ({who}) — another reviewer must approve before it runs"
 
 
 def fallback_text(proposal: Proposal, edits: Sequence[Version] = ()) -> str:
@@ -153,12 +157,16 @@ def fallback_text(proposal: Proposal, edits: Sequence[Version] = ()) -> str:
 
 
 def _what(proposal: Proposal, edits: Sequence[Version]) -> str:
-    """``refund $80.00 ...`` and, once edited, what the current version changed (the summary is the
-    proposal's own: the approval side has no tools to summarise an edit with)."""
-    _, args, editor = _latest(proposal, edits)
-    changed = [f"{k} {shown(proposal.args.get(k))} → {shown(v)}" for k, v in sorted(args.items())
+    """What would run: the current version's own summary, and once edited, who changed what and what
+    the assistant proposed (an edit recorded before versions kept a summary: the proposal's, marked)."""
+    if not edits:
+        return proposal.summary
+    last = max(edits, key=lambda v: v.n)
+    changed = [f"{k} {shown(proposal.args.get(k))} → {shown(v)}" for k, v in sorted(last.args.items())
                if proposal.args.get(k) != v]  # fmt: skip
-    return f"{proposal.summary}; edited by {editor}: {', '.join(changed)}" if editor else proposal.summary
+    if not last.summary:
+        return f"{proposal.summary}; edited by {last.editor}: {', '.join(changed)}"
+    return f"{last.summary}; edited by {last.editor}: {', '.join(changed)} (proposed: {proposal.summary})"
 
 
 def _latest(proposal: Proposal, edits: Sequence[Version]) -> tuple[str, dict[str, Any], str]:
@@ -181,12 +189,13 @@ def _facts(
     reviewers: Sequence[Reviewer],
     header: str,
     edits: Sequence[Version] = (),
+    requirement: Requirement | None = None,
     *,
     decided: bool = False,
 ) -> list[dict[str, Any]]:
     why = "\n".join(f"• {escape(reason)}" for reason in proposal.why) or "• a person must approve this tool"
     # Pending, it has not happened; decided, the outcome line below says what becomes of it.
-    summary = f"*{escape(proposal.summary)}*" + ("" if decided else "\nNothing has happened yet.")
+    summary = f"*{escape(_what(proposal, edits))}*" + ("" if decided else "\nNothing has happened yet.")
     blocks: list[dict[str, Any]] = [
         {"type": "section", "text": _mrkdwn(f"*{header}* ({escape(proposal.task)})")},
         {"type": "section", "text": _mrkdwn(summary)},
@@ -197,9 +206,12 @@ def _facts(
         text = f"The assistant's reason (unverified): {reason}"[:_MAX_TEXT]
         blocks.append({"type": "context", "elements": [{"type": "plain_text", "text": text, "emoji": False}]})
     who = ", ".join(f"<@{r.slack_user}>" if r.slack_user else escape(r.id) for r in reviewers) or "nobody"
-    needs = "two different reviewers" if proposal.reviewers_required > 1 else "one reviewer"
+    needed = requirement.reviewers_required if requirement else proposal.reviewers_required
+    needs = f"{needed} different reviewers" if needed > 1 else "one reviewer"
     deadline = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(proposal.expires_at))
     blocks.append(_context(f"Needs {needs} · may decide: {who} · expires {deadline}", escaped=True))
+    if requirement is not None:
+        blocks.append(_context(f"Approval rule: {requirement.describe()}"))
     for version in sorted(edits, key=lambda v: v.n):  # what a reviewer changed: approvals count per version
         changes = ", ".join(f"{k} {shown(a)} → {shown(b)}" for k, (a, b) in sorted(version.changes.items()))
         blocks.append(

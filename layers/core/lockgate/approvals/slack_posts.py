@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from lockgate.approvals.decisions import Choice, DecisionStore, current_state
+from lockgate.approvals.eligibility import eligible_reviewers, requirement_of
 from lockgate.approvals.proposals import Proposal, ProposalStore
 from lockgate.approvals.slack_api import SlackApiError, SlackWebApi
 from lockgate.approvals.slack_messages import message_for
@@ -140,9 +141,9 @@ class SlackPosts:
         """What the message should show now, from the stored decisions."""
         standing = self._decisions.standing(proposal.approval_id)
         state = current_state(self._config, proposal, standing, self._clock.now())
-        reviewers = self._config.reviewers_for(proposal.tool)
-        allowed = {r.id for r in reviewers}
         current = standing.current(proposal)
+        reviewers = eligible_reviewers(self._config, proposal, current, self._clock.now())
+        allowed = {r.id for r in reviewers}
         # What counts: allowed reviewers' rejections, and their approvals of the current version.
         counted = [
             d
@@ -150,7 +151,8 @@ class SlackPosts:
             if d.reviewer in allowed
             and (d.verdict is Choice.REJECT or (d.version, d.fingerprint) == (current.n, current.fingerprint))
         ]
-        return message_for(proposal, reviewers, counted, state, standing.versions)
+        requirement = requirement_of(self._config, proposal, current)
+        return message_for(proposal, reviewers, counted, state, standing.versions, requirement)
 
     def _post_new(self, approval_id: str, channel: str, text: str, blocks: list[dict[str, Any]]) -> str:
         metadata = {"event_type": EVENT_TYPE, "event_payload": {"approval_id": approval_id}}

@@ -19,6 +19,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from lockgate.approvals.proposals import RETENTION_SECONDS, Proposal
 from lockgate.approvals.versions import Version
+from lockgate.config.rules import Requirement
 from lockgate.dynamo import error_code, read_all
 from lockgate.errors import StoreUnavailable
 
@@ -96,12 +97,15 @@ class DecisionRecord:
 
 @dataclass(frozen=True)
 class Current:
-    """The version reviewers decide now: its number, arguments and fingerprint."""
+    """The version reviewers decide now: its number, arguments, fingerprint, summary and requirement."""
 
     n: int
     args: dict[str, Any]
     fingerprint: str
     editor: str = ""  # who made it ("" for the proposal as made)
+    summary: str = ""  # the tool's own one line for it ("" for an edit recorded before summaries were)
+    requirement: Requirement | None = None  # who must approve it, by which rule (None: an older item)
+    op_key: str = ""  # the ledger key it runs under ("": unknown, an edit recorded before keys were kept)
 
 
 @dataclass(frozen=True)
@@ -115,9 +119,20 @@ class Standing:
     def current(self, proposal: Proposal) -> Current:
         """The latest version: the last edit, or the proposal as made."""
         if not self.versions:
-            return Current(0, proposal.args, proposal.fingerprint)
+            op_key = proposal.extra.get("op_key")
+            return Current(
+                0,
+                proposal.args,
+                proposal.fingerprint,
+                "",
+                proposal.summary,
+                proposal.requirement,
+                op_key if isinstance(op_key, str) else "",
+            )
         last = max(self.versions, key=lambda v: v.n)
-        return Current(last.n, last.args, last.fingerprint, last.editor)
+        return Current(
+            last.n, last.args, last.fingerprint, last.editor, last.summary, last.requirement, last.op_key
+        )
 
     def decided(self, reviewer: str, version: int) -> bool:
         """Whether ``reviewer`` already decided this version."""
@@ -146,29 +161,6 @@ class Standing:
         """What it would be after ``decision`` (and ``version``) were written."""
         versions = [*self.versions, version] if version else self.versions
         return Standing([*self.decisions, decision], versions, self.revision + 1)
-
-
-def state_of(
-    proposal: Proposal,
-    decisions: list[DecisionRecord],
-    now: float,
-    allowed: frozenset[str] | None = None,
-    versions: list[Version] | None = None,
-) -> State:
-    """Rejected if any allowed reviewer rejected; approved once enough distinct allowed reviewers
-    approved the current version (an edit's earlier approvals do not carry over); else pending or expired."""
-    current = Standing(decisions, versions or []).current(proposal)
-    counted = [d for d in decisions if allowed is None or d.reviewer in allowed]
-    if any(d.verdict is Choice.REJECT for d in counted):
-        return State.REJECTED
-    approvers = {
-        d.reviewer
-        for d in counted
-        if d.verdict is Choice.APPROVE and d.version == current.n and d.fingerprint == current.fingerprint
-    }
-    if len(approvers) >= proposal.reviewers_required:
-        return State.APPROVED
-    return State.EXPIRED if now > proposal.expires_at else State.PENDING
 
 
 class DecisionStore:
@@ -280,3 +272,11 @@ def _at_revision(read_at: int) -> dict[str, Any]:
         "ConditionExpression": "revision = :read",
         "ExpressionAttributeValues": {":read": {"N": str(read_at)}},
     }
+
+
+def summary_of(proposal: Proposal, current: Current) -> str:
+    """The one line a reviewer reads for the version that would run: its own summary; for an edit
+    recorded before versions kept one, the proposal's, marked as edited."""
+    if current.n == 0:
+        return proposal.summary
+    return current.summary or f"{proposal.summary} (as edited in version {current.n})"

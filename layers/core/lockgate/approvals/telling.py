@@ -8,9 +8,9 @@ A task that sets ``Task.respond`` hears a rejection (with the reviewer's words) 
 
 from __future__ import annotations
 
+from lockgate.actions.facts import RunFacts
 from lockgate.actions.ledger import Ledger
 from lockgate.actions.responses import DecisionResponse
-from lockgate.actions.tools import RunFacts
 from lockgate.agent.tasks import DecisionNotice, Task, tell_decision
 from lockgate.approvals.proposals import Proposal
 from lockgate.approvals.standing import Current

@@ -7,8 +7,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from lockgate.config.provider import ProviderConfig
+from lockgate.config.rules import Requirement, ThresholdRule, threshold_rules
 from lockgate.config.sources import ReceiptConfig
 
 PATTERNS = ("queue", "veto", "draft")
@@ -28,7 +30,7 @@ class Reviewer:
 
 @dataclass(frozen=True)
 class ToolApproval:
-    """Who decides a tool's proposals, how many must agree, and the time limits."""
+    """Who decides a tool's proposals, how many must agree, the rules that ask for more, the time limits."""
 
     roles: tuple[str, ...] = ()  # reviewers with any of these roles may decide (none: any reviewer)
     reviewers_required: int = 1  # distinct people who must approve (2: two-person rule)
@@ -38,6 +40,18 @@ class ToolApproval:
     # rejects (only for tools marked reversible). "draft": the assistant prepares, a person sends.
     pattern: str = "queue"
     veto_minutes: int = 30  # the "veto" pattern's window
+    # [[approvals.tools.NAME.rules]]: thresholds on a number argument that ask for more reviewers,
+    # narrower roles, or refuse the call (lockgate.config.rules), in the order written.
+    rules: tuple[ThresholdRule, ...] = ()
+    # Nobody decided within this many minutes: the reviewers with escalate_roles are sent their own
+    # links too, and may decide from then on (the escalate-approvals job). None: no escalation.
+    escalate_after_minutes: int | None = None
+    escalate_roles: tuple[str, ...] = ()
+
+    def requirement(self, args: Mapping[str, Any], *, high_stakes: bool = False) -> Requirement:
+        """What a call with these canonical arguments needs under this section and its rules."""
+        base = Requirement(max(self.reviewers_required, 2 if high_stakes else 1), self.roles)
+        return base.with_rules(threshold_rules(self.rules, args))
 
 
 @dataclass(frozen=True)
@@ -72,9 +86,13 @@ class ApprovalsConfig:
         return self.tools.get(tool, self.default)
 
     def reviewers_for(self, tool: str) -> tuple[Reviewer, ...]:
-        """Reviewers allowed to decide this tool's proposals (any reviewer when no roles are set)."""
-        roles = set(self.for_tool(tool).roles)
-        return tuple(r for r in self.reviewers if not roles or roles & set(r.roles))
+        """Reviewers allowed to decide this tool's proposals by its own roles (any when none are set)."""
+        return self.reviewers_with(self.for_tool(tool).roles)
+
+    def reviewers_with(self, roles: tuple[str, ...]) -> tuple[Reviewer, ...]:
+        """Reviewers with any of ``roles`` (every reviewer when ``roles`` is empty)."""
+        wanted = set(roles)
+        return tuple(r for r in self.reviewers if not wanted or wanted & set(r.roles))
 
 
 @dataclass(frozen=True)

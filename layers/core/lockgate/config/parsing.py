@@ -10,23 +10,18 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from lockgate.config.approval_parsing import parse_approvals
 from lockgate.config.files import known_sections, no_unknown, positive_int, read_config, table
 from lockgate.config.model import (
-    PATTERNS,
-    REVIEWER_ID,
-    ApprovalsConfig,
     BudgetConfig,
     CapacityConfig,
     LockgateConfig,
     RateLimitConfig,
-    Reviewer,
     ScheduleConfig,
-    ToolApproval,
     WorkflowsConfig,
 )
 from lockgate.config.prices import parse_models
 from lockgate.config.provider import parse_provider
-from lockgate.config.slack import parse_slack, parse_slack_user, unique_slack_users
 from lockgate.config.sources import parse_inbox, parse_sources
 from lockgate.errors import ConfigError
 
@@ -42,7 +37,7 @@ def parse_config(raw: Mapping[str, Any], origin: str = "lockgate.toml") -> Lockg
     known_sections(raw, origin)
     sources, inbox = parse_sources(raw, origin), parse_inbox(raw, origin)
     workflows = _workflows(table(raw.get("workflows", {}), f"{origin}: [workflows]"), origin)
-    approvals = _approvals(table(raw.get("approvals", {}), f"{origin}: [approvals]"), origin)
+    approvals = parse_approvals(table(raw.get("approvals", {}), f"{origin}: [approvals]"), origin)
     budget = _budget(table(raw.get("budget", {}), f"{origin}: [budget]"), origin)
     capacity = _capacity(table(raw.get("capacity", {}), f"{origin}: [capacity]"), origin)
     schedules = _schedules(table(raw.get("schedules", {}), f"{origin}: [schedules]"), origin)
@@ -152,54 +147,3 @@ def _dollars(value: Any, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
         raise ConfigError(f"{where} must be a positive number of dollars, got {value!r}")
     return float(value)
-
-
-def _approvals(body: Mapping[str, Any], origin: str) -> ApprovalsConfig:
-    where = f"{origin}: [approvals]"
-    no_unknown(body, {"reviewers", "tools", "max_pending_per_task", "max_pending_per_sender", "slack"}, where)
-    reviewers = []
-    for n, item in enumerate(body.get("reviewers", [])):
-        entry = table(item, f"{where} reviewers[{n}]")
-        no_unknown(entry, {"id", "name", "roles", "email", "slack_user"}, f"{where} reviewers[{n}]")
-        rid = entry.get("id")
-        if not isinstance(rid, str) or not REVIEWER_ID.match(rid):
-            raise ConfigError(f"{where} reviewers[{n}]: id is letters, digits, '.', '_', '-', '@'")
-        roles = entry.get("roles", [])
-        if not isinstance(roles, list) or not all(isinstance(r, str) for r in roles):
-            raise ConfigError(f"{where} reviewers[{n}]: roles is a list of names")
-        slack_user = parse_slack_user(entry.get("slack_user"), f"{where} reviewers[{n}]")
-        reviewers.append(
-            Reviewer(rid, str(entry.get("name", rid)), tuple(roles), entry.get("email"), slack_user)
-        )
-    if len({r.id for r in reviewers}) != len(reviewers):
-        raise ConfigError(f"{where}: reviewer ids must be unique")
-    unique_slack_users(reviewers, where)
-    tools = {}
-    for name, item in table(body.get("tools", {}), f"{where} tools").items():
-        entry = table(item, f"{where} tools.{name}")
-        no_unknown(entry, set(ToolApproval.__dataclass_fields__), f"{where} tools.{name}")
-        numbers = {
-            k: positive_int(v, f"{where} tools.{name}.{k}")
-            for k, v in entry.items()
-            if k not in ("roles", "pattern")
-        }
-        pattern = entry.get("pattern", "queue")
-        if pattern not in PATTERNS:
-            raise ConfigError(f"{where} tools.{name}: pattern is one of {', '.join(PATTERNS)}")
-        if numbers.get("reviewers_required", 1) > 2:
-            raise ConfigError(f"{where} tools.{name}: reviewers_required is 1 or 2")
-        tools[name] = ToolApproval(roles=tuple(entry.get("roles", ())), pattern=pattern, **numbers)
-    cap = positive_int(body.get("max_pending_per_task", 20), f"{where} max_pending_per_task")
-    slack = parse_slack(body.get("slack"), f"{where} slack")
-    per_sender = positive_int(body.get("max_pending_per_sender", 3), f"{where} max_pending_per_sender")
-    if per_sender > cap:
-        raise ConfigError(
-            f"{where} max_pending_per_sender ({per_sender}) is above max_pending_per_task ({cap})"
-        )
-    return ApprovalsConfig(
-        reviewers=tuple(reviewers),
-        tools=tools,
-        max_pending_per_task=cap,
-        max_pending_per_sender=per_sender,
-        slack=slack,
-    )

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import functools
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from lockgate.approvals.checking import CheckVersion, WorkerVersionChecks
 from lockgate.approvals.decisions import DecisionStore
 from lockgate.approvals.desk import ApprovalDesk, LinkSigner
 from lockgate.approvals.digest import ReviewDigest
@@ -52,8 +54,14 @@ class ApprovalParts:
     slack: SlackDesk | None = None  # POST /approvals/slack: clicks on Slack's buttons ([approvals.slack])
 
 
-def build_approvals(settings: ApprovalSettings, config: LockgateConfig, deps: Deps) -> ApprovalParts:
-    """The desk, digest and notifier for ``settings``; ConfigError names a channel it cannot build."""
+def build_approvals(
+    settings: ApprovalSettings, config: LockgateConfig, deps: Deps, checks: CheckVersion | None = None
+) -> ApprovalParts:
+    """The desk, digest and notifier for ``settings``; ConfigError names a channel it cannot build.
+
+    ``checks`` replaces asking the worker over Lambda (VERSION_CHECK_FUNCTION) where the worker runs
+    in the same process (a harness's): the same ``VersionChecks`` the worker answers with.
+    """
     dynamodb = deps.client("dynamodb")
     proposals = ProposalStore(dynamodb, settings.approvals_table)
 
@@ -65,21 +73,7 @@ def build_approvals(settings: ApprovalSettings, config: LockgateConfig, deps: De
     desk = digest = reissuer = None
     if settings.decisions_table:
         decisions = DecisionStore(dynamodb, settings.decisions_table)
-        if settings.inbox_table and settings.inbox_queue_url:
-            desk = ApprovalDesk(
-                proposals=proposals,
-                decisions=decisions,
-                config=config.approvals,
-                link_secrets=link_secrets,
-                inbox=InboxStore(dynamodb, settings.inbox_table),
-                queue=InboxQueue(deps.client("sqs"), settings.inbox_queue_url),
-                clock=deps.clock,
-                log=deps.log,
-                metrics=deps.metrics,
-                base_url=settings.base_url,
-                outcomes=ActionOutcomes(dynamodb, settings.ledger_table) if settings.ledger_table else None,
-                refusals=RefusalLog(dynamodb, settings.decisions_table, deps.clock, deps.log, deps.metrics),
-            )
+        desk = approval_desk(settings, config, deps, proposals, link_secrets, checks)
         digest = ReviewDigest(
             proposals=proposals,
             decisions=decisions,
@@ -107,10 +101,49 @@ def build_approvals(settings: ApprovalSettings, config: LockgateConfig, deps: De
     posts = slack_posts(settings, config, deps, proposals)
     channels = [channel(name, settings, deps) for name in settings.channels]
     channels += [SlackChannel(posts)] if posts is not None else []
-    notifier = Notifier(signer.links_for, config.approvals.reviewers_for, channels, deps.log, deps.metrics)
+    # Each reviewer the proposal allows gets a link (``links_for``): the others are never sent one.
+    everyone = config.approvals.reviewers
+    notifier = Notifier(signer.links_for, lambda _tool: everyone, channels, deps.log, deps.metrics)
     slack = slack_desk(settings, config, deps, desk, proposals) if desk is not None else None
     stream = NotifyBatch(notifier, posts, deps.log)
     return ApprovalParts(desk, digest, notifier, stream, reissuer, slack)
+
+
+def approval_desk(
+    settings: ApprovalSettings,
+    config: LockgateConfig,
+    deps: Deps,
+    proposals: ProposalStore,
+    link_secrets: Callable[[], Sequence[bytes]],
+    checks: CheckVersion | None = None,
+) -> ApprovalDesk | None:
+    """The callback's pages and decisions; None without the inbox it hands settled decisions to."""
+    if not (settings.decisions_table and settings.inbox_table and settings.inbox_queue_url):
+        return None
+    dynamodb = deps.client("dynamodb")
+    return ApprovalDesk(
+        proposals=proposals,
+        decisions=DecisionStore(dynamodb, settings.decisions_table),
+        config=config.approvals,
+        link_secrets=link_secrets,
+        inbox=InboxStore(dynamodb, settings.inbox_table),
+        queue=InboxQueue(deps.client("sqs"), settings.inbox_queue_url),
+        clock=deps.clock,
+        log=deps.log,
+        metrics=deps.metrics,
+        base_url=settings.base_url,
+        outcomes=ActionOutcomes(dynamodb, settings.ledger_table) if settings.ledger_table else None,
+        refusals=RefusalLog(dynamodb, settings.decisions_table, deps.clock, deps.log, deps.metrics),
+        checks=checks or version_checks(settings, deps),
+    )
+
+
+def version_checks(settings: ApprovalSettings, deps: Deps) -> CheckVersion | None:
+    """The worker's check of an edited version (VERSION_CHECK_FUNCTION), over Lambda's Invoke; None
+    without it: then every edit is refused with a clear message, and decisions work as before."""
+    if not settings.version_check_function:
+        return None
+    return WorkerVersionChecks(deps.client("lambda"), settings.version_check_function, deps.log)
 
 
 def slack_posts(

@@ -65,9 +65,13 @@ def lambda_deps(
 
     session = boto3.session.Session()
     config = aws_config(timeout_seconds, connections)
+    # Lambda's Invoke waits for another function (the approval side asking the worker): its read
+    # timeout allows that function's cold start, still well inside this one's time.
+    invoke = config.merge(Config(read_timeout=min(max(timeout_seconds / 2, 5.0), 20.0)))
 
     def client(service: str) -> Any:
-        return session.client(service, config=config)  # type: ignore[call-overload]  # per-service overloads
+        chosen = invoke if service == "lambda" else config
+        return session.client(service, config=chosen)  # type: ignore[call-overload]  # per-service overloads
 
     return Deps(
         client=client,

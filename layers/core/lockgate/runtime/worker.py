@@ -27,6 +27,7 @@ from lockgate.approvals.executor import ApprovalExecutor
 from lockgate.approvals.limits import PendingLimits
 from lockgate.approvals.proposals import ProposalStore
 from lockgate.approvals.requests import ApprovalRequests
+from lockgate.approvals.version_checks import VersionChecks
 from lockgate.capacity.breaker import CircuitBreaker
 from lockgate.capacity.gate import Gate
 from lockgate.capacity.ratelimit import Bucket, RateLimiter
@@ -66,6 +67,8 @@ class WorkerParts:
     tasks: Mapping[str, Task]
     model: ModelClient | None
     restore: RestoreHooks
+    # The approval side's question about an edited version (a direct invocation); None without approvals.
+    checks: VersionChecks | None = None
 
 
 def build_worker(
@@ -85,7 +88,15 @@ def build_worker(
     restore = RestoreHooks(rngs=[worker.rng], refreshers=[deps.secrets.forget])
     if model is not None:
         restore.add(rngs=[model.rng], refreshers=[model.refresh])
-    return WorkerParts(worker, router, {task.name: task for task in setup.tasks}, model, restore)
+    tasks = {task.name: task for task in setup.tasks}
+    checks = (
+        VersionChecks(
+            tasks, config.approvals, ProposalStore(deps.client("dynamodb"), settings.approvals_table)
+        )
+        if settings.approvals_table
+        else None
+    )
+    return WorkerParts(worker, router, tasks, model, restore, checks)
 
 
 def inbox_worker(
@@ -198,6 +209,7 @@ def build_agent(
         gate=gate,
         count_tokens=capacity.count_tokens,
         calls_ahead=capacity.calls_per_admission,
+        rules=config.approvals,
     )
     return AgentParts(loop, model, runs, batches, prices)
 

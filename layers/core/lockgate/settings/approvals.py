@@ -32,6 +32,9 @@ class ApprovalSettings:
     # rows only: each message's claim and ts) and DECISIONS_READ_TABLE (Decisions, read only).
     slack_message_table: str | None = None
     decisions_read_table: str | None = None
+    # VERSION_CHECK_FUNCTION: the agent worker's alias, which the callback asks whether an edited
+    # version would run (lockgate.approvals.checking); unset: edits are refused, approvals still work.
+    version_check_function: str | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> ApprovalSettings:
@@ -65,4 +68,5 @@ class ApprovalSettings:
             or "https://hooks.slack.com/",
             slack_message_table=environ.get("SLACK_MESSAGE_TABLE") or None,
             decisions_read_table=environ.get("DECISIONS_READ_TABLE") or None,
+            version_check_function=environ.get("VERSION_CHECK_FUNCTION", "").strip() or None,
         )

@@ -16,6 +16,7 @@ from lockgate import tracing
 from lockgate.actions.ledger import Ledger
 from lockgate.agent.tasks import Task
 from lockgate.approvals.decisions import DecisionStore, State, current_state
+from lockgate.approvals.eligibility import allowed_ids
 from lockgate.approvals.events import approval_event, enqueue
 from lockgate.approvals.executor import EXPIRED_EVENT, action_ran
 from lockgate.approvals.proposals import Proposal, ProposalStore, answers_only
@@ -92,7 +93,7 @@ class ApprovalExpiry:
             return True
         if state is not State.APPROVED:
             return False
-        allowed = frozenset(r.id for r in self._config.reviewers_for(proposal.tool))
+        allowed = allowed_ids(self._config, proposal, standing, now)
         if now <= standing.approved_at(proposal, allowed) + proposal.run_within_seconds:
             return False
         return not action_ran(
