@@ -150,10 +150,11 @@ class Task:
     ledger), e.g. to email the customer; None: nobody is told."""
 
     respond: bool = False
-    """Hear a person's decision in the run that proposed the call: a rejection (with the reviewer's words)
-    or an edited call that ran comes back as the result of a ``decision_on_proposal`` call Lockgate makes
-    for the model, and the run continues (e.g. to tell the customer) within what is left of ``max_steps``;
-    ``on_decision`` then hears only the other outcomes. False: the run ended for good when it ended."""
+    """Hear a person's decision in the run that proposed the call: a rejection (with the reviewer's words),
+    an edited call that ran, or an expiry (nobody decided in time) comes back as the result of a
+    ``decision_on_proposal`` call Lockgate makes for the model, and the run continues (e.g. to tell the
+    customer) within what is left of ``max_steps``; ``on_decision`` then hears only the other outcomes.
+    False: the run ended for good when it ended."""
 
     cacheable: bool = False
     """Classification-like: an identical request is answered from the response cache instead of the model."""
