@@ -23,9 +23,9 @@ _PUBLIC = {
     "Rule": "lockgate_infra.stub.scripted",
     "ScriptError": "lockgate_infra.stub.scripted",
     "ScriptedModel": "lockgate_infra.stub.scripted",
-    "Sent": "lockgate_infra.testing.stack",
+    "Sent": "lockgate_infra.testing.deliveries",
     "TestStack": "lockgate_infra.testing.stack",
-    "TestStackError": "lockgate_infra.testing.stack",
+    "TestStackError": "lockgate_infra.testing.deliveries",
     "call": "lockgate_infra.stub.scripted",
     "when": "lockgate_infra.stub.scripted",
 }
@@ -44,8 +44,9 @@ __all__ = [
 
 if TYPE_CHECKING:
     from lockgate_infra.stub.scripted import Call, Rule, ScriptedModel, ScriptError, call, when
+    from lockgate_infra.testing.deliveries import Sent, TestStackError
     from lockgate_infra.testing.ledger import LedgerView
-    from lockgate_infra.testing.stack import Sent, TestStack, TestStackError
+    from lockgate_infra.testing.stack import TestStack
 
 
 def __getattr__(name: str) -> Any:
