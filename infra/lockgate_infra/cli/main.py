@@ -119,6 +119,15 @@ def _add_local_parsers(commands: Any) -> None:
         "triage.model:scripted_model) and each task gets the first written for it",
     )
     local.add_argument(
+        "--stand-in",
+        action="append",
+        default=None,
+        metavar="VARIABLE=package.module:factory",
+        help="play an outside API on loopback: the factory returns a stand-in server (a "
+        "lockgate_infra.testing.RecordingApi), VARIABLE is set to its URL in every function's "
+        "environment, and each call it records is printed; repeat for several",
+    )
+    local.add_argument(
         "--clock-speed",
         type=non_negative_float,
         default=1.0,
@@ -216,6 +225,7 @@ def _run_local(args: argparse.Namespace) -> int:
         clock_speed=args.clock_speed or None,
         verbose=args.verbose,
         provider=args.provider,
+        stand_ins=args.stand_in or (),
     )
 
 

@@ -6,8 +6,11 @@ Everything a workflow author needs, from one place::
 
 - ``ScriptedModel``, ``when`` and ``call``: an offline model that answers your task with calls to your tools.
 - ``TestStack``: your workflows on the embedded stack in this process, with that model.
+- ``RecordingApi``: an outside HTTP API with side effects, played on loopback, each call recorded
+  by its idempotency key (``RecordedCall``).
 - The pytest plugin (installed with Lockgate, no import needed): the fixtures ``lockgate_model``
-  (override it to give your model) and ``lockgate_stack`` (a started ``TestStack`` per test).
+  (override it to give your model), ``lockgate_environment`` (override it to point your adapters
+  at stand-ins) and ``lockgate_stack`` (a started ``TestStack`` per test).
 
 Each of them is in the API reference (docs/reference/api.md, "Testing your workflow").
 """
@@ -20,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 _PUBLIC = {
     "Call": "lockgate_infra.stub.scripted",
     "LedgerView": "lockgate_infra.testing.ledger",
+    "RecordedCall": "lockgate_infra.testing.recording",
+    "RecordingApi": "lockgate_infra.testing.recording",
     "Rule": "lockgate_infra.stub.scripted",
     "ScriptError": "lockgate_infra.stub.scripted",
     "ScriptedModel": "lockgate_infra.stub.scripted",
@@ -32,6 +37,8 @@ _PUBLIC = {
 __all__ = [
     "Call",
     "LedgerView",
+    "RecordedCall",
+    "RecordingApi",
     "Rule",
     "ScriptError",
     "ScriptedModel",
@@ -46,6 +53,7 @@ if TYPE_CHECKING:
     from lockgate_infra.stub.scripted import Call, Rule, ScriptedModel, ScriptError, call, when
     from lockgate_infra.testing.deliveries import Sent, TestStackError
     from lockgate_infra.testing.ledger import LedgerView
+    from lockgate_infra.testing.recording import RecordedCall, RecordingApi
     from lockgate_infra.testing.stack import TestStack
 
 

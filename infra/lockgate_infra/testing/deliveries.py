@@ -76,7 +76,7 @@ def raw_body(body: Mapping[str, Any] | bytes | str) -> bytes:
     return body.encode() if isinstance(body, str) else json.dumps(body).encode()
 
 
-def outgoing(  # noqa: PLR0913 - send()'s own keyword arguments, passed on
+def outgoing(
     source: SourceConfig,
     secret: str,
     body: bytes,

@@ -35,9 +35,17 @@ def lockgate_model() -> Model:
 
 
 @pytest.fixture
-def lockgate_stack(lockgate_model: Model) -> Iterator[TestStack]:
-    """A started ``TestStack`` with ``lockgate_model``: your workflows on a fresh embedded stack."""
+def lockgate_environment() -> dict[str, str]:
+    """Variables set in every function's environment in ``lockgate_stack``; override this fixture to
+    point your adapters at stand-ins (``{"PAYMENTS_API_URL": payments.url}``). The default: none."""
+    return {}
+
+
+@pytest.fixture
+def lockgate_stack(lockgate_model: Model, lockgate_environment: dict[str, str]) -> Iterator[TestStack]:
+    """A started ``TestStack`` with ``lockgate_model`` and ``lockgate_environment``: your workflows on a
+    fresh embedded stack."""
     from lockgate_infra.testing.stack import TestStack
 
-    with TestStack(lockgate_model) as stack:
+    with TestStack(lockgate_model, environment=lockgate_environment) as stack:
         yield stack
