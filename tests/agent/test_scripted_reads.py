@@ -20,6 +20,7 @@ def price(args: LookupArgs, ctx: ToolContext) -> Any:
         raise ToolError("No item called 'I-999'. Item ids look like I-123.")
     return {"price": 10, "item_id": args.item_id, "note": "été"}
 
+
 DEADLINE = 10**10
 
 

@@ -88,9 +88,9 @@ def test_a_forged_delivery_is_refused_and_stores_nothing(lockgate_stack: TestSta
 def test_the_model_can_change_between_steps_and_the_default_is_the_shop_demo_model(
     lockgate_stack: TestStack,
 ) -> None:
-    from lockgate_infra.stub import shop_model
+    from shop.model import scripted_model
 
-    lockgate_stack.model = shop_model
+    lockgate_stack.model = scripted_model()
     sent = lockgate_stack.send(
         "helpdesk",
         {

@@ -113,8 +113,9 @@ def test_given_the_venv_setup_made_then_a_plain_python_anywhere_imports_every_ex
 ) -> None:
     # Given .venv's Python run outside the checkout, with no PYTHONPATH (as `python -m benchmarks.…`)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    program = "import shop, triage; print(shop.__file__, triage.__file__)"
     shown = subprocess.run(  # noqa: S603 - this checkout's own Python
-        [str(ROOT / ".venv" / "bin" / "python"), "-c", "import shop, triage; print(shop.__file__, triage.__file__)"],
+        [str(ROOT / ".venv" / "bin" / "python"), "-c", program],
         cwd=tmp_path, env=env, capture_output=True, text=True, check=False, timeout=60,
     )  # fmt: skip
     # Then both packages are the checkout's own

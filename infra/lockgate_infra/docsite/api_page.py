@@ -107,10 +107,12 @@ GROUPS = (
         "workflows on the embedded stack in the test's own process. The pytest plugin comes with "
         "Lockgate: a test names the fixture `lockgate_stack` and gets a started stack, without an "
         "import. `RecordingApi` plays an outside API your tools call, recording each call by its "
-        "idempotency key.",
+        "idempotency key. Where a `ScriptedModel`'s rules cannot say what your model should do, write "
+        "it by hand on a `Conversation`, as the example shop's is (`workflows/shop/offline/`).",
         "from lockgate_infra.testing import Call, Rule, ScriptError, ScriptedModel, call, when\n"
         "from lockgate_infra.testing import LedgerView, Sent, TestStack, TestStackError\n"
-        "from lockgate_infra.testing import RecordedCall, RecordingApi",
+        "from lockgate_infra.testing import RecordedCall, RecordingApi\n"
+        "from lockgate_infra.testing import Conversation, Reply, ToolCall",
         (
             "lockgate_infra.testing.ScriptedModel",
             "lockgate_infra.testing.when",
@@ -125,6 +127,9 @@ GROUPS = (
             "lockgate_infra.testing.LedgerView",
             "lockgate_infra.testing.RecordingApi",
             "lockgate_infra.testing.RecordedCall",
+            "lockgate_infra.testing.Conversation",
+            "lockgate_infra.testing.Reply",
+            "lockgate_infra.testing.ToolCall",
         ),
     ),
     Group(

@@ -5,6 +5,8 @@ Everything a workflow author needs, from one place::
     from lockgate_infra.testing import ScriptedModel, TestStack, call, when
 
 - ``ScriptedModel``, ``when`` and ``call``: an offline model that answers your task with calls to your tools.
+- ``Conversation``, ``Reply`` and ``ToolCall``: for an offline model written by hand, where rules
+  cannot say it (the example shop's).
 - ``TestStack``: your workflows on the embedded stack in this process, with that model.
 - ``RecordingApi``: an outside HTTP API with side effects, played on loopback, each call recorded
   by its idempotency key (``RecordedCall``).
@@ -22,34 +24,43 @@ from typing import TYPE_CHECKING, Any
 
 _PUBLIC = {
     "Call": "lockgate_infra.stub.scripted",
+    "Conversation": "lockgate_infra.stub.reading",
     "LedgerView": "lockgate_infra.testing.ledger",
     "RecordedCall": "lockgate_infra.testing.recording",
     "RecordingApi": "lockgate_infra.testing.recording",
+    "Reply": "lockgate_infra.stub.replies",
     "Rule": "lockgate_infra.stub.scripted",
     "ScriptError": "lockgate_infra.stub.scripted",
     "ScriptedModel": "lockgate_infra.stub.scripted",
     "Sent": "lockgate_infra.testing.deliveries",
     "TestStack": "lockgate_infra.testing.stack",
     "TestStackError": "lockgate_infra.testing.deliveries",
+    "ToolCall": "lockgate_infra.stub.conversation",
     "call": "lockgate_infra.stub.scripted",
     "when": "lockgate_infra.stub.scripted",
 }
 __all__ = [
     "Call",
+    "Conversation",
     "LedgerView",
     "RecordedCall",
     "RecordingApi",
+    "Reply",
     "Rule",
     "ScriptError",
     "ScriptedModel",
     "Sent",
     "TestStack",
     "TestStackError",
+    "ToolCall",
     "call",
     "when",
 ]
 
 if TYPE_CHECKING:
+    from lockgate_infra.stub.conversation import ToolCall
+    from lockgate_infra.stub.reading import Conversation
+    from lockgate_infra.stub.replies import Reply
     from lockgate_infra.stub.scripted import Call, Rule, ScriptedModel, ScriptError, call, when
     from lockgate_infra.testing.deliveries import Sent, TestStackError
     from lockgate_infra.testing.ledger import LedgerView
