@@ -24,11 +24,11 @@ import json
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
+from http.server import BaseHTTPRequestHandler
+from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from lockgate_infra.serving import Activity
+from lockgate_infra.serving import Activity, LoopbackServer
 
 CHANGES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 KEY_HEADER = "Idempotency-Key"
@@ -64,7 +64,7 @@ Answer = Callable[[RecordedCall], Any]
 """Builds the JSON answer to a new call from the call (its ``answer`` is still None)."""
 
 
-class RecordingApi:
+class RecordingApi(LoopbackServer):
     """An outside HTTP API with side effects, played on 127.0.0.1 and recording each call by its key.
 
     ``answers`` maps ``"METHOD /path"`` to a function building the JSON answer of a new call; a
@@ -91,43 +91,13 @@ class RecordingApi:
         self._calls: dict[str, RecordedCall] = {}  # by key, in the order they took effect
         self._lose = 0
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", port), _handler(self))
-        self._thread: threading.Thread | None = None
-
-    # -- lifecycle ------------------------------------------------------------------------------
+        super().__init__(_handler(self), port, "recording-api")
 
     @property
     def url(self) -> str:
-        """``http://127.0.0.1:PORT``: the API's base URL for your adapter."""
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
-
-    @property
-    def running(self) -> bool:
-        """Whether its server thread is serving."""
-        return self._thread is not None and self._thread.is_alive()
-
-    def start(self) -> Self:
-        """Serve in a daemon thread."""
-        server = self._server
-        self._thread = threading.Thread(
-            target=lambda: server.serve_forever(poll_interval=0.02), name="recording-api", daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving and close the socket."""
-        self._server.shutdown()
-        self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(5)
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        """``http://127.0.0.1:PORT``: the API's base URL for your adapter (its ``start()`` serves it,
+        ``stop()`` ends it; or use it as a context manager)."""
+        return super().url
 
     # -- what a test reads and does -------------------------------------------------------------
 
