@@ -94,22 +94,7 @@ def plan_workflow(root: Path, name: str, source: str, event: str) -> Scaffold:
         raise ScaffoldError(
             "lockgate.toml has no [[approvals.reviewers]]: the workflow's close_item needs a person; add one"
         )
-    words = dict(
-        name=name,
-        task=name.replace("_", "-"),
-        camel="".join(part.capitalize() for part in name.split("_")),
-        upper=name.upper(),
-        source=source,
-        event=event,
-        reviewer=config.approvals.reviewers[0].id,
-        what=shape.what,
-        subject_path=repr(shape.subject),
-        text_path=repr(shape.text),
-        send_event=shape.send_event,
-        note_body='urlencode(sample("note")).encode()' if shape.form else 'sample("note")',
-        close_body='urlencode(sample("close")).encode()' if shape.form else 'sample("close")',
-        form_import="from urllib.parse import urlencode\n" if shape.form else "",
-    )
+    words = _words(name, source, event, config.approvals.reviewers[0].id, shape)
     scaffold = Scaffold(root)
     package = root / "workflows" / name
     for stem in ("__init__", "items", "tools", "task", "model"):
@@ -127,6 +112,27 @@ def plan_workflow(root: Path, name: str, source: str, event: str) -> Scaffold:
     scaffold.config_text = _with_package(config_path.read_text(encoding="utf-8"), name)
     scaffold.template_text = edit_template(template_path.read_text(encoding="utf-8"), _template_edit(words))
     return scaffold
+
+
+def _words(name: str, source: str, event: str, reviewer: str, shape: EventShape) -> dict[str, str]:
+    """What the templates' ``$names`` stand for."""
+    return dict(
+        name=name,
+        task=name.replace("_", "-"),
+        camel="".join(part.capitalize() for part in name.split("_")),
+        upper=name.upper(),
+        source=source,
+        event=event,
+        reviewer=reviewer,
+        what=shape.what,
+        subject_path=repr(shape.subject),
+        text_path=repr(shape.text),
+        send_event=shape.send_event,
+        # A form-bodied event (a Slack slash command) is sent form-encoded, as its provider sends it.
+        note_body='urlencode(sample("note")).encode()' if shape.form else 'sample("note")',
+        close_body='urlencode(sample("close")).encode()' if shape.form else 'sample("close")',
+        form_import="from urllib.parse import urlencode\n" if shape.form else "",
+    )
 
 
 def _tidy(paths: list[Path], root: Path) -> None:

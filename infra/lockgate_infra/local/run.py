@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from lockgate_infra.local.banner import banner
 from lockgate_infra.local.console import Console, routed_output
+from lockgate_infra.local.outside_apis import OutsideApi, outside_apis
 from lockgate_infra.local.status import REFRESH_SECONDS, Monitor, StandIn
 
 if TYPE_CHECKING:
     from lockgate_infra.local.gateway import Gateway
     from lockgate_infra.local.model import ModelChoice
-    from lockgate_infra.local.outside_apis import OutsideApi
     from lockgate_infra.local.slack_stub import SlackStub
     from lockgate_infra.local.stack import LocalStack
 
@@ -170,21 +170,18 @@ def run_local(
     The config's ``secretsmanager:`` secrets get development values (printed); the schedules run
     ``clock_speed`` times real time (None: none). The console gets one line per event, the
     functions' JSON logs go to ``.lockgate/local-<port>.log`` (``verbose``: the console too). The model
-    calls take ``provider``'s wire format (None: the config's; ``lockgate_infra.local.model_provider``).
-    ``stand_ins``: ``VARIABLE=package.module:factory`` outside APIs (``lockgate_infra.local.outside_apis``).
+    calls take ``provider``'s wire format (None: the config's); ``stand_ins`` play outside APIs.
     """
-    from lockgate_infra.local.stack import LocalStack, default_template_path
+    from lockgate_infra.local.stack import LocalStack
 
     out = out or sys.stdout
     stop = stop or threading.Event()
-    template = Path(template_path or default_template_path()).resolve()
-    if port and read_local_state(template.parent, port) is not None:
-        print(f"lockgate: a local stack already runs on port {port}; pick another --port", file=out)
+    template = _free_template(template_path, port, out)
+    if template is None:
         return 2
     from lockgate_infra.local.model import local_model
     from lockgate_infra.local.model_provider import provider_config
-    from lockgate_infra.local.outside_apis import outside_apis
-    from lockgate_infra.local.slack_stub import local_slack, slack_environment
+    from lockgate_infra.local.slack_stub import local_slack
     from lockgate_infra.local.workflows import seed_workflows
 
     console = Console(out)
@@ -196,9 +193,7 @@ def run_local(
         local_slack(wire.config_path, console.stamped) as slack,
         outside_apis(stand_ins, console.stamped) as apis,
         LocalStack(template, config_path=wire.config_path, parameters=parameters, port=moto_port,
-                   environment={**chosen.environment, **slack_environment(slack),
-                                **{variable: api.url for variable, api in apis.items()},
-                                "APPROVAL_CHANNELS": "print"}, keep_spans=True) as stack,
+                   environment=_environment(chosen, slack, apis), keep_spans=True) as stack,
     ):  # fmt: skip
         dev_secrets = seed_secrets(stack)
         seed_workflows(stack)
@@ -213,6 +208,28 @@ def run_local(
             _serve(stack, gateway, monitor, ready, stop)
     console.line("local stack stopped")
     return 0
+
+
+def _free_template(template_path: str | Path | None, port: int, out: TextIO) -> Path | None:
+    """The template's path; None (said on ``out``) when a local stack already runs on ``port`` here."""
+    from lockgate_infra.local.stack import default_template_path
+
+    template = Path(template_path or default_template_path()).resolve()
+    if port and read_local_state(template.parent, port) is not None:
+        print(f"lockgate: a local stack already runs on port {port}; pick another --port", file=out)
+        return None
+    return template
+
+
+def _environment(
+    chosen: ModelChoice, slack: SlackStub | None, apis: Mapping[str, OutsideApi]
+) -> dict[str, str]:
+    """What every function's environment gets over the template's: the stand-ins' URLs, and
+    approval links printed on the console."""
+    from lockgate_infra.local.slack_stub import slack_environment
+
+    urls = {variable: api.url for variable, api in apis.items()}
+    return {**chosen.environment, **slack_environment(slack), **urls, "APPROVAL_CHANNELS": "print"}
 
 
 def _start(stack: LocalStack, clock_speed: float | None) -> None:
