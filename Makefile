@@ -26,6 +26,12 @@ PIP_INSTALL = $(BIN)/python -m pip install --quiet
 UV_INSTALL = $(BIN)/uv pip install --quiet --python $(BIN)/python --no-config \
 	--default-index https://pypi.org/simple $(if $(PYTHONDONTWRITEBYTECODE),--compile-bytecode)
 
+# Your workflows packages (workflows/NAME/: the shop, triage, yours) importable by every command run
+# with .venv's Python, as the functions import them deployed: the folder itself on the venv's path
+# (a .pth file), so a workflow made later needs no install of its own.
+WORKFLOWS_ON_PATH = $(BIN)/python -c 'import pathlib, sysconfig; pathlib.Path(sysconfig.get_path("purelib"), \
+	"lockgate-workflows.pth").write_text(str(pathlib.Path("workflows").resolve()) + "\n")'
+
 # The dev environment from its pinned, hashed lock (requirements-dev.txt, `make lock`), every file
 # checked against its hash; then the two local packages, editable and without dependencies (the
 # lock has them all), built by the lock's setuptools (no build environment fetched unhashed).
@@ -39,6 +45,7 @@ $(STAMP): pyproject.toml layers/core/pyproject.toml requirements-dev.txt require
 	else echo "pip installs requirements-dev.txt into $(VENV)"; \
 		$(PIP_INSTALL) --require-hashes -r requirements-dev.txt && $(PIP_INSTALL) --no-build-isolation --no-deps -e layers/core -e .; \
 	fi
+	@$(WORKFLOWS_ON_PATH)
 	@touch $@
 
 demo: $(STAMP)

@@ -106,7 +106,9 @@ class Row:
 
 def measure(placement: str, timing: str, rounds: int) -> Row:
     """Answer every example email ``rounds`` times with this placement and gap between runs."""
-    from lockgate_infra.stub import shop_model
+    from shop.model import scripted_model
+
+    shop_model = scripted_model()
 
     ttl, rewrite = PLACEMENTS[placement]
     calls: list[tuple[str, Usage]] = []

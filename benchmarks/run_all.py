@@ -87,11 +87,9 @@ def run(title: str, argv: list[str], stamp: str = "") -> tuple[str, bool]:
     """One benchmark in its own process: its section of RESULTS.md, and whether it met its target."""
     print(f"running: {title}", file=sys.stderr, flush=True)
     started = time.monotonic()
-    # The checkout's workflows/ packages (the shop, triage) on the path, as the CLI puts them there.
-    paths = [str(ROOT / "workflows"), *filter(None, [os.environ.get("PYTHONPATH")])]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+    # The workflows packages (the shop, triage) are on .venv's path: make setup put them there.
     done = subprocess.run(  # noqa: S603 - this checkout's own benchmarks
-        [sys.executable, *argv], cwd=ROOT, env=env, capture_output=True, text=True, check=False
+        [sys.executable, *argv], cwd=ROOT, capture_output=True, text=True, check=False
     )
     seconds = time.monotonic() - started
     mark = "" if done.returncode == 0 else f" — **missed its target (exit {done.returncode})**"

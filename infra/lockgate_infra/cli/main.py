@@ -118,6 +118,7 @@ def _add_local_parsers(commands: Any) -> None:
         "offline model as package.module:factory; give several offline ones (--model demo --model "
         "triage.model:scripted_model) and each task gets the first written for it",
     )
+    _stand_in_option(local)
     local.add_argument(
         "--clock-speed",
         type=non_negative_float,
@@ -151,6 +152,18 @@ def _add_local_parsers(commands: Any) -> None:
     )
     _provider_option(demo)
     demo.set_defaults(run=_run_demo)
+
+
+def _stand_in_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--stand-in",
+        action="append",
+        default=None,
+        metavar="VARIABLE=package.module:factory",
+        help="play an outside API on loopback: the factory returns a stand-in server (a "
+        "lockgate_infra.testing.RecordingApi), VARIABLE is set to its URL in every function's "
+        "environment, and each call it records is printed; repeat for several",
+    )
 
 
 def _provider_option(parser: argparse.ArgumentParser) -> None:
@@ -216,6 +229,7 @@ def _run_local(args: argparse.Namespace) -> int:
         clock_speed=args.clock_speed or None,
         verbose=args.verbose,
         provider=args.provider,
+        stand_ins=args.stand_in or (),
     )
 
 

@@ -24,8 +24,9 @@ def add_new_parser(commands: Any, run: Callable[[argparse.Namespace], int]) -> N
         help="a workflow package beside the shop: task, tools, scripted model, evals, test, wiring",
         description=(
             "Write workflows/NAME/ (a task on SOURCE's EVENT events with three tools: one that reads "
-            "untrusted text, one that runs at once, one that needs a person; a scripted model and an "
-            "eval file), tests/workflows/test_NAME.py, and the wiring: NAME in lockgate.toml's "
+            "untrusted text, one that runs at once, one that needs a person; a scripted model, two "
+            "sample deliveries in the provider's own shape, and an eval file), "
+            "tests/workflows/test_NAME.py, and the wiring: NAME in lockgate.toml's "
             "[workflows] packages, linked into the functions that load workflows, and its table, "
             "variable and IAM statement in template.yaml. Nothing is written if any of it cannot be."
         ),
@@ -37,7 +38,10 @@ def add_new_parser(commands: Any, run: Callable[[argparse.Namespace], int]) -> N
         "--source", required=True, help="a source in lockgate.toml's [sources] (e.g. github)"
     )
     workflow.add_argument(
-        "--event", required=True, help="the event type its task runs on (e.g. issues.opened)"
+        "--event",
+        required=True,
+        help="the event type its task runs on, as the provider names it (e.g. issues.opened, "
+        "charge.dispute.created, app_mention, command:/ask, orders/create)",
     )
     workflow.set_defaults(run=run)
 

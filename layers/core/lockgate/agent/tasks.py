@@ -40,7 +40,8 @@ class Start:
 class Skip:
     """What ``start`` returns for an event the task does not act on (a GitHub issue edited, not opened).
 
-    The delivery is done with ``reason`` as its outcome: no run is opened and no model is called.
+    The delivery is done with the outcome ``<task>: skipped: <reason>`` (e.g. ``triage: skipped: only
+    opened issues are triaged``): no run is opened and no model is called.
     """
 
     reason: str
