@@ -4,8 +4,9 @@ Layers, each importing only from those below it (and from ``lockgate`` freely; t
 imports these). ``tests/unit/test_layers.py`` checks::
 
     docsite         the docs' reference pages, generated from the CLI's parser, the config and the template
-    cli, deploy     the ``lockgate`` command: its parser and ``main``, dispatching to the tools below, and
-                    operating a stack (inbox, runs, approvals, jobs, spend, secrets); ``make deploy``
+    cli, deploy,    the ``lockgate`` command: its parser and ``main``, dispatching to the tools below, and
+    prices          operating a stack (inbox, runs, approvals, jobs, spend, secrets); ``make deploy``;
+                    ``lockgate prices`` and ``make prices`` (the price table from genai-prices)
     cost            ``lockgate cost``: the example traffic metered as deployed, priced
     chaos           seeded fault injection with invariants
     evals           the eval rig, ``lockgate eval`` and the weekly eval job (shipped in EvalJobsFunction)

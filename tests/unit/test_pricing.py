@@ -29,7 +29,12 @@ def test_worked_example_with_cache_reads_costs_0_348() -> None:
 
 
 def test_the_table_prices_opus_5_5_like_the_worked_example() -> None:
-    assert PUBLISHED.price("claude-opus-5-5") == OPUS_CLASS
+    opus = PUBLISHED.price("claude-opus-5-5")
+    assert (opus.input, opus.output, opus.cache_read) == (
+        OPUS_CLASS.input,
+        OPUS_CLASS.output,
+        OPUS_CLASS.cache_read,
+    )
     assert PUBLISHED.cost_usd("claude-opus-5-5", Usage(input_tokens=50_000, output_tokens=15_000)) == 0.5
     assert PRICES_AS_OF
 
