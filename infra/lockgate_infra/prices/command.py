@@ -158,8 +158,7 @@ def render(rows: list[PriceRow], config: LockgateConfig) -> str:
         title = f"{r.title}{' *' if r.in_use else ''}"
         p = r.price
         rates = (
-            f"{p.input:>7g}{p.output:>8g}{p.cache_read:>8g}{p.cache_write('5m'):>8g}"
-            f"{p.cache_write('1h'):>8g}"
+            f"{p.input:>7g}{p.output:>8g}{p.cache_read:>8g}{p.cache_write('5m'):>8g}{p.cache_write('1h'):>8g}"
             if p is not None
             else f"{'-':>7}{'-':>8}{'-':>8}{'-':>8}{'-':>8}"
         )
