@@ -30,12 +30,16 @@ import json
 import random
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from lockgate.clock import FixedClock
 from lockgate.model.client import Usage
 from lockgate.model.price_table import PriceTable
 from lockgate_infra.evals.shoprig import Email, shop_rig
+from lockgate_infra.workflow_path import first_on_path
+
+ROOT = Path(__file__).resolve().parent.parent
 
 EMAILS = [
     Email("ada@example.com", "Where is my order A-1042?", "Hi, where is order A-1042? It has been a week."),
@@ -256,9 +260,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    rows = {timing: {p: measure(p, timing, args.rounds) for p in PLACEMENTS} for timing in GAPS}
+    # The checkout's workflows/ (the shop, triage) importable, as `lockgate` and `make bench` have them.
+    with first_on_path(ROOT / "workflows"):
+        rows = {timing: {p: measure(p, timing, args.rounds) for p in PLACEMENTS} for timing in GAPS}
+        swept = sweep(args.sweep_rounds) if args.sweep_rounds else {}
     found = figures(rows)
-    swept = sweep(args.sweep_rounds) if args.sweep_rounds else {}
     if args.json:
         data = {t: {p: asdict(r) for p, r in by.items()} for t, by in rows.items()}
         print(json.dumps({"rows": data, "ratios": found, "sweep": swept, "targets": TARGETS}, indent=2))

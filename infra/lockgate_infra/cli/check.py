@@ -3,8 +3,9 @@
 It prints one line per finding (``lockgate_infra.cli.template_check``): a declared resource the
 template lacks, a variable a function does not set, an action a role does not allow, an action a
 role allows on a declared resource that no workflow declares, a package a function does not ship.
-Then a warning for each configured model without a price where the deployment calls it, and each
-price read longer ago than ``--max-price-age`` days (``lockgate prices`` shows them all).
+When the template passes, a warning (on stderr) for each configured model without a price where
+the deployment calls it, and each price read longer ago than ``--max-price-age`` days (``lockgate
+prices`` shows them all).
 Exit codes: 0 nothing missing or broader (warnings or not); 1 findings; 2 it could not run (a
 template or config it cannot read, a workflows package that cannot be imported, a malformed
 declaration).
@@ -37,8 +38,9 @@ def add_check_parser(commands: Any, run: Callable[[argparse.Namespace], int]) ->
             "For each workflows package in lockgate.toml, read its RESOURCES and compare them with "
             "template.yaml: each resource is defined, the worker and the scheduled jobs set its "
             "variable, their roles allow each declared action and no other on it, and the functions "
-            "that import workflows ship the package. Then a warning line for each configured model without "
-            "a price where the deployment calls it, or with one read longer ago than --max-price-age days. "
+            "that import workflows ship the package. When they are, a warning line (stderr) for each "
+            "configured model without a price where the deployment calls it, or with one read longer ago "
+            "than --max-price-age days. "
             "Exit 0 when nothing is missing or broader (warnings or not), 1 with one line per finding, "
             "2 when it cannot run."
         ),
@@ -64,8 +66,17 @@ def add_check_parser(commands: Any, run: Callable[[argparse.Namespace], int]) ->
     return check
 
 
-def run_check(args: argparse.Namespace, root: Path, out: TextIO | None = None) -> int:
-    """Print each finding (or one line saying there are none); FAILED when there are findings."""
+def run_check(
+    args: argparse.Namespace,
+    root: Path,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+    today: dt.date | None = None,
+) -> int:
+    """Print each finding (or one line saying there are none); FAILED when there are findings.
+
+    Once the template passes, a warning on ``err`` for each model price that is missing or old.
+    """
     out = out or sys.stdout
     from lockgate_infra.cli.iam import translate
     from lockgate_infra.cli.template_check import check_packaging, check_template
@@ -81,11 +92,13 @@ def run_check(args: argparse.Namespace, root: Path, out: TextIO | None = None) -
     findings += check_packaging(sam_template, template.parent, packages)
     for finding in findings:
         print(finding, file=out)
-    models = configured_models(template.parent, config)
-    for warning in warnings(price_rows(config, models), models, dt.date.today(), args.max_price_age):
-        print(warning, file=out)
     if findings:
         return FAILED
+    # The tasks' models, registered with the worker's environment as the (passing) template sets it.
+    models = configured_models(template.parent, config)
+    rows = price_rows(config, models)
+    for warning in warnings(rows, models, today or dt.date.today(), args.max_price_age):
+        print(warning, file=err or sys.stderr)
     count = sum(len(resources) for resources in declared.values())
     if packages:
         named = ", ".join(packages)
