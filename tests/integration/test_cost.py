@@ -120,17 +120,13 @@ def test_a_refused_conditional_write_is_metered_as_the_call_and_the_write_it_cos
 
 
 def test_given_the_same_calls_then_each_provider_prices_them_at_its_own_rates() -> None:
-    # Given one measured day's tokens per model
-    tokens = {
-        "claude-sonnet-5-5": {
-            "input_tokens": 20_000,
-            "output_tokens": 3_000,
-            "cache_read_input_tokens": 50_000,
-        }
-    }
+    # Given one measured day's tokens and dollars per model, as the stub's run records price them
+    tokens = {"input_tokens": 20_000, "output_tokens": 3_000, "cache_read_input_tokens": 50_000}
+    recorded = {"claude-sonnet-5-5": {**tokens, "usd": 0.075}}
 
     def dollars(provider: dict[str, object]) -> float:
-        return model_usd(tokens, priced_as(parse_config({"provider": provider}))[0])
+        priced = priced_as(parse_config({"provider": provider}))[0]
+        return model_usd(recorded, priced, priced_as(parse_config({}))[0])
 
     # When priced at Anthropic's API, Bedrock's global endpoint and a regional inference profile
     anthropic = dollars({"name": "anthropic"})

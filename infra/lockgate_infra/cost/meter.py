@@ -77,7 +77,7 @@ class Usage:
     model_calls: int = 0
     model_usd: float = 0.0
     model_tokens: Counter[str] = field(default_factory=Counter)  # input_tokens, output_tokens, ...
-    tokens_by_model: dict[str, Counter[str]] = field(default_factory=dict)  # ...per model id
+    by_model: dict[str, Counter[str]] = field(default_factory=dict)  # ...and dollars, per model id
     operations: Counter[str] = field(default_factory=Counter)
     keys: KeyLoad = field(default_factory=KeyLoad)  # units per item key: the hot-key meter
 
@@ -274,5 +274,5 @@ def measure(events: int = 30, seed: int = 1) -> Usage:
         for totals in runs:
             usage.model_tokens.update(totals.get("usage", {}))
             for model, counted in totals.get("by_model", {}).items():
-                usage.tokens_by_model.setdefault(model, Counter()).update(counted)
+                usage.by_model.setdefault(model, Counter()).update(counted)
     return usage

@@ -1,10 +1,11 @@
 """The measured model calls priced at the deployment's provider: what ``lockgate cost`` reports.
 
-The example traffic runs against the stub on Anthropic's wire format; its run records keep each
-model's tokens, with cache writes split by lifetime. Priced here with the price table the worker
-builds from the deployment's config (``PriceTable.for_deployment``): its ``[provider]``, on Bedrock
-each model's endpoint kind, and ``[models]`` over them. A batched call's tokens are priced at the
-full rate (the example traffic batches nothing): never under the bill.
+The example traffic runs against the stub on the checkout's own config (Anthropic's API); its run
+records keep each model's dollars and tokens. Each model's dollars are scaled by what its tokens
+cost on the deployment's price table against the table that priced them (``PriceTable.for_deployment``
+of each config: its ``[provider]``, on Bedrock each model's endpoint kind, ``[models]`` over them).
+The ratio carries each call's own details over (its cache writes' lifetimes, a batch's discount):
+a provider's premium is on every line alike (Bedrock's regional 10%).
 """
 
 from __future__ import annotations
@@ -18,12 +19,14 @@ from lockgate.model.providers import provider as provider_named
 from lockgate.model.usage import TOKEN_FIELDS
 
 
-def model_usd(tokens_by_model: Mapping[str, Mapping[str, float]], prices: PriceTable) -> float:
-    """Dollars for each model's summed tokens at ``prices`` (unsplit cache writes at the hour's rate)."""
+def model_usd(by_model: Mapping[str, Mapping[str, float]], prices: PriceTable, recorded: PriceTable) -> float:
+    """The run records' dollars per model (``usd`` and its tokens) at ``prices`` instead of ``recorded``."""
     total = 0.0
-    for model, counted in tokens_by_model.items():
+    for model, counted in by_model.items():
         usage = Usage(**{name: int(counted.get(name, 0)) for name in TOKEN_FIELDS})
-        total += prices.cost_usd(model, usage, "1h")
+        was = recorded.cost_usd(model, usage)
+        ratio = prices.cost_usd(model, usage) / was if was else 1.0
+        total += float(counted.get("usd", 0.0)) * ratio
     return round(total, 6)
 
 

@@ -122,7 +122,8 @@ def run_cost(args: Any, out: TextIO | None = None) -> int:
         usage = measure(args.sample)
     finally:
         logging.disable(logging.NOTSET)
-    usage.model_usd = model_usd(usage.tokens_by_model, prices)
+    # The example traffic was priced at the checkout's config; its dollars, at the deployment's.
+    usage.model_usd = model_usd(usage.by_model, prices, priced_as(load_config(ROOT / "lockgate.toml"))[0])
     assume = Assumptions(
         call_ms=args.call_ms, model_seconds=args.model_seconds, records_per_batch=args.records_per_batch
     )

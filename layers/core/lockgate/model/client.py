@@ -28,7 +28,7 @@ from lockgate.model.breakpoints import canonical_messages, mark_conversation, ma
 from lockgate.model.errors import ModelError, classify, retry_after
 from lockgate.model.providers import provider as provider_named
 from lockgate.model.retrybudget import RetryBudget
-from lockgate.model.tokens import Usage, written
+from lockgate.model.tokens import Usage, written_for_five_minutes
 from lockgate.telemetry import Log, Metrics
 
 SAFETY_SECONDS = 5.0  # leave this much of the deadline for recording the outcome
@@ -272,8 +272,7 @@ def _reply(message: Any, attempts: int) -> ModelReply:
             output_tokens=usage.output_tokens or 0,
             cache_creation_input_tokens=getattr(usage, "cache_creation_input_tokens", 0) or 0,
             cache_read_input_tokens=getattr(usage, "cache_read_input_tokens", 0) or 0,
-            cache_creation_5m_input_tokens=written(usage, "ephemeral_5m_input_tokens"),
-            cache_creation_1h_input_tokens=written(usage, "ephemeral_1h_input_tokens"),
+            cache_creation_5m_input_tokens=written_for_five_minutes(usage),
         ),
         model=str(message.model),
         request_id=getattr(message, "_request_id", None),

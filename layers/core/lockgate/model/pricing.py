@@ -121,13 +121,11 @@ def cost_usd(base: Price, usage: Usage, cache_ttl: str = "5m", batch: bool = Fal
     """Dollars for one call's usage at a model's price (``PriceTable.cost_usd`` looks the price up by id)."""
     prompt = usage.input_tokens + usage.cache_creation_input_tokens + usage.cache_read_input_tokens
     price = base.rates_for(prompt)
-    split = usage.cache_creation_5m_input_tokens + usage.cache_creation_1h_input_tokens
-    if split == usage.cache_creation_input_tokens:  # the reply said which lifetime each write has
-        writes = usage.cache_creation_5m_input_tokens * price.cache_write(
-            "5m"
-        ) + usage.cache_creation_1h_input_tokens * price.cache_write("1h")
-    else:  # it did not: at the request's TTL, its longest (a "1h" request's 5m writes over-count)
-        writes = usage.cache_creation_input_tokens * price.cache_write(cache_ttl)
+    # The writes the reply says are 5-minute ones at that price (a "1h" request's conversation
+    # writes); the rest at the request's TTL (all of them where the reply gave no split).
+    five_minutes = min(usage.cache_creation_5m_input_tokens, usage.cache_creation_input_tokens)
+    rest = usage.cache_creation_input_tokens - five_minutes
+    writes = five_minutes * price.cache_write("5m") + rest * price.cache_write(cache_ttl)
     total = (
         usage.input_tokens * price.input
         + usage.output_tokens * price.output

@@ -10,10 +10,9 @@ from typing import Any
 class Usage:
     """Tokens billed for one call.
 
-    ``cache_creation_5m_input_tokens`` and ``..._1h_...`` split the cache writes by lifetime, as the
-    reply's ``usage.cache_creation`` reports them; where they do not add up to
-    ``cache_creation_input_tokens`` (a reply without the split, a record from before it), the
-    writes are priced at the request's TTL.
+    ``cache_creation_5m_input_tokens``: of the cache writes, those the reply's
+    ``usage.cache_creation`` says are 5-minute ones; the rest are priced at the request's TTL (on
+    a "1h" request, the hour's writes; on a reply without that split, all of them).
     """
 
     input_tokens: int = 0
@@ -21,7 +20,6 @@ class Usage:
     cache_creation_input_tokens: int = 0
     cache_read_input_tokens: int = 0
     cache_creation_5m_input_tokens: int = 0
-    cache_creation_1h_input_tokens: int = 0
 
     def as_dict(self) -> dict[str, int]:
         """JSON-ready."""
@@ -31,7 +29,6 @@ class Usage:
             "cache_creation_input_tokens": self.cache_creation_input_tokens,
             "cache_read_input_tokens": self.cache_read_input_tokens,
             "cache_creation_5m_input_tokens": self.cache_creation_5m_input_tokens,
-            "cache_creation_1h_input_tokens": self.cache_creation_1h_input_tokens,
         }
 
     def __add__(self, other: Usage) -> Usage:
@@ -39,6 +36,6 @@ class Usage:
         return Usage(**{key: value + theirs[key] for key, value in mine.items()})
 
 
-def written(usage: Any, lifetime: str) -> int:
-    """Cache-write tokens of one lifetime from the reply's ``usage.cache_creation`` (0 when absent)."""
-    return int(getattr(getattr(usage, "cache_creation", None), lifetime, 0) or 0)
+def written_for_five_minutes(usage: Any) -> int:
+    """The 5-minute cache writes an SDK reply's ``usage.cache_creation`` reports (0 without it)."""
+    return int(getattr(getattr(usage, "cache_creation", None), "ephemeral_5m_input_tokens", 0) or 0)
