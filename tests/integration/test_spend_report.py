@@ -91,9 +91,7 @@ def test_a_model_priced_in_lockgate_toml_is_its_own_dimension(
         lambda: EphemeralMetrics(namespace="Lockgate"), frozenset({"triage"}), frozenset({"claude-haiku-6"})
     )
     # When the API answers the task's alias as the dated model
-    metrics.model_call(
-        "triage", "claude-haiku-6-20270101", Usage(output_tokens=5), 0.00002, cache_hit=False
-    )
+    metrics.model_call("triage", "claude-haiku-6-20270101", Usage(output_tokens=5), 0.00002, cache_hit=False)
     # Then the cost is reported under the configured family, not "other"
     (blob,) = (json.loads(line) for line in capsys.readouterr().out.strip().splitlines())
     assert (blob["task"], blob["model"], blob["ModelCostUSD"]) == ("triage", "claude-haiku-6", [0.00002])
