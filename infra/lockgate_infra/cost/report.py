@@ -8,10 +8,11 @@ from typing import Any, TextIO
 
 from lockgate_infra.cost.bill import FULL_CPU_MB, Assumptions, Bill, bill
 from lockgate_infra.cost.hotkeys import render_keys
-from lockgate_infra.cost.meter import LOG_BYTES_PER_EVENT, ROOT, Usage, measure
+from lockgate_infra.cost.meter import LOG_BYTES_PER_EVENT, Usage, measure
 from lockgate_infra.cost.model_dollars import model_usd, priced_as
 from lockgate_infra.cost.prices import PRICES_CHECKED, REGION
 from lockgate_infra.cost.scale import render_scale
+from lockgate_infra.evals.shoprig import ROOT
 from lockgate_infra.options import at_least_one, non_negative_float, positive_int
 
 

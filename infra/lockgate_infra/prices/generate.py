@@ -88,8 +88,11 @@ def read_library(today: dt.date) -> tuple[str, dict[str, dict[str, Listed]]]:
 
 def dearer(a: Listed, b: Listed) -> Listed:
     """Of two listings under one family (two Bedrock versions of Claude 3.5 Sonnet), the dearer."""
-    key = lambda x: (x.price.output, x.price.input, x.price.cache_read)  # noqa: E731
-    return a if key(a) >= key(b) else b
+
+    def rank(x: Listed) -> tuple[float, float, float]:
+        return (x.price.output, x.price.input, x.price.cache_read)
+
+    return a if rank(a) >= rank(b) else b
 
 
 def _listed(model: Any, at: dt.datetime, pricing_urls: Iterable[str]) -> Listed | None:
