@@ -17,14 +17,12 @@ from __future__ import annotations
 
 import argparse
 import compileall
-import json
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from benchmarks.worker_start import LAYER_DIR, WORKER_DIR, environment
+from benchmarks.worker_start import LAYER_DIR, environment, run_child
 
 MARKER = "PRICE-SOURCE "
 WORKER = f"""
@@ -54,17 +52,7 @@ def _run(script: str, bytecode: bool = True) -> dict[str, float]:
     env = environment(False)
     if not bytecode:  # an empty cache nothing is written to: every module compiled as it is imported
         env = {**env, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": tempfile.mkdtemp()}
-    done = subprocess.run(  # noqa: S603 - our own child script
-        [sys.executable, "-c", script, str(WORKER_DIR), str(LAYER_DIR)],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=180,
-    )
-    line = next(li for li in done.stdout.splitlines() if li.startswith(MARKER))
-    found: dict[str, float] = json.loads(line.removeprefix(MARKER))
-    return found
+    return run_child(script, env, MARKER, timeout=180)
 
 
 def source_bytes(folder: Path) -> int:
