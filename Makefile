@@ -10,7 +10,7 @@ PYTHON313 := $(shell command -v python3.13)
 endif
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: setup demo test slow conformance-aws coverage check lint typecheck cfn build deploy-test chaos bench bench-setup bench-latency bench-load-20k bench-otel clean deploy destroy lock screenshots docs
+.PHONY: setup demo test slow conformance-aws coverage check lint typecheck cfn build deploy-test chaos bench bench-setup bench-latency bench-load-20k bench-otel clean deploy destroy lock prices screenshots docs
 
 setup: $(STAMP)
 
@@ -187,6 +187,11 @@ lock: $(STAMP)
 	$(PIP_COMPILE) --allow-unsafe -o requirements-uv.txt requirements-uv.in
 	@for f in $(LOCKED_FUNCTIONS); do echo "lock functions/$$f"; \
 		(cd functions/$$f && $(PIP_COMPILE) --allow-unsafe -o requirements.txt requirements.in) || exit 1; done
+
+# Model prices from the pinned genai-prices (requirements-dev.txt) into the committed table
+# layers/core/lockgate/model/published_prices.py; a test fails while the two disagree.
+prices: $(STAMP)
+	$(BIN)/python -m lockgate_infra.prices.generate
 
 clean:
 	rm -rf .aws-sam .pytest_cache .mypy_cache .ruff_cache .coverage

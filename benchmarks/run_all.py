@@ -42,6 +42,7 @@ BENCHMARKS: list[tuple[str, list[str]]] = [
         ["-m", "benchmarks.worker_memory"],
     ),
     ("Model: prompt caching per example run", ["-m", "benchmarks.prompt_caching"]),
+    ("Prices: the generated table vs genai-prices in the worker", ["-m", "benchmarks.price_source"]),
     ("Model: dollars per 100 shop events, controls added in turn", ["-m", "benchmarks.model_costs"]),
     ("Admission: DynamoDB calls per model call, budget + rate limits", ["-m", "benchmarks.admission_calls"]),
     ("Cost floor: AWS calls and write units per example event, as deployed", ["-m", "benchmarks.cost_floor"]),

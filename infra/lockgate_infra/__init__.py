@@ -5,8 +5,9 @@ imports these). ``tests/unit/test_layers.py`` checks::
 
     docsite         the docs' reference pages, generated from the CLI's parser, the config, the template
                     and the public API's docstrings
-    cli, deploy     the ``lockgate`` command: its parser and ``main``, dispatching to the tools below, and
-                    operating a stack (inbox, runs, approvals, jobs, spend, secrets); ``make deploy``
+    cli, deploy,    the ``lockgate`` command: its parser and ``main``, dispatching to the tools below, and
+    prices          operating a stack (inbox, runs, approvals, jobs, spend, secrets); ``make deploy``;
+                    ``lockgate prices`` and ``make prices`` (the price table from genai-prices)
     cost            ``lockgate cost``: the example traffic metered as deployed, priced
     chaos           seeded fault injection with invariants
     evals           the eval rig, ``lockgate eval`` and the weekly eval job (shipped in EvalJobsFunction)

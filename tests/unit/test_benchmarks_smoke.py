@@ -57,9 +57,9 @@ def test_cold_start_samples_both_handlers_and_reports_agent_dependencies() -> No
 
 
 def test_prompt_caching_benchmark_incremental_bills_less_than_todays_markers_warm_and_cold() -> None:
-    from benchmarks.prompt_caching import BASELINE, NEW, TODAY, measure
+    from benchmarks.prompt_caching import BASELINE, FIVE, NEW, TODAY, measure
 
-    rows = {(p, t): measure(p, t, rounds=1) for p in (BASELINE, TODAY, NEW) for t in ("warm", "cold")}
+    rows = {(p, t): measure(p, t, rounds=1) for p in (BASELINE, TODAY, FIVE, NEW) for t in ("warm", "cold")}
     # the same conversations: output identical whatever the markers or the gaps between runs
     assert len({row.output_tokens for row in rows.values()}) == 1
     # no markers: nothing cached, and time between runs changes nothing
@@ -68,8 +68,18 @@ def test_prompt_caching_benchmark_incremental_bills_less_than_todays_markers_war
         assert rows[NEW, timing].usd < rows[TODAY, timing].usd < rows[BASELINE, timing].usd
         assert rows[NEW, timing].input_usd < rows[TODAY, timing].input_usd
     # runs 6 minutes apart find the 5-minute entries expired: more written, less read
-    assert rows[NEW, "cold"].cache_write > rows[NEW, "warm"].cache_write
-    assert rows[NEW, "cold"].cache_read < rows[NEW, "warm"].cache_read
+    assert rows[FIVE, "cold"].cache_write > rows[FIVE, "warm"].cache_write
+    assert rows[FIVE, "cold"].cache_read < rows[FIVE, "warm"].cache_read
+    # as shipped, the prefix goes to the hour once the worker has seen runs minutes apart: cheaper
+    assert rows[NEW, "cold"].usd < rows[FIVE, "cold"].usd and rows[NEW, "warm"].usd <= rows[FIVE, "warm"].usd
+
+
+def test_price_source_benchmark_measures_both_ways_side_by_side() -> None:
+    from benchmarks import price_source
+
+    found = price_source.measure(runs=1)
+    assert found["library_bytes"] > 10 * found["table_bytes"] > 0
+    assert "Run time / build time" in price_source.render(found)
 
 
 def test_model_costs_benchmark_each_control_lowers_dollars_per_event() -> None:

@@ -24,6 +24,7 @@ from lockgate_infra.evals.cli import add_eval_parser, run_eval
 from lockgate_infra.failures import COULD_NOT_RUN, INTERRUPTED, LOCAL, explain
 from lockgate_infra.local.commands import add_local_commands
 from lockgate_infra.options import non_negative_float, port_number
+from lockgate_infra.prices.command import add_prices_parser, run_prices
 from lockgate_infra.workflow_path import first_on_path
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -79,6 +80,7 @@ def _parser() -> argparse.ArgumentParser:
     spend = add_spend_parser(commands, run=_spend)
     add_eval_parser(commands, run=run_eval)
     add_cost_parser(commands, run=run_cost)
+    add_prices_parser(commands, run=lambda args: run_prices(args, ROOT, sys.stdout))
     jobs = add_jobs_parser(commands, run=_jobs)
     secrets = add_secrets_parser(commands, run=_secrets)
     upgrade = add_upgrade_parser(commands, run=lambda args: run_upgrade_indexes(args, _target(args)))

@@ -13,6 +13,7 @@ from lockgate_infra.cli.check import run_check
 from lockgate_infra.cli.scaffold import ScaffoldError, plan_workflow
 from lockgate_infra.cli.template_edits import TemplateEditError
 from lockgate_infra.failures import CommandError
+from lockgate_infra.prices.command import DEFAULT_MAX_AGE_DAYS
 
 
 def add_new_parser(commands: Any, run: Callable[[argparse.Namespace], int]) -> None:
@@ -59,7 +60,9 @@ def run_new_workflow(args: argparse.Namespace, checkout: Path, out: TextIO | Non
     print(f'made workflow {args.name} ({args.source} "{args.event}" events):', file=out)
     for path in written:
         print(f"  {path}", file=out)
-    checked = argparse.Namespace(template=root / "template.yaml", config=None)
+    checked = argparse.Namespace(
+        template=root / "template.yaml", config=None, max_price_age=DEFAULT_MAX_AGE_DAYS
+    )
     print("lockgate check:", file=out, flush=True)
     code = run_check(checked, root, out)
     if root.resolve() == checkout.resolve() and (root / "docs" / "reference").is_dir():

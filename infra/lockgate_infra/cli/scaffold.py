@@ -18,7 +18,6 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from string import Template
-from typing import Any
 
 import tomlkit
 
@@ -149,20 +148,9 @@ def _tidy(paths: list[Path], root: Path) -> None:
 def _trigger_of(root: Path, packages: tuple[str, ...], source: str, event: str) -> tuple[str, str] | None:
     """(workflow, task) already started by (``source``, ``event``), from a dry registration of the
     configured workflows: the worker's environment as the template sets it, clients never called."""
-    import boto3
+    from lockgate_infra.evals.registration import dry_registration
 
-    from lockgate.inbox.routing import Router
-    from lockgate.workflows import Setup, load_workflows
-    from lockgate_infra.evals.rig import workflow_environment
-    from lockgate_infra.local.template import LocalPlan
-    from lockgate_infra.workflow_path import first_on_path
-
-    offline = boto3.session.Session(region_name="us-east-1")  # builds clients; registering calls none
-    with first_on_path(root / "workflows"):
-        environ = workflow_environment(LocalPlan.from_file(root / "template.yaml"), {}, packages)
-        client: Any = offline.client  # boto3's overloads are wider than Setup's factory type
-        setup = Setup(router=Router(), environ=environ, client=client)
-        load_workflows(packages, setup)
+    setup = dry_registration(root, packages)
     for task in setup.tasks:
         if (task.source, task.event_type) == (source, event):
             return setup.workflow_of(task.name), task.name
