@@ -18,6 +18,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from string import Template
+from typing import Any
 
 import tomlkit
 
