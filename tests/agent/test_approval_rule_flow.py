@@ -8,6 +8,7 @@ cannot say, and can never loosen what the file says.
 
 from __future__ import annotations
 
+import json
 import tomllib
 from dataclasses import replace
 from typing import Any
@@ -15,12 +16,20 @@ from typing import Any
 import pytest
 
 from lockgate import ApprovalRule, RunFacts
+from lockgate.actions.ledger import Ledger
+from lockgate.actions.responses import DecisionResponse
 from lockgate.approvals.decisions import Choice, DecisionOutcome
+from lockgate.approvals.events import approval_event
+from lockgate.approvals.executor import EXPIRED_EVENT, ApprovalExecutor
 from lockgate.approvals.versions import EditRefused
 from lockgate.config import ApprovalsConfig, parse_config
+from lockgate.inbox.queue import InboxQueue
+from lockgate.inbox.routing import InboxEvent, TaskContext
+from lockgate.inbox.store import InboxStore
 from tests.agent.conftest import AgentRig
 from tests.agent.test_approval_edits import editable_flow, post_edit, rows
 from tests.agent.test_approvals import Approvals, decisions_table
+from tests.support import LOG
 
 RULES = """
 [[approvals.reviewers]]
@@ -213,3 +222,57 @@ def test_the_recorded_outcome_of_an_edit_that_settles_it_is_approved(rig: AgentR
         stored(flow, approval_id), "bob", Choice.APPROVE, "cli", edit={"amount": "60"}
     )
     assert outcome is DecisionOutcome.APPROVED
+
+
+def test_a_request_nobody_decided_comes_back_to_a_run_that_responds_as_expired(rig: AgentRig) -> None:
+    # Given a task that hears its decisions in its run, and a payment nobody decides
+    flow = editable_flow(rig, rules())
+    flow.task = replace(flow.task, respond=True)
+    db = rig.aws.client("dynamodb")
+    inbox = InboxStore(db, rig.aws.inbox_table)
+    flow.executor = ApprovalExecutor(
+        proposals=flow.proposals,
+        decisions=flow.decisions,
+        tasks=flow.tasks,
+        ledger=Ledger(db, rig.aws.state_table, rig.clock),
+        config=flow.config,
+        clock=rig.clock,
+        log=LOG,
+        metrics=rig.metrics,
+        inbox=inbox,
+        queue=InboxQueue(rig.aws.client("sqs"), rig.aws.queue_url),
+    )
+    approval_id = flow.propose_payment(80)
+    # When its decision window passes and the expire job's event reaches the worker
+    rig.clock.advance(25 * 3600)
+    expired = approval_event(approval_id, EXPIRED_EVENT, int(rig.clock.now()))
+    context = TaskContext("x", lambda: 60.0, None, LOG, rig.metrics)  # type: ignore[arg-type]
+    assert (
+        flow.executor(InboxEvent(expired, expired.body or b""), context)
+        == "not run: expired: nobody decided in time"
+    )
+    # Then the run that proposed it is resumed with "expired", and nothing was paid
+    (resumed,) = [e for e in flow.queued_events() if e.delivery.source == "run"]
+    told = json.loads(resumed.body)
+    assert (told["outcome"], told["reason"], told["approval_id"]) == (
+        "expired",
+        "nobody decided in time",
+        approval_id,
+    )
+    assert DecisionResponse.from_json(told).tool_result()["decision"] == "expired"
+    assert flow.effects.paid == []
+
+
+def test_a_task_that_does_not_respond_hears_the_edited_version_that_ran(rig: AgentRig) -> None:
+    # Given a task told of decisions through on_decision (e.g. to email the customer)
+    heard: list[tuple[str, str]] = []
+    flow = editable_flow(rig, rules())
+    flow.task = replace(
+        flow.task, on_decision=lambda notice, services: heard.append((notice.outcome, notice.summary))
+    )
+    approval_id = flow.propose_payment(150)
+    # When alice approves it changed to $60, and it runs
+    assert post_edit(flow, approval_id, "alice", amount="60").status == 200
+    flow.execute_all()
+    # Then the task hears the version that ran, not the one proposed
+    assert heard == [("done", "pay $60.00")]

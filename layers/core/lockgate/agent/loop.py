@@ -81,14 +81,9 @@ class AgentLoop:
         self._log = log
         self._metrics = metrics
         self._tool_calls = ToolCalls(
-            runs=runs,
-            ledger=ledger,
-            log=log,
-            metrics=metrics,
-            screener=screener,
-            approvals=approvals,
+            runs=runs, ledger=ledger, log=log, metrics=metrics, screener=screener, approvals=approvals,
             rules=rules,
-        )
+        )  # fmt: skip
         self._prices = prices  # every call's estimate and cost, and each model's cacheable minimum
         self._calls = Admission(
             model,

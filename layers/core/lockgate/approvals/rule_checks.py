@@ -89,6 +89,8 @@ def _roles(where: str, section: ToolApproval, config: ApprovalsConfig) -> Iterat
         if need.refused or not config.reviewers:
             continue
         able = config.reviewers_with(need.roles)
+        if not able and not held & set(need.roles):
+            continue  # a role nobody holds: said above, once
         if len(able) < need.reviewers_required:
             setting = "reviewers_required" if threshold is None else f"rules[{n - 1}]"
             yield (
