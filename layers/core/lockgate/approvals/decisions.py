@@ -15,7 +15,8 @@ from enum import StrEnum
 
 from lockgate import tracing
 from lockgate.actions.tools import fingerprint
-from lockgate.approvals.checking import CheckUnavailable, CheckVersion
+from lockgate.approvals.checking import CheckVersion
+from lockgate.approvals.edits import checked_version
 from lockgate.approvals.eligibility import (
     allowed_ids,
     current_state,
@@ -28,13 +29,12 @@ from lockgate.approvals.proposals import Proposal
 from lockgate.approvals.standing import (
     MAX_RACES,
     Choice,
-    Current,
     DecisionRecord,
     DecisionStore,
     Standing,
     State,
 )
-from lockgate.approvals.versions import EditRefused, EditUnchecked, Version, apply_edit, new_version
+from lockgate.approvals.versions import Version
 from lockgate.clock import Clock
 from lockgate.config import ApprovalsConfig, Reviewer
 from lockgate.config.rules import Requirement
@@ -155,13 +155,30 @@ class DecisionRecorder:
         seen: str | None = None,
         edit: Mapping[str, str] | None = None,
     ) -> DecisionOutcome:
+        """One decision (``decide``), its outcome only."""
+        return self.decide(proposal, reviewer_id, verdict, via, reason=reason, seen=seen, edit=edit)[0]
+
+    def decide(  # noqa: PLR0913 - one decision's parts, each optional but the first four
+        self,
+        proposal: Proposal,
+        reviewer_id: str,
+        verdict: Choice,
+        via: str,
+        *,
+        reason: str = "",
+        seen: str | None = None,
+        edit: Mapping[str, str] | None = None,
+        standing: Standing | None = None,
+    ) -> tuple[DecisionOutcome, Standing]:
         """One decision on a pending, unexpired, unchanged proposal; a settling one enqueues the event.
+        Returns what it did and the standing it left (what a page shows next).
 
         ``reason`` (rejections only; callers check it with ``checked_reason`` first): ValueError if
         too long. ``seen``: the fingerprint of the version the reviewer was shown; if it has been
         edited since, nothing is written (EDITED). ``edit`` (approvals only): field -> new value;
         the edited arguments become a new version that this decision approves (``EditRefused``
-        says why an edit is not allowed or not valid).
+        says why an edit is not allowed or not valid). ``standing``: as the caller just read it, for
+        the first attempt (a stale one costs a second read: the write is conditional on its revision).
         """
         kept = checked_reason(reason) if verdict is Choice.REJECT else ""
         if kept is None:
@@ -177,9 +194,9 @@ class DecisionRecorder:
         }
         # Hours after the proposal, maybe: the decision joins the proposal's trace, linked to its request.
         with tracing.span("approval decision", parent=proposal.extra.get("trace"), attributes=attributes):
-            outcome = self._record(proposal, reviewer_id, verdict, via, kept, seen, edit)
+            outcome, after = self._record(proposal, reviewer_id, verdict, via, (kept, seen, edit), standing)
             tracing.annotate({"lockgate.approval.outcome": outcome.value})
-            return outcome
+            return outcome, after
 
     def _record(  # noqa: PLR0913 - record's checked parts
         self,
@@ -187,20 +204,25 @@ class DecisionRecorder:
         reviewer_id: str,
         verdict: Choice,
         via: str,
-        kept: str,
-        seen: str | None,
-        edit: Mapping[str, str] | None,
-    ) -> DecisionOutcome:
+        said: tuple[str, str | None, Mapping[str, str] | None],  # the reason kept, the version seen, the edit
+        read: Standing | None,
+    ) -> tuple[DecisionOutcome, Standing]:
+        kept, seen, edit = said
         if fingerprint(proposal.args) != proposal.fingerprint:
-            return DecisionOutcome.CHANGED
+            return DecisionOutcome.CHANGED, read or Standing()
         for _ in range(MAX_RACES):
             now = int(self._clock.now())
-            standing = self._decisions.standing(proposal.approval_id)
+            standing = read or self._decisions.standing(proposal.approval_id)
+            read = None  # a second attempt reads again: another decision came first
             judged = self.judge(proposal, standing, reviewer_id, seen)
             if judged is not None:
-                return judged
+                return judged, standing
             current = standing.current(proposal)
-            version = self._edited(proposal, current, edit, reviewer_id, now) if edit is not None else None
+            version = (
+                checked_version(self._config, self._checks, proposal, current, edit, reviewer_id, now)
+                if edit is not None
+                else None
+            )
             record = DecisionRecord(
                 proposal.approval_id,
                 reviewer_id,
@@ -214,7 +236,7 @@ class DecisionRecorder:
             after = standing.with_decision(record, version)
             state = self.state(proposal, after)
             if self._decisions.settle(record, standing.revision, state, version):
-                return self._recorded(proposal, record, state, version)
+                return self._recorded(proposal, record, state, version), after
         raise StoreUnavailable("too many decisions at once on one proposal")
 
     def judge(
@@ -232,38 +254,6 @@ class DecisionRecorder:
         if standing.decided(reviewer_id, current.n):
             return DecisionOutcome.ALREADY_DECIDED
         return None
-
-    def _edited(
-        self, proposal: Proposal, current: Current, edit: Mapping[str, str], editor: str, now: int
-    ) -> Version:
-        """The edited version, checked by the worker as it would run it; EditRefused says why not.
-
-        Its requirement is the worker's (the tool's hook included) and never less than the file's
-        rules read here; its editor must be one who may approve it.
-        """
-        edited = apply_edit(proposal, current.args, edit)
-        if self._checks is None:
-            raise EditRefused("edits cannot be checked here (no worker to ask): approve or reject it")
-        try:
-            check = self._checks.check(proposal.approval_id, edited)
-        except CheckUnavailable as exc:
-            raise EditUnchecked(
-                "the edit could not be checked right now (the agent worker did not answer); try again in a "
-                "minute"
-            ) from exc
-        if check.refusal or check.requirement is None:
-            raise EditRefused(f"it would not run: {check.refusal or 'the check gave no requirement'}")
-        section = self._config.for_tool(proposal.tool)
-        requirement = check.requirement.stricter(section.requirement(edited))
-        version = new_version(
-            current.n + 1, current.args, edited, editor, now, check.summary, requirement, check.op_key
-        )
-        as_edited = Current(
-            version.n, version.args, version.fingerprint, editor, version.summary, requirement
-        )
-        if editor not in {r.id for r in eligible_reviewers(self._config, proposal, as_edited)}:
-            raise EditRefused(f"as edited it needs {requirement.describe()}; {editor} may not approve it")
-        return version
 
     def _recorded(
         self, proposal: Proposal, record: DecisionRecord, state: State, version: Version | None

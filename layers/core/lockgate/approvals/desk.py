@@ -211,8 +211,8 @@ class ApprovalDesk:
         edit = form_edit(form, proposal, standing) if choice == EDIT_CHOICE else None
         verdict = Choice.APPROVE if choice == EDIT_CHOICE else Choice(choice)
         try:
-            outcome = self.recorder.record(
-                proposal, reviewer.id, verdict, "link", reason=reason, seen=seen, edit=edit
+            outcome, after = self.recorder.decide(
+                proposal, reviewer.id, verdict, "link", reason=reason, seen=seen, edit=edit, standing=standing
             )
         except EditRefused as exc:
             if self.refusals is not None:  # kept: what the worker would refuse is refused here, visibly
@@ -225,7 +225,6 @@ class ApprovalDesk:
             self.refusals.record(approval_id, "link", reviewer.id, why_refused(outcome))
         if outcome in (DecisionOutcome.CHANGED, DecisionOutcome.NOT_ALLOWED):  # changed since _check
             return self._refused("decision", outcome.value, approval_id)
-        after = self._decisions.standing(approval_id) if outcome.recorded else standing
         return decision_page(outcome, proposal, after, self.recorder)
 
     # -- checks ------------------------------------------------------------------------------
