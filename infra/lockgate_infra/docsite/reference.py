@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from lockgate.config import model, provider, sources
+from lockgate.config.approval_parsing import RULE_KEYS
 
 ROOT = Path(__file__).resolve().parents[3]
 DOCS = ROOT / "docs"
@@ -36,7 +37,13 @@ SECTIONS: tuple[tuple[str, type, frozenset[str], str], ...] = (
     ("[workflows]", model.WorkflowsConfig, frozenset(), "`lockgate check` compares what each declares."),
     ("[approvals]", model.ApprovalsConfig, frozenset({"reviewers", "tools", "default", "slack"}), ""),
     ("[[approvals.reviewers]]", model.Reviewer, frozenset(), "One table per reviewer."),
-    ("[approvals.tools.TOOL]", model.ToolApproval, frozenset(), ""),
+    (
+        "[approvals.tools.TOOL]",
+        model.ToolApproval,
+        frozenset({"rules"}),
+        "Its rules are `[[approvals.tools.TOOL.rules]]` tables (below): "
+        "[Approvals](../approvals.md#approval-rules).",
+    ),
     ("[approvals.slack]", model.SlackApprovals, frozenset(), ""),
     ("[budget]", model.BudgetConfig, frozenset({"tasks"}), "`[budget.tasks]` maps a task to its cap."),
     ("[capacity]", model.CapacityConfig, frozenset({"models", "sources"}), ""),
@@ -133,7 +140,25 @@ def config_reference() -> str:
             meaning = comments.get(field.name, "").replace("|", "\\|")
             out.append(f"| `{field.name}` | {_type(field)} | {_toml_default(field)} | {meaning} |")
         out.append("")
+        if cls is model.ToolApproval:
+            out += _rules_section()
     return "\n".join(out)
+
+
+def _rules_section() -> list[str]:
+    """``[[approvals.tools.TOOL.rules]]``: a threshold on a number argument and what it asks for."""
+    out = [
+        "## `[[approvals.tools.TOOL.rules]]`",
+        "",
+        "A rule that applies when a call's number argument passes a threshold: more reviewers, narrower "
+        "roles, or a refusal. Rules only ask for more, and are read again on every edited version.",
+        "",
+        "| key | type | default | meaning |",
+        "|---|---|---|---|",
+    ]
+    for key, (kind, default, meaning) in RULE_KEYS.items():
+        out.append(f"| `{key}` | {kind} | {default} | {meaning} |")
+    return [*out, ""]
 
 
 def _commands(

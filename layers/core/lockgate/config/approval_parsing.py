@@ -19,7 +19,24 @@ from lockgate.config.rules import (
 from lockgate.config.slack import parse_slack, parse_slack_user, unique_slack_users
 from lockgate.errors import ConfigError
 
-_RULE_KEYS = {"name", "argument", "reviewers_required", "roles", "refuse", "why", *OPERATORS}
+# [[approvals.tools.NAME.rules]]: each key, its type, default and meaning (the config reference lists them).
+RULE_KEYS: dict[str, tuple[str, str, str]] = {
+    "argument": ("str", "required", "one of the tool's number arguments, compared as written in the call"),
+    "over": ("number", "-", "the rule applies when the argument is more than this"),
+    "at_least": ("number", "-", "... at least this"),
+    "under": ("number", "-", "... less than this"),
+    "at_most": ("number", "-", "... at most this (give exactly one of the four)"),
+    "reviewers_required": (
+        "int",
+        "`1`",
+        "at least this many distinct reviewers (1 to 5); the largest applied wins",
+    ),
+    "roles": ("list of strings", "`[]`", "only reviewers with one of these roles; narrows, never widens"),
+    "refuse": ("bool", "`false`", "refuse the call outright: the model is told why, nothing is proposed"),
+    "name": ("str", '"ARGUMENT over N"', "what every screen calls the rule"),
+    "why": ("str", "the name", "why, in words for reviewers and the model"),
+}
+_RULE_KEYS = set(RULE_KEYS)
 _TOOL_NUMBERS = ("reviewers_required", "decide_within_hours", "run_within_hours", "veto_minutes")
 
 

@@ -46,7 +46,7 @@ class ToolApproval:
     # Nobody decided within this many minutes: the reviewers with escalate_roles are sent their own
     # links too, and may decide from then on (the escalate-approvals job). None: no escalation.
     escalate_after_minutes: int | None = None
-    escalate_roles: tuple[str, ...] = ()
+    escalate_roles: tuple[str, ...] = ()  # the second group escalation adds (with escalate_after_minutes)
 
     def requirement(self, args: Mapping[str, Any], *, high_stakes: bool = False) -> Requirement:
         """What a call with these canonical arguments needs under this section and its rules."""
