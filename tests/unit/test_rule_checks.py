@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
+import io
 import tomllib
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,7 +13,9 @@ import pytest
 from lockgate.approvals.rule_checks import require_valid_rules, rule_findings
 from lockgate.config import parse_config
 from lockgate.errors import ConfigError
+from lockgate_infra.cli.check import run_check
 from tests.refund_worker import refund_task
+from tests.unit.test_check import packages_of, repository  # noqa: F401 - the fixture
 
 REVIEWERS = """
 [[approvals.reviewers]]
@@ -83,3 +88,24 @@ def test_the_worker_refuses_to_start_on_the_first_finding() -> None:
     ).approvals
     with pytest.raises(ConfigError, match="no reviewer has the role 'x'"):
         require_valid_rules(config, [refund_task("helpdesk")])
+
+
+def test_given_a_rule_on_an_argument_the_tool_lacks_then_lockgate_check_names_it_and_exits_1(
+    repository: Path,  # noqa: F811 - the fixture: a copy of this checkout
+) -> None:
+    # Given the shop's copy whose refund rule names "amont", a typo
+    packages_of(repository, "shop")
+    config = repository / "lockgate.toml"
+    config.write_text(
+        config.read_text(encoding="utf-8").replace('argument = "amount"', 'argument = "amont"', 1)
+    )
+    # When `lockgate check` reads it
+    out = io.StringIO()
+    args = argparse.Namespace(template=repository / "template.yaml", config=None, max_price_age=90)
+    code = run_check(args, repository, out, io.StringIO())
+    # Then it says which rule, which argument, and what the tool has, and fails
+    assert code == 1
+    assert out.getvalue() == (
+        "lockgate.toml [approvals.tools.refund_order] rules[0]: argument 'amont' is not one of "
+        "refund_order's number arguments (amount): a threshold compares a number\n"
+    )

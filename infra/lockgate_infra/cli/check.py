@@ -2,8 +2,9 @@
 
 It prints one line per finding (``lockgate_infra.cli.template_check``): a declared resource the
 template lacks, a variable a function does not set, an action a role does not allow, an action a
-role allows on a declared resource that no workflow declares, a package a function does not ship.
-When the template passes, a warning (on stderr) for each configured model without a price where
+role allows on a declared resource that no workflow declares, a package a function does not ship;
+then each approval rule in lockgate.toml that cannot hold for the tasks' tools (``rule_findings``).
+When both pass, a warning (on stderr) for each configured model without a price where
 the deployment calls it, and each price read longer ago than ``--max-price-age`` days (``lockgate
 prices`` shows them all).
 Exit codes: 0 nothing missing or broader (warnings or not); 1 findings; 2 it could not run (a
@@ -38,7 +39,8 @@ def add_check_parser(commands: Any, run: Callable[[argparse.Namespace], int]) ->
             "For each workflows package in lockgate.toml, read its RESOURCES and compare them with "
             "template.yaml: each resource is defined, the worker and the scheduled jobs set its "
             "variable, their roles allow each declared action and no other on it, and the functions "
-            "that import workflows ship the package. When they are, a warning line (stderr) for each "
+            "that import workflows ship the package; then that each approval rule in lockgate.toml "
+            "can hold for the tasks' tools. When they are, a warning line (stderr) for each "
             "configured model without a price where the deployment calls it, or with one read longer ago "
             "than --max-price-age days. "
             "Exit 0 when nothing is missing or broader (warnings or not), 1 with one line per finding, "
@@ -90,6 +92,11 @@ def run_check(
     declared = declarations(packages, template.parent / "workflows")
     findings = check_template(translate(sam_template), declared)
     findings += check_packaging(sam_template, template.parent, packages)
+    if not findings and packages:  # the approval rules against the tasks' tools, as the worker reads them
+        from lockgate.approvals.rule_checks import rule_findings
+        from lockgate_infra.evals.registration import dry_registration
+
+        findings += rule_findings(config.approvals, dry_registration(template.parent, packages).tasks)
     for finding in findings:
         print(finding, file=out)
     if findings:

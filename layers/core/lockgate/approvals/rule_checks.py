@@ -23,19 +23,25 @@ _NUMBERS = ("number", "integer")
 
 
 def require_valid_rules(config: ApprovalsConfig, tasks: Sequence[Task]) -> None:
-    """ConfigError with the first finding, so a deployment never runs on a rule that cannot hold."""
-    for finding in rule_findings(config, tasks):
+    """ConfigError with the first finding, so a deployment never runs on a rule that cannot hold (rules
+    for a tool no task offers can do nothing: `lockgate check` names those)."""
+    for finding in rule_findings(config, tasks, unknown_tools=False):
         raise ConfigError(finding)
 
 
-def rule_findings(config: ApprovalsConfig, tasks: Sequence[Task]) -> list[str]:
-    """Every finding, one line each."""
+def rule_findings(config: ApprovalsConfig, tasks: Sequence[Task], *, unknown_tools: bool = True) -> list[str]:
+    """Every finding, one line each (``unknown_tools``: also sections for a tool no task offers)."""
     tools: dict[str, Tool[Any]] = {t.name: t for task in tasks for t in task.tools}
     findings: list[str] = []
     for name, section in config.tools.items():
         where = f"lockgate.toml [approvals.tools.{name}]"
         tool = tools.get(name)
-        if tool is None and name != RESOLVE_TOOL and (section.rules or section.escalate_roles):
+        if (
+            unknown_tools
+            and tool is None
+            and name != RESOLVE_TOOL
+            and (section.rules or section.escalate_roles)
+        ):
             findings.append(
                 f"{where}: no task offers a tool called {name!r}: check the name ({_names(tools)})"
             )
