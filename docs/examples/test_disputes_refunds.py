@@ -38,15 +38,17 @@ def sample(name: str) -> Any:
     return json.loads((EVENTS / f"{name}.json").read_text(encoding="utf-8"))
 
 
-def test_a_duplicate_charge_is_refunded_once_a_person_approves(
+def test_a_duplicate_charge_is_refunded_once_two_people_approve(
     lockgate_stack: TestStack, payments: RecordingApi
 ) -> None:
     lockgate_stack.send("stripe", sample("close"), event="charge.dispute.created")
     (refund,) = [p for p in lockgate_stack.proposals() if p.tool == "refund_charge"]
     assert refund.summary == "refund 10.00 of charge ch_1AZtxr2eZvKYlo2C"
-    assert payments.calls() == []
+    assert refund.requirement.describe() == "2 reviewers with the role refunds (rule: amount over 500)"
 
     lockgate_stack.approve(refund, as_="alice")
+    assert payments.calls() == []  # over $5: one approval is not enough
+    lockgate_stack.approve(refund, as_="bob")
 
     (made,) = payments.calls("/v1/refunds")
     (entry,) = lockgate_stack.ledger.operations("refund_charge")
