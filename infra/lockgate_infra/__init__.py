@@ -12,6 +12,7 @@ imports these). ``tests/unit/test_layers.py`` checks::
     testing         testing your workflow: the scripted model, ``TestStack`` and the pytest plugin
     local           the embedded stack from template.yaml (moto, the HTTP gateway, pollers), the demo
     stub            a stand-in Messages API on 127.0.0.1 with scripted and offline models
+    mcp_example     an example MCP server (a ticketing service, built with the SDK) with faults to inject
     foundations     what several tools share: options (argument types), failures (exit codes and
                     one-line errors), inbox_ops and dead_letters (operating the inbox), serving (the
                     loopback servers' base), api_calls (the seam below every AWS call), workflow_path
