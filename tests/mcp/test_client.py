@@ -7,8 +7,9 @@ import traceback
 
 import pytest
 
+from lockgate.mcp.client import McpClient
 from lockgate.mcp.failures import McpRefused, McpToolError
-from lockgate.mcp.servers import Credential
+from lockgate.mcp.servers import Credential, ServerSettings
 from lockgate_infra.mcp_example import EXAMPLE_TOKEN, McpExample
 from tests.mcp.conftest import ERAS, client
 
@@ -144,6 +145,13 @@ def test_a_credential_never_shows_in_a_repr_and_header_names_are_checked() -> No
             Credential(bad, "v")
     with pytest.raises(ValueError, match="line break"):
         Credential("X-Api-Key", "v\r\nX-Injected: 1")
+    # And a credential in the URL (which the HTTP client logs) or a key that breaks a header is refused
+    with pytest.raises(ValueError, match="put credentials in its secret"):
+        ServerSettings("tickets", "https://user:s3cret@tickets.example.com/mcp")
+    with pytest.raises(ValueError, match="printable ASCII"):
+        McpClient(ServerSettings("tickets", "http://127.0.0.1:9/mcp")).call_tool(
+            "t", {}, idempotency_key="a\nb"
+        )
 
 
 def test_given_every_tool_when_listed_and_called_then_writes_are_the_only_effects(
@@ -161,3 +169,24 @@ def test_given_every_tool_when_listed_and_called_then_writes_are_the_only_effect
     mcp.call_tool("close_ticket", {"ticket_id": "T-2", "reason": "answered"})
     assert [e.tool for e in server.desk.effects] == ["add_comment", "close_ticket"]
     assert {e.tool for e in server.desk.effects} <= WRITES
+
+
+def test_given_calls_from_several_threads_at_once_then_each_runs_in_its_own_loop_once(
+    server: McpExample, tls: ssl.SSLContext
+) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    # Given one client shared by a batch's records, each on its own thread (as the worker runs them)
+    mcp = client(server, tls)
+
+    def comment(n: int) -> str:
+        result = mcp.call_tool("add_comment", {"ticket_id": "T-1", "body": f"c{n}"}, idempotency_key=f"k{n}")
+        return str((result.structured or {})["effect"])
+
+    # When eight comments are added at once
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        effects = list(pool.map(comment, range(8)))
+    # Then each was added once, and each call got its own effect back
+    assert len(set(effects)) == 8 and sorted(server.desk.tickets["T-1"].comments) == sorted(
+        f"c{n}" for n in range(8)
+    )

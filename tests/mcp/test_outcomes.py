@@ -58,6 +58,22 @@ CASES: list[tuple[str, list[Exchange], Exception, type[McpFailure], bool]] = [
     ("rate limited: 429", call(status=429), E(-32603), McpNotSent, False),
     ("server error 500", call(status=500), E(-32603), McpOutcomeUnknown, True),
     ("400 without a JSON-RPC body", call(status=400), E(-32603), McpProtocolError, False),
+    ("redirected, not followed", call(status=307, answer="malformed"), E(-32600), McpProtocolError, False),
+    (
+        "cut off mid-answer by a deadline",
+        call(status=200, reading=True),
+        TimeoutError(),
+        McpOutcomeUnknown,
+        True,
+    ),
+    ("an answer of the wrong content type", call(status=200), E(-32600), McpProtocolError, True),
+    (
+        "accepted (202) and never answered",
+        call(status=202, answer="malformed"),
+        E(-32600),
+        McpProtocolError,
+        True,
+    ),
     ("invalid params", call(answer="error", error_code=-32602), E(-32602), McpProtocolError, False),
     (
         "the tool's own JSON-RPC error",

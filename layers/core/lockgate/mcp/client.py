@@ -64,6 +64,10 @@ class McpClient:
         headers = {}
         if idempotency_key is not None and key_header is not None:
             check_header_name(key_header, "the idempotency key header")
+            if not (
+                idempotency_key.isascii() and idempotency_key.isprintable() and len(idempotency_key) <= 255
+            ):
+                raise ValueError("an idempotency key must be printable ASCII, at most 255 characters")
             headers[key_header] = idempotency_key
         connection = self._connection(headers)
         result = self._run(

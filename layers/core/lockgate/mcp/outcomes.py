@@ -97,18 +97,25 @@ def _after_sending(
         )
     if exchange.answer == "error":
         return _rpc_error(exchange.error_code, server=server, tool=tool, what=what, text=str(error))
-    status = exchange.status or 0
+    status = exchange.status
+    if status is None or (status < 300 and exchange.reading and exchange.answer is None):  # cut off
+        return McpOutcomeUnknown(
+            f"{what} was sent to MCP server {server!r} and no answer came in time", server=server, tool=tool
+        )
     if status >= 500:
         return McpOutcomeUnknown(
             f"MCP server {server!r} failed while answering {what} (HTTP {status})", server=server, tool=tool
         )
-    if status >= 400:
-        return McpProtocolError(
-            f"MCP server {server!r} rejected {what} (HTTP {status})", server=server, tool=tool, code=None
+    if status >= 300:
+        why = (
+            "redirected it elsewhere (not followed: configure the URL it names)"
+            if status < 400
+            else "rejected it"
         )
+        return McpProtocolError(f"MCP server {server!r} {why} (HTTP {status})", server=server, tool=tool)
     if getattr(error, "code", None) in (CONNECTION_CLOSED, REQUEST_TIMEOUT):
         return McpOutcomeUnknown(
-            f"{what} was sent to MCP server {server!r} and no answer came in time", server=server, tool=tool
+            f"{what} was sent to MCP server {server!r} and no answer came", server=server, tool=tool
         )
     return McpProtocolError(
         f"MCP server {server!r} answered {what} with something that is not a valid result "

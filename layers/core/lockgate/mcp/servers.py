@@ -57,8 +57,12 @@ class ServerSettings:
     """An answer over this is not read at all (McpResultTooLarge)."""
 
     def __post_init__(self) -> None:
-        if urlsplit(self.url).scheme not in ("http", "https") or not urlsplit(self.url).hostname:
+        parts = urlsplit(self.url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"MCP server {self.name!r}: url must be http:// or https:// with a host")
+        if parts.username is not None or parts.password is not None:
+            # httpx2 logs each request's URL (INFO): a credential belongs in the credential's header.
+            raise ValueError(f"MCP server {self.name!r}: put credentials in its secret, not in the url")
         known = (*MODERN_PROTOCOLS, *HANDSHAKE_PROTOCOLS, "auto")
         if self.protocol not in known:
             raise ValueError(f"MCP server {self.name!r}: protocol must be one of {', '.join(known)}")

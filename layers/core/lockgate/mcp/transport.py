@@ -37,6 +37,7 @@ class Exchange:
     status: int | None = None
     failure: str | None = None  # NOT_SENT or UNKNOWN when the transport failed
     error: str | None = None  # the transport error's type name
+    reading: bool = False  # the answer's body began to be read
     answer: str | None = None  # "result", "error" or "malformed", once the whole body was read
     error_code: int | None = None  # the JSON-RPC error code of an "error" answer
 
@@ -81,6 +82,7 @@ class _Capped(httpx2.AsyncByteStream):
         self._body = bytearray()
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
+        self._exchange.reading = True
         try:
             async for chunk in self._inner:
                 self._body += chunk
