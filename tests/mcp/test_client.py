@@ -190,3 +190,16 @@ def test_given_calls_from_several_threads_at_once_then_each_runs_in_its_own_loop
     assert len(set(effects)) == 8 and sorted(server.desk.tickets["T-1"].comments) == sorted(
         f"c{n}" for n in range(8)
     )
+
+
+def test_called_from_a_running_event_loop_it_says_it_is_synchronous_instead_of_failing_a_call(
+    server: McpExample, tls: ssl.SSLContext
+) -> None:
+    import asyncio
+
+    async def inside_a_loop() -> None:
+        client(server, tls).list_tools()
+
+    with pytest.raises(RuntimeError, match="McpClient is synchronous"):
+        asyncio.run(inside_a_loop())
+    assert server.seen == []

@@ -94,6 +94,8 @@ class McpClient:
     ) -> T:
         from lockgate.mcp.outcomes import classify
 
+        if _loop_running():
+            raise RuntimeError("McpClient is synchronous: call it from a thread with no running event loop")
         try:
             return asyncio.run(operation())
         except Exception as exc:  # noqa: BLE001 - every failure becomes one of the typed ones below
@@ -112,3 +114,11 @@ def _root(exc: BaseException) -> BaseException:
         ours = next((e for e in exc.exceptions if isinstance(_root(e), McpFailure)), None)
         exc = ours if ours is not None else exc.exceptions[0]
     return exc
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True

@@ -107,12 +107,20 @@ async def call_tool(
 ) -> ToolResult:
     """List (and with ``pinned``, compare before sending), then send ``tools/call`` exactly once."""
     settings = connection.settings
-    async with connected(connection) as client:
-        listed = await _all_tools(client, settings.name)
-        if pinned is not None:
-            _check_pinned(_listing(settings, listed, client.protocol_version), name, pinned)
-        result = await client.session.call_tool(name, arguments, read_timeout_seconds=settings.read_timeout)
-    wire = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+    answered: Any = None
+    try:
+        async with connected(connection) as client:
+            listed = await _all_tools(client, settings.name)
+            if pinned is not None:
+                _check_pinned(_listing(settings, listed, client.protocol_version), name, pinned)
+            answered = await client.session.call_tool(
+                name, arguments, read_timeout_seconds=settings.read_timeout
+            )
+    except Exception:
+        if answered is None:
+            raise
+        # The call was answered and its result read: closing the connection afterwards changes nothing.
+    wire = answered.model_dump(mode="json", by_alias=True, exclude_none=True)
     return tool_result(settings.name, name, wire, settings.max_result_bytes)
 
 
