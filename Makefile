@@ -10,7 +10,7 @@ PYTHON313 := $(shell command -v python3.13)
 endif
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: setup demo test slow conformance-aws coverage check lint typecheck cfn build deploy-test chaos bench bench-setup bench-latency bench-load-20k bench-otel clean deploy destroy lock screenshots docs
+.PHONY: setup demo test slow conformance-aws coverage check lint typecheck cfn build deploy-test chaos bench bench-setup bench-latency bench-load-20k bench-otel clean deploy destroy lock prices screenshots docs
 
 setup: $(STAMP)
 
@@ -26,6 +26,12 @@ PIP_INSTALL = $(BIN)/python -m pip install --quiet
 UV_INSTALL = $(BIN)/uv pip install --quiet --python $(BIN)/python --no-config \
 	--default-index https://pypi.org/simple $(if $(PYTHONDONTWRITEBYTECODE),--compile-bytecode)
 
+# Your workflows packages (workflows/NAME/: the shop, triage, yours) importable by every command run
+# with .venv's Python, as the functions import them deployed: the folder itself on the venv's path
+# (a .pth file), so a workflow made later needs no install of its own.
+WORKFLOWS_ON_PATH = $(BIN)/python -c 'import pathlib, sysconfig; pathlib.Path(sysconfig.get_path("purelib"), \
+	"lockgate-workflows.pth").write_text(str(pathlib.Path("workflows").resolve()) + "\n")'
+
 # The dev environment from its pinned, hashed lock (requirements-dev.txt, `make lock`), every file
 # checked against its hash; then the two local packages, editable and without dependencies (the
 # lock has them all), built by the lock's setuptools (no build environment fetched unhashed).
@@ -39,6 +45,7 @@ $(STAMP): pyproject.toml layers/core/pyproject.toml requirements-dev.txt require
 	else echo "pip installs requirements-dev.txt into $(VENV)"; \
 		$(PIP_INSTALL) --require-hashes -r requirements-dev.txt && $(PIP_INSTALL) --no-build-isolation --no-deps -e layers/core -e .; \
 	fi
+	@$(WORKFLOWS_ON_PATH)
 	@touch $@
 
 demo: $(STAMP)
@@ -180,6 +187,11 @@ lock: $(STAMP)
 	$(PIP_COMPILE) --allow-unsafe -o requirements-uv.txt requirements-uv.in
 	@for f in $(LOCKED_FUNCTIONS); do echo "lock functions/$$f"; \
 		(cd functions/$$f && $(PIP_COMPILE) --allow-unsafe -o requirements.txt requirements.in) || exit 1; done
+
+# Model prices from the pinned genai-prices (requirements-dev.txt) into the committed table
+# layers/core/lockgate/model/published_prices.py; a test fails while the two disagree.
+prices: $(STAMP)
+	$(BIN)/python -m lockgate_infra.prices.generate
 
 clean:
 	rm -rf .aws-sam .pytest_cache .mypy_cache .ruff_cache .coverage

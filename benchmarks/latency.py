@@ -53,7 +53,10 @@ def run(
     """
     from lockgate_infra.local.model import local_model
     from lockgate_infra.local.stack import LocalStack, default_template_path
-    from lockgate_infra.stub import shop_model, with_judge
+    from lockgate_infra.stub import with_judge
+    from shop.model import scripted_model
+
+    shop_model = scripted_model()
 
     aws = ModelledAws(scale=scale)
     with (

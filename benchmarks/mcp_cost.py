@@ -19,7 +19,6 @@ Run: ``python -m benchmarks.mcp_cost [--runs 7] [--no-size]``.
 from __future__ import annotations
 
 import argparse
-import json
 import resource
 import statistics
 import subprocess
@@ -30,13 +29,13 @@ from dataclasses import dataclass
 from benchmarks.cold_start_children import compile_project
 from benchmarks.importtime import parse_importtime
 from benchmarks.mcp_size import measure_size, render_size
-from benchmarks.worker_start import LAYER_DIR, ROOT, WORKER_DIR, environment
+from benchmarks.worker_start import LAYER_DIR, ROOT, WORKER_DIR, environment, run_child
 
 MARKER = "MCP-COST "
 CHILD = f"""
-import importlib, json, sys, time
-with_mcp, url = sys.argv[1] == "mcp", sys.argv[2]
-sys.path[:0] = sys.argv[3:]
+import importlib, json, os, sys, time
+with_mcp, url = os.environ["MCP_COST_KIND"] == "mcp", os.environ["MCP_COST_URL"]
+sys.path[:0] = sys.argv[1:]
 started = time.perf_counter()
 app = importlib.import_module("app")
 init = time.perf_counter() - started
@@ -90,16 +89,8 @@ class Sample:
 
 def sample(with_mcp: bool, url: str) -> Sample:
     """One fresh worker process."""
-    done = subprocess.run(  # noqa: S603 - our own child script
-        [sys.executable, "-c", CHILD, "mcp" if with_mcp else "plain", url, str(WORKER_DIR), str(LAYER_DIR)],
-        env=environment(False),
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    )
-    line = next(li for li in done.stdout.splitlines() if li.startswith(MARKER))
-    return Sample(**json.loads(line.removeprefix(MARKER)))
+    env = {**environment(False), "MCP_COST_KIND": "mcp" if with_mcp else "plain", "MCP_COST_URL": url}
+    return Sample(**run_child(CHILD, env, MARKER))  # type: ignore[arg-type]
 
 
 def sdk_modules_at_init() -> list[str]:

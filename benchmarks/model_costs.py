@@ -73,7 +73,9 @@ SETTINGS = (
 def cheapest_passing(events: list[Email]) -> str:
     """The cheapest candidate whose extraction passes on every event (by output price, then input)."""
     from lockgate.model.client import ModelClient
-    from lockgate_infra.stub import shop_model
+    from shop.model import scripted_model
+
+    shop_model = scripted_model()
 
     price = PriceTable.published().price
     for model in sorted(CANDIDATES, key=lambda m: (price(m).output, price(m).input)):
@@ -92,7 +94,9 @@ def cheapest_passing(events: list[Email]) -> str:
 
 def measure(setting: Setting, events: list[Email], cheap_model: str | None = None) -> dict[str, Any]:
     """Answer every event under one setting; dollars from the runs' own totals."""
-    from lockgate_infra.stub import shop_model
+    from shop.model import scripted_model
+
+    shop_model = scripted_model()
 
     def adapt(task: Task) -> Task:
         assert task.intake is not None

@@ -43,6 +43,7 @@ BENCHMARKS: list[tuple[str, list[str]]] = [
         ["-m", "benchmarks.worker_memory"],
     ),
     ("Model: prompt caching per example run", ["-m", "benchmarks.prompt_caching"]),
+    ("Prices: the generated table vs genai-prices in the worker", ["-m", "benchmarks.price_source"]),
     ("Model: dollars per 100 shop events, controls added in turn", ["-m", "benchmarks.model_costs"]),
     ("Admission: DynamoDB calls per model call, budget + rate limits", ["-m", "benchmarks.admission_calls"]),
     ("Cost floor: AWS calls and write units per example event, as deployed", ["-m", "benchmarks.cost_floor"]),
@@ -88,11 +89,9 @@ def run(title: str, argv: list[str], stamp: str = "") -> tuple[str, bool]:
     """One benchmark in its own process: its section of RESULTS.md, and whether it met its target."""
     print(f"running: {title}", file=sys.stderr, flush=True)
     started = time.monotonic()
-    # The checkout's workflows/ packages (the shop, triage) on the path, as the CLI puts them there.
-    paths = [str(ROOT / "workflows"), *filter(None, [os.environ.get("PYTHONPATH")])]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+    # The workflows packages (the shop, triage) are on .venv's path: make setup put them there.
     done = subprocess.run(  # noqa: S603 - this checkout's own benchmarks
-        [sys.executable, *argv], cwd=ROOT, env=env, capture_output=True, text=True, check=False
+        [sys.executable, *argv], cwd=ROOT, capture_output=True, text=True, check=False
     )
     seconds = time.monotonic() - started
     mark = "" if done.returncode == 0 else f" — **missed its target (exit {done.returncode})**"

@@ -64,16 +64,22 @@ def environment(snapstart: bool) -> dict[str, str]:
 
 def sample(snapstart: bool) -> dict[str, float]:
     """One fresh process."""
+    return run_child(CHILD, environment(snapstart), MARKER)
+
+
+def run_child(script: str, env: dict[str, str], marker: str, timeout: float = 120) -> dict[str, float]:
+    """Run ``script`` in a fresh Python with the worker's and the layer's folders first on its path;
+    the JSON it prints after ``marker``."""
     done = subprocess.run(  # noqa: S603 - our own child script
-        [sys.executable, "-c", CHILD, str(WORKER_DIR), str(LAYER_DIR)],
-        env=environment(snapstart),
+        [sys.executable, "-c", script, str(WORKER_DIR), str(LAYER_DIR)],
+        env=env,
         capture_output=True,
         text=True,
         check=True,
-        timeout=120,
+        timeout=timeout,
     )
-    line = next(li for li in done.stdout.splitlines() if li.startswith(MARKER))
-    result: dict[str, float] = json.loads(line.removeprefix(MARKER))
+    line = next(li for li in done.stdout.splitlines() if li.startswith(marker))
+    result: dict[str, float] = json.loads(line.removeprefix(marker))
     return result
 
 

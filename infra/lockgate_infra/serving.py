@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Self
 
@@ -64,6 +65,26 @@ class ThreadedServer(Serving):
         if self._thread is not None:
             self._thread.join(timeout=5)
         self._server, self._thread = None, None
+
+
+class LoopbackServer(ThreadedServer):
+    """An HTTP server bound on 127.0.0.1 when made (port 0 picks a free one), so its URL is known before
+    ``start``; served from a daemon thread (the Slack stand-in, an outside API's recording stand-in)."""
+
+    def __init__(self, handler: type[BaseHTTPRequestHandler], port: int = 0, name: str = "loopback") -> None:
+        self._bound = ThreadingHTTPServer(("127.0.0.1", port), handler)
+        self._server = self._bound  # its URL, before and while it serves
+        self.thread_name = name
+
+    @property
+    def running(self) -> bool:
+        """Whether its server thread is serving."""
+        return self._thread is not None and self._thread.is_alive()
+
+    def start(self) -> Self:
+        """Serve in a daemon thread."""
+        self.serve(self._bound)
+        return self
 
 
 class Activity:

@@ -104,7 +104,8 @@ class Approvals:
             {
                 "approvals": ApprovalRequests(
                     self.config, self.rig.clock, LOG, self.rig.metrics, limits=self.limits
-                )
+                ),
+                "rules": self.config,  # [approvals]' rules, as the worker's loop reads them
             }
         )
         loop.run(self.task, event(delivery), DEADLINE)

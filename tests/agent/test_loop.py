@@ -7,8 +7,10 @@ from typing import Any
 
 import pytest
 
+from lockgate.agent.handler import AgentTaskHandler
 from lockgate.agent.tasks import Skip
 from lockgate.clock import FixedClock
+from lockgate.inbox.routing import TaskContext
 from lockgate.model.client import ModelError, Usage
 from lockgate_infra.stub.models import Scripted, max_tokens_model, pause_turn_model, refusal_model
 from lockgate_infra.stub.replies import Reply, StubError, overloaded, rate_limited, server_error
@@ -16,6 +18,7 @@ from lockgate_infra.stub.server import StubAnthropic
 from tests.agent.conftest import AgentRig, event
 from tests.agent.toolkit import Effects, make_task
 from tests.fakes import MemoryLedger, MemoryRuns
+from tests.support import LOG
 
 DEADLINE = 10_000_000_000.0
 
@@ -371,3 +374,7 @@ def test_a_start_that_skips_the_event_opens_no_run_and_calls_no_model(rig: Agent
     assert (outcome.status, outcome.summary) == ("skipped", "only opened issues")
     assert rig.runs().get(outcome.run_id) is None
     assert rig.stub.requests == []
+    # And the outcome line the worker stores on the delivery is "<task>: skipped: <reason>"
+    context = TaskContext("x", lambda: 60.0, None, LOG, rig.metrics)  # type: ignore[arg-type]
+    handled = AgentTaskHandler(skipping, rig.loop(), FixedClock(0))(event("d-skip"), context)
+    assert handled == "test-task: skipped: only opened issues"

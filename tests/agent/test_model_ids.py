@@ -36,11 +36,11 @@ from tests.agent.test_loop import say, tools_turn
 from tests.agent.toolkit import Effects, make_task
 from tests.support import LOG, PRICES, TEST_CONFIG, day_spent, function_env, workflow_env
 
-ALIAS = "claude-3-5-haiku-latest"  # the id: not in the published table
-HAIKU_3_5 = Price(input=0.80, output=4.00, cache_read=0.08)  # what [models."claude-3-5-haiku"] says
+ALIAS = "claude-haiku-6-latest"  # the id: not in the published table
+HAIKU_6 = Price(input=0.80, output=4.00, cache_read=0.08)  # what [models."claude-haiku-6"] says
 KNOWN = ", ".join(PUBLISHED_PRICES)
 HOW = (
-    'has no price: use a known id, or give its prices in lockgate.toml as [models."claude-3-5-haiku"] '
+    'has no price: use a known id, or give its prices in lockgate.toml as [models."claude-haiku-6"] '
     "with input, output and cache_read in USD per million tokens. Known ids (dated ids such as "
     "claude-sonnet-4-5-20250929 match their family): "
 )
@@ -51,7 +51,7 @@ def config(**sections: Any) -> LockgateConfig:
 
 
 def priced() -> dict[str, Any]:
-    return {"models": {"claude-3-5-haiku": {"input": 0.80, "output": 4.00, "cache_read": 0.08}}}
+    return {"models": {"claude-haiku-6": {"input": 0.80, "output": 4.00, "cache_read": 0.08}}}
 
 
 def environment(rig: AgentRig) -> dict[str, str]:
@@ -147,7 +147,7 @@ def test_a_dated_id_of_a_known_family_is_accepted_and_priced_as_its_family(rig: 
 
 
 def test_given_config_prices_then_the_run_the_spend_counter_and_the_rollup_use_them(rig: AgentRig) -> None:
-    # Given [models."claude-3-5-haiku"] prices, a $10 daily cap and a task on the alias
+    # Given [models."claude-haiku-6"] prices, a $10 daily cap and a task on the alias
     rig.stub.set_model(Scripted([tools_turn(SEND), Reply([say("sent")])]))
     deployment = config(budget={"daily_usd": 10.0}, **priced())
     setup = start(rig, deployment, make_task(Effects(), model=ALIAS))
@@ -157,10 +157,10 @@ def test_given_config_prices_then_the_run_the_spend_counter_and_the_rollup_use_t
     run = rig.runs().get("github#d-1")
     assert run is not None and run.status == "completed"
     usages = [Usage(**s.data["usage"]) for s in run.steps if s.kind == "model"]
-    expected = round(sum(cost_usd(HAIKU_3_5, usage, "5m") for usage in usages), 6)
+    expected = round(sum(cost_usd(HAIKU_6, usage, "5m") for usage in usages), 6)
     assert len(usages) == 2 and run.totals["cost_usd"] == pytest.approx(expected, abs=1e-6)
     # (not the dearest model's price, which an unknown id used to get: many times more)
-    assert PRICES.cost_usd(ALIAS, usages[0]) > 10 * cost_usd(HAIKU_3_5, usages[0])
+    assert PRICES.cost_usd(ALIAS, usages[0]) > 10 * cost_usd(HAIKU_6, usages[0])
     # And today's spend counter was settled to exactly that
     spent = day_spent(rig.aws, "2026-01-01")
     assert spent == pytest.approx(Decimal(str(expected)), abs=Decimal("0.000002"))
@@ -185,7 +185,7 @@ def test_given_config_prices_then_a_batched_step_is_held_and_settled_at_them(rig
     run = rig.runs().get("github#d-1")
     assert run is not None and run.status == "completed"
     first, second = [Usage(**s.data["usage"]) for s in run.steps if s.kind == "model"]
-    expected = cost_usd(HAIKU_3_5, first, "5m", batch=True) + cost_usd(HAIKU_3_5, second, "5m")
+    expected = cost_usd(HAIKU_6, first, "5m", batch=True) + cost_usd(HAIKU_6, second, "5m")
     assert run.totals["cost_usd"] == pytest.approx(expected, abs=1e-6)
     # And in today's spend counter, where the collector settled the batch's hold
     spent = day_spent(rig.aws, "2026-01-01")

@@ -8,12 +8,12 @@ from moto.core.models import DEFAULT_ACCOUNT_ID
 from moto.ses.models import ses_backends
 
 from lockgate_infra.evals.shoprig import Email, shop_rig
-from lockgate_infra.stub import shop_model
 from lockgate_infra.stub.conversation import text
 from lockgate_infra.stub.extraction import is_extraction
 from lockgate_infra.stub.replies import Reply
 from lockgate_infra.stub.screening import is_screen
 from shop.intake import CHEAP_MODEL, ESCALATION_MODEL
+from shop.model import scripted_model
 
 BROKEN = Email(
     "grace@example.com", "Broken teapot, order A-2001", "My order A-2001 arrived broken. Refund $80 please."
@@ -31,13 +31,13 @@ def misreading(models: set[str], order_id: str = "A-2011") -> Any:
         if is_extraction(request) and request["model"] in models:
             # Structured outputs: the reply is the JSON alone (the API decodes it under the schema).
             return Reply([text(f'{{"order_id": "{order_id}", "intent": "refund", "amount": "80"}}')])
-        return shop_model(request)
+        return scripted_model()(request)
 
     return model
 
 
 def test_the_request_is_extracted_grounded_and_given_to_the_agent() -> None:
-    with shop_rig(shop_model) as rig:
+    with shop_rig(scripted_model()) as rig:
         rig.answer(BROKEN, "msg-intake-1")
         run = rig.runs.get("helpdesk#msg-intake-1")
         assert run is not None and run.status == "completed"

@@ -10,8 +10,8 @@ from moto.core import DEFAULT_ACCOUNT_ID
 from moto.ses.models import ses_backends
 
 from lockgate_infra.evals.shoprig import Email, ShopRig, shop_rig
-from lockgate_infra.stub import shop_model
 from lockgate_infra.stub.replies import Reply
+from shop.model import scripted_model
 
 ADA = "ada@example.com"
 QUESTION = Email(ADA, "Where is my order A-1042?", "Hi, where is order A-1042? Ada")
@@ -49,7 +49,7 @@ def test_a_rerun_that_rewords_the_reply_does_not_email_the_customer_twice() -> N
     rewording = {"on": False}
 
     def model(request: dict[str, Any]) -> Any:
-        reply = shop_model(request)
+        reply = scripted_model()(request)
         return reworded(reply) if rewording["on"] else reply
 
     with shop_rig(model) as rig:

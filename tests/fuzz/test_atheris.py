@@ -1,6 +1,6 @@
 """Each atheris target, briefly: libFuzzer mutates seeded valid inputs; a crash fails the test.
 
-Longer runs: ``PYTHONPATH=.:workflows .venv/bin/python -m tests.fuzz.atheris_targets TARGET``.
+Longer runs: ``PYTHONPATH=. .venv/bin/python -m tests.fuzz.atheris_targets TARGET``.
 """
 
 from __future__ import annotations

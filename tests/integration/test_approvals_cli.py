@@ -432,3 +432,46 @@ def test_a_refused_cli_decision_on_a_settled_proposal_is_kept_as_a_refusal_row(
         if i.get("kind", {}).get("S") == "refusal"
     ]
     assert kept == [("cli", "bob", "settled")] and len(stack.decisions()) == 1
+
+
+def test_wait_on_a_two_person_proposal_says_another_reviewer_is_pending_and_does_not_wait(
+    stack: Stack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a transfer that needs two reviewers
+    proposal = stack.propose(1, tool="wire_transfer", reviewers_required=2)
+    # When alice approves it and asks to wait for what follows
+    code, out, err = lockgate(
+        stack, capsys, "approvals", "approve", proposal.approval_id, "--as", "alice", "--yes", "--wait"
+    )
+    # Then she is told that bob's approval is what is pending, not that the worker is late
+    assert code == 0 and err == ""
+    assert out.splitlines()[-1] == (
+        f"then: waiting for another reviewer to approve (bob may); nothing runs until then "
+        f"(lockgate approvals show {proposal.approval_id})"
+    )
+    assert "is the worker running" not in out and stack.inbox_ids() == []
+
+
+def test_every_refused_cli_decision_is_kept_and_exported(
+    stack: Stack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a pending refund whose amount may be edited
+    proposal = stack.propose(1, extra={"editable": EDITABLE})
+    attempts = [
+        ("approve", "--as", "mallory"),  # no such reviewer
+        ("approve", "--as", "carol"),  # a reviewer without the refunds role
+        ("edit", "--set", "amount=900.00", "--as", "alice"),  # the worker would refuse it: over $500
+    ]
+    # When each is tried from the CLI
+    for verb, *options in attempts:
+        code, out, err = lockgate(stack, capsys, "approvals", verb, proposal.approval_id, *options, "--yes")
+        assert code == 2 and out == "" and err.count("\n") == 1 and "nothing was decided" in err
+    # Then nothing was decided, and each refusal is a row the audit export lists
+    assert stack.decisions() == []
+    code, out, _ = lockgate(stack, capsys, "approvals", "audit", "--since", "2020-01-01")
+    (record,) = [json.loads(line) for line in out.splitlines()]
+    assert sorted((r["channel"], r["who"], r["why"]) for r in record["refusals"]) == [
+        ("cli", "alice", "edit-refused"),
+        ("cli", "carol", "no-role"),
+        ("cli", "mallory", "unknown-reviewer"),
+    ]

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import pytest
 
+from lockgate.config import parse_config
 from lockgate_infra.cli.main import main
 from lockgate_infra.cost.bill import Assumptions, _ticks_per_month, bill
 from lockgate_infra.cost.meter import FunctionUsage, Usage, measure
+from lockgate_infra.cost.model_dollars import model_usd, priced_as
 from lockgate_infra.cost.prices import PRICES
 from tests.support import Aws
 
@@ -88,7 +91,7 @@ def test_the_cli_prints_a_month_at_the_volumes_asked() -> None:
     assert err.getvalue() == "measuring 4 example events on an embedded stack…\n"  # progress, not the report
     report = out.getvalue()
     assert "| 1,000 events/month | 50,000 events/month |" in report
-    assert "**AWS total**" in report and "model (tokens × price table)" in report
+    assert "**AWS total**" in report and "model (tokens × Anthropic API prices)" in report
 
 
 def test_a_refused_conditional_write_is_metered_as_the_call_and_the_write_it_costs(aws: Aws) -> None:
@@ -114,3 +117,48 @@ def test_a_refused_conditional_write_is_metered_as_the_call_and_the_write_it_cos
     assert usage.functions["receiver"].aws_calls == 2
     assert usage.operations["dynamodb.PutItem"] == 2
     assert usage.write_units == 4
+
+
+def test_given_the_same_calls_then_each_provider_prices_them_at_its_own_rates() -> None:
+    # Given one measured day's tokens and dollars per model, as the stub's run records price them
+    tokens = {"input_tokens": 20_000, "output_tokens": 3_000, "cache_read_input_tokens": 50_000}
+    recorded = {"claude-sonnet-5-5": {**tokens, "usd": 0.075}}
+
+    def dollars(provider: dict[str, object]) -> float:
+        priced = priced_as(parse_config({"provider": provider}))[0]
+        return model_usd(recorded, priced, priced_as(parse_config({}))[0])
+
+    # When priced at Anthropic's API, Bedrock's global endpoint and a regional inference profile
+    anthropic = dollars({"name": "anthropic"})
+    global_ = dollars(
+        {
+            "name": "bedrock",
+            "bedrock_models": {"claude-sonnet-5-5": "global.anthropic.claude-sonnet-5-5-v1:0"},
+        }
+    )
+    regional = dollars(
+        {"name": "bedrock", "bedrock_models": {"claude-sonnet-5-5": "eu.anthropic.claude-sonnet-5-5-v1:0"}}
+    )
+    # Then global is Anthropic's price and regional 10% more
+    assert anthropic == global_ == pytest.approx(0.075)
+    assert regional == pytest.approx(1.1 * global_)
+
+
+def test_the_cli_names_the_provider_whose_prices_the_model_line_is_at(tmp_path: Path) -> None:
+    from contextlib import redirect_stderr, redirect_stdout
+
+    # Given a deployment config on a Bedrock regional inference profile
+    config = tmp_path / "lockgate.toml"
+    config.write_text(
+        '[provider]\nname = "bedrock"\n[provider.bedrock_models]\n'
+        + "".join(f'"{m}" = "us.anthropic.{m}-v1:0"\n' for m in ("claude-sonnet-5-5", "claude-haiku-5-5")),
+        encoding="utf-8",
+    )
+    out = io.StringIO()
+    with redirect_stdout(out), redirect_stderr(io.StringIO()):
+        status = main(["cost", "--events", "1000", "--sample", "2", "--config", str(config)])
+    # Then the model line is at Bedrock's prices, and dollars were counted
+    line = next(
+        x for x in out.getvalue().splitlines() if x.startswith("| model (tokens × Amazon Bedrock prices)")
+    )
+    assert status == 0 and float(line.split("$")[1].split(" ")[0]) > 0

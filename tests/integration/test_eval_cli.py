@@ -224,10 +224,11 @@ def test_a_malformed_case_file_exits_2_naming_the_problem(
 def test_model_task_is_real_claude_as_the_tasks_own_model_and_the_report_names_it(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from lockgate_infra.stub import StubAnthropic, shop_model
+    from lockgate_infra.stub import StubAnthropic
+    from shop.model import scripted_model
 
     # Given a key and an API endpoint that accepts only that key (a local stand-in for the API)
-    with StubAnthropic(shop_model, api_key="sk-eval") as api:
+    with StubAnthropic(scripted_model(), api_key="sk-eval") as api:
         monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-eval")
         monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
         # When the suite runs with --model task

@@ -18,7 +18,8 @@ from lockgate_infra.evals import rig
 from lockgate_infra.evals.rig import run_task_evals
 from lockgate_infra.evals.signing import as_environment
 from lockgate_infra.local.model_provider import provider_config
-from lockgate_infra.stub import StubAnthropic, shop_model
+from lockgate_infra.stub import StubAnthropic
+from shop.model import scripted_model
 
 ROOT = Path(__file__).resolve().parents[2]
 ROLE = AwsKeys("ASIAEVALROLE", "role-secret", "role-token", "eu-west-1")
@@ -44,7 +45,7 @@ def test_given_a_bedrock_stage_when_the_eval_runs_the_task_model_then_it_invokes
 ) -> None:
     # Given the weekly job's child: its stage, the role's credentials under the eval's own names,
     # no model key, and the provider's endpoint (here the stub)
-    with StubAnthropic(shop_model) as stub:
+    with StubAnthropic(scripted_model()) as stub:
         environ = {"LOCKGATE_STAGE": "bedrock", "ANTHROPIC_BASE_URL": stub.base_url, **as_environment(ROLE)}
         # When the task's own model answers one case
         report = run_task_evals("support-inbox", model="task", runs=1, only=[CASE], results_dir=None,

@@ -16,7 +16,8 @@ from lockgate.jobs.state import JobStateStore
 from lockgate_infra.local.lambda_layout import LambdaLayout
 from lockgate_infra.local.run import seed_secrets
 from lockgate_infra.local.stack import LocalStack
-from lockgate_infra.stub import StubAnthropic, shop_model, with_judge
+from lockgate_infra.stub import StubAnthropic, with_judge
+from shop.model import scripted_model
 
 ROOT = Path(__file__).resolve().parents[2]
 LAYER = ROOT / "layers" / "core"
@@ -190,7 +191,7 @@ def test_given_the_templates_own_eval_settings_then_the_suite_talks_to_the_model
     assert environment["ANTHROPIC_API_KEY_REF"] == "secretsmanager:lockgate-local/anthropic-api-key"
     stack.client("secretsmanager").create_secret(Name="lockgate-local/anthropic-api-key", SecretString=key)
     assert (environment["LOCKGATE_EVAL_MODEL"], environment["LOCKGATE_EVAL_RUNS"]) == ("task", "2")
-    with StubAnthropic(with_judge(shop_model), api_key=key) as api:
+    with StubAnthropic(with_judge(scripted_model()), api_key=key) as api:
         # When the weekly run comes with the template's own settings (model, judge, runs, gate)
         outcome = here.invoke(
             {"job": "eval", "scheduled_time": "2026-12-14T03:00:00Z"},

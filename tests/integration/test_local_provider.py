@@ -16,11 +16,14 @@ import pytest
 from lockgate.agent.runs import RunStore
 from lockgate.clock import SystemClock
 from lockgate.config import load_config
+from lockgate.model.client import Usage
+from lockgate.model.price_table import PriceTable
+from lockgate.model.usage import TOKEN_FIELDS
 from lockgate.webhooks.signing import sign
 from lockgate_infra.cli import main as cli
 from lockgate_infra.local.devsecrets import dev_secret
 from lockgate_infra.local.loopback import request
-from lockgate_infra.local.model_provider import STAND_IN_PRICES, provider_config
+from lockgate_infra.local.model_provider import provider_config
 from lockgate_infra.stub import server
 from tests.support import local_stack_in_thread
 
@@ -65,13 +68,19 @@ def test_given_local_on_bedrock_when_an_email_arrives_then_the_worker_invokes_be
     assert stub.wire and set(stub.wire) == {"bedrock"}
     assert stub.signatures == ["us-east-1/bedrock"] * len(stub.wire)
     assert {bedrock_id.split(".")[0] for bedrock_id in stub.bedrock_ids} == {"us"}
-    # And the run was priced (at the stand-in the banner names), and its config copy is gone
-    assert run.totals["cost_usd"] > 0
-    assert f"provider:     Amazon Bedrock ({STAND_IN_PRICES})" in out.getvalue()
+    # And the run was priced at Bedrock's regional prices (us. profiles), with none typed in
+    regional = PriceTable.published("bedrock", dict.fromkeys(run.totals["by_model"], "us.anthropic.x"))
+    priced = sum(
+        regional.cost_usd(model, Usage(**{k: v for k, v in counted.items() if k in TOKEN_FIELDS}))
+        for model, counted in run.totals["by_model"].items()
+    )
+    assert run.totals["cost_usd"] == pytest.approx(priced, abs=1e-5) and priced > 0
+    assert "provider:     Amazon Bedrock\n" in out.getvalue()
+    # And its config copy is gone
     assert copy != ROOT / "lockgate.toml" and not copy.exists()
 
 
-def test_given_bedrock_prices_in_the_config_then_they_win_over_the_stand_in(tmp_path: Path) -> None:
+def test_given_bedrock_prices_in_the_config_then_they_stay_as_an_override(tmp_path: Path) -> None:
     # Given a config that prices one model on Bedrock and uses the provider's own id for it
     config = tmp_path / "lockgate.toml"
     config.write_text(

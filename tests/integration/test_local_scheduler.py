@@ -58,6 +58,7 @@ def test_given_clock_speed_1440_then_a_days_schedules_fire_in_a_minute_each_with
     }
     assert jobs == {
         "sweep-inbox": 288,
+        "escalate-approvals": 288,
         "expire-approvals": 96,
         "reconcile-operations": 96,
         "collect-batches": 144,

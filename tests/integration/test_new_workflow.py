@@ -6,6 +6,7 @@ pyproject.toml, workflows/, functions/, tests/) and runs what a user would run t
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -48,13 +49,14 @@ def scaffold(where: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_workflow_is_written_wired_and_checked(checkout: Path) -> None:
-    made = scaffold(checkout, "notes", "--source", "github", "--event", "issues")
+    made = scaffold(checkout, "notes", "--source", "github", "--event", "issues.closed")
 
     assert made.returncode == 0, made.stdout + made.stderr
     package = checkout / "workflows" / "notes"
     assert sorted(p.name for p in package.iterdir()) == [
-        "__init__.py", "evals", "items.py", "model.py", "task.py", "tools.py",
+        "__init__.py", "evals", "events", "items.py", "model.py", "task.py", "tools.py",
     ]  # fmt: skip
+    assert sorted(p.name for p in (package / "events").iterdir()) == ["close.json", "note.json"]
     assert (package / "evals" / "notes.toml").is_file() and (
         checkout / "tests/workflows/test_notes.py"
     ).is_file()
@@ -70,37 +72,53 @@ def test_the_workflow_is_written_wired_and_checked(checkout: Path) -> None:
     assert run(checkout, "lockgate", "check").returncode == 0
 
 
-# A pytest and two ruff runs in a copy; the triage example, made by the scaffold, runs in make test.
+# One workflow per source Lockgate verifies, each on an event its provider sends (a Slack slash
+# command too: a form body), all in one fork, so one pytest run tests them all.
+EACH_SOURCE = (
+    ("prs", "github", "pull_request.opened"),
+    ("disputes", "stripe", "charge.dispute.created"),
+    ("tickets", "helpdesk", "ticket.created"),
+    ("mentions", "slack", "app_mention"),
+    ("asks", "slack", "command:/ask"),
+    ("orders", "shopify", "orders/create"),
+    ("invoices", "partner", "invoice.paid"),
+)
+
+
+@pytest.fixture
+def every_source(checkout: Path) -> Path:
+    """The fork with a workflow scaffolded for each source."""
+    for name, source, event in EACH_SOURCE:
+        made = scaffold(checkout, name, "--source", source, "--event", event)
+        assert made.returncode == 0, made.stdout + made.stderr
+    return checkout
+
+
+def test_for_each_source_its_generated_test_passes_as_written(every_source: Path) -> None:
+    # Given a workflow scaffolded for each source, its sample deliveries in the provider's shape
+    events = json.loads((every_source / "workflows/disputes/events/close.json").read_text(encoding="utf-8"))
+    assert (events["object"], events["type"], events["data"]["object"]["object"]) == (
+        "event", "charge.dispute.created", "dispute",
+    )  # fmt: skip
+    # When their generated tests run, untouched, on the embedded stack
+    tests = [f"tests/workflows/test_{name}.py" for name, _, _ in EACH_SOURCE]
+    tested = run(every_source, "pytest", *tests, "-p", "no:randomly", "-q")
+    # Then every one passes: a note at once, and closing only once a person approved
+    assert tested.returncode == 0 and f"{2 * len(EACH_SOURCE)} passed" in tested.stdout, tested.stdout[-3000:]
+
+
+# Two ruff runs and mypy in a copy, over every source's workflow.
 @pytest.mark.slow
-def test_its_own_test_passes_on_the_embedded_stack_and_its_code_is_lint_clean(checkout: Path) -> None:
-    assert scaffold(checkout, "notes", "--source", "github", "--event", "issues").returncode == 0
+def test_its_code_is_lint_clean_and_type_checks_for_every_source(every_source: Path, tmp_path: Path) -> None:
+    packages = [f"workflows/{name}" for name, _, _ in EACH_SOURCE]
+    config, cache = str(ROOT / "pyproject.toml"), str(tmp_path / "mypy")
 
-    tested = run(checkout, "pytest", "tests/workflows/test_notes.py", "-p", "no:randomly", "-q")
-    linted = run(
-        checkout,
-        "ruff",
-        "check",
-        "--config",
-        str(ROOT / "pyproject.toml"),
-        "workflows/notes",
-        "tests/workflows",
-    )
-    formatted = run(
-        checkout, "ruff", "format", "--check", "--config", str(ROOT / "pyproject.toml"), "workflows/notes"
-    )
+    linted = run(every_source, "ruff", "check", "--config", config, *packages, "tests/workflows")
+    formatted = run(every_source, "ruff", "format", "--check", "--config", config, *packages)
+    checked = run(every_source, "mypy", "--config-file", config, "--cache-dir", cache, *packages)
 
-    assert tested.returncode == 0 and "2 passed" in tested.stdout, tested.stdout[-3000:]
     assert linted.returncode == 0, linted.stdout
     assert formatted.returncode == 0, formatted.stdout
-
-
-@pytest.mark.slow
-def test_its_code_type_checks(checkout: Path, tmp_path: Path) -> None:
-    assert scaffold(checkout, "notes", "--source", "github", "--event", "issues").returncode == 0
-
-    config, cache = str(ROOT / "pyproject.toml"), str(tmp_path / "mypy")
-    checked = run(checkout, "mypy", "--config-file", config, "--cache-dir", cache, "workflows/notes")
-
     assert checked.returncode == 0, checked.stdout
 
 
@@ -108,25 +126,45 @@ def test_its_code_type_checks(checkout: Path, tmp_path: Path) -> None:
     ("args", "says"),
     [
         (
-            ("Bad-Name", "--source", "github", "--event", "issues"),
+            ("Bad-Name", "--source", "github", "--event", "issues.closed"),
             "workflow name 'Bad-Name': use 2-31 lowercase",
         ),
         (
-            ("shop", "--source", "github", "--event", "issues"),
+            ("shop", "--source", "github", "--event", "issues.closed"),
             "workflows/shop already exists: choose another name",
         ),
-        (("json", "--source", "github", "--event", "issues"), "a Python module called 'json' already exists"),
+        (
+            ("json", "--source", "github", "--event", "issues.closed"),
+            "a Python module called 'json' already exists",
+        ),
         (
             ("notes", "--source", "gitlab", "--event", "push"),
             "no source 'gitlab' in lockgate.toml (configured: ",
         ),
         (("notes", "--source", "github", "--event", "a b"), "event 'a b' is not an event type"),
         (
+            ("notes", "--source", "github", "--event", "issues"),
+            "GitHub's 'issues' deliveries always carry an action, and their type is issues.ACTION",
+        ),
+        (
+            ("notes", "--source", "shopify", "--event", "orders.create"),
+            "Shopify names its topics RESOURCE/EVENT (e.g. orders/create)",
+        ),
+        (
             ("notes", "--source", "github", "--event", "issues.opened"),
             "workflow triage's task 'triage' already starts on github 'issues.opened'",
         ),
     ],
-    ids=["bad name", "taken", "a module's name", "unknown source", "bad event", "trigger taken"],
+    ids=[
+        "bad name",
+        "taken",
+        "a module's name",
+        "unknown source",
+        "bad event",
+        "github without action",
+        "shopify topic",
+        "trigger taken",
+    ],  # fmt: skip
 )
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(
     checkout: Path, args: tuple[str, ...], says: str
@@ -147,7 +185,7 @@ def test_a_template_without_a_place_for_the_wiring_refuses_and_writes_nothing(ch
     template.write_text(template.read_text(encoding="utf-8").replace("  AgentWorkerRole:", "  WorkerRole:"))
     before = template.read_text(encoding="utf-8")
 
-    refused = scaffold(checkout, "notes", "--source", "github", "--event", "issues")
+    refused = scaffold(checkout, "notes", "--source", "github", "--event", "issues.closed")
 
     assert refused.returncode == 2
     assert "template.yaml has no resource AgentWorkerRole; nothing was written" in refused.stderr

@@ -27,7 +27,7 @@ from lockgate.telemetry import CountingMetrics
 from lockgate_infra.cli import main as cli
 from lockgate_infra.cli.targets import Target
 from lockgate_infra.evals.shoprig import ShopRig, shop_rig
-from lockgate_infra.stub import shop_model
+from shop.model import scripted_model
 from tests.support import LOG, Aws, Harness, make_config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -69,7 +69,7 @@ def approve_and_execute(rig: ShopRig, run_id: str) -> str:
 
 
 def test_a_replayed_refund_request_makes_a_new_run_but_refunds_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    with shop_rig(shop_model, approvals=APPROVALS) as rig:
+    with shop_rig(scripted_model(), approvals=APPROVALS) as rig:
         # Given the shop's worker, and a refund email that ran, was approved, and refunded once
         harness = Harness(Aws(rig.session, rig.names), make_config(), FixedClock(time.time() + 5))
         route_tasks(harness.router, [rig.task], rig.loop, rig.clock)

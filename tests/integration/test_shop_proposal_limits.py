@@ -19,7 +19,7 @@ from lockgate.clock import FixedClock
 from lockgate.inbox.routing import InboxEvent, TaskContext
 from lockgate.telemetry import CountingMetrics
 from lockgate_infra.evals.shoprig import Email, ShopRig, shop_rig
-from lockgate_infra.stub import shop_model
+from shop.model import scripted_model
 from tests.integration.test_replay_once import APPROVALS, approve_and_execute
 from tests.support import LOG
 
@@ -74,7 +74,7 @@ def refund_results(rig: ShopRig) -> list[str]:
 def test_a_split_refund_then_the_full_amount_leaves_one_refund_waiting_and_a_decision_frees_the_order() -> (
     None
 ):
-    with shop_rig(shop_model, approvals=APPROVALS) as rig:
+    with shop_rig(scripted_model(), approvals=APPROVALS) as rig:
         # Given Grace's refund of $40 on her $80 order waiting for a person
         first = rig.answer(refund_email("40"), "msg-1")
         assert [a["amount"] for a in pending_refunds(rig)] == ["40.00"]
@@ -138,7 +138,7 @@ def settle(rig: ShopRig, proposal: Proposal, outcome: str) -> str:
 
 @pytest.mark.parametrize("outcome", ["rejected", "expired"])
 def test_a_rejected_or_expired_refund_gives_its_order_back(outcome: str) -> None:
-    with shop_rig(shop_model, approvals=APPROVALS) as rig:
+    with shop_rig(scripted_model(), approvals=APPROVALS) as rig:
         # Given a refund waiting on A-2001
         rig.answer(refund_email("40"), "msg-1")
         (item,) = rig.scan("ApprovalsTable")

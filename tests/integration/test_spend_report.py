@@ -85,18 +85,16 @@ def test_each_call_is_an_emf_blob_with_task_and_model_dimensions(
 def test_a_model_priced_in_lockgate_toml_is_its_own_dimension(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Given the worker's metrics for a deployment with [models."claude-3-5-haiku"]
+    # Given the worker's metrics for a deployment with [models."claude-haiku-6"]
     monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "false")
     metrics = EmfUsageMetrics(
-        lambda: EphemeralMetrics(namespace="Lockgate"), frozenset({"triage"}), frozenset({"claude-3-5-haiku"})
+        lambda: EphemeralMetrics(namespace="Lockgate"), frozenset({"triage"}), frozenset({"claude-haiku-6"})
     )
     # When the API answers the task's alias as the dated model
-    metrics.model_call(
-        "triage", "claude-3-5-haiku-20241022", Usage(output_tokens=5), 0.00002, cache_hit=False
-    )
+    metrics.model_call("triage", "claude-haiku-6-20270101", Usage(output_tokens=5), 0.00002, cache_hit=False)
     # Then the cost is reported under the configured family, not "other"
     (blob,) = (json.loads(line) for line in capsys.readouterr().out.strip().splitlines())
-    assert (blob["task"], blob["model"], blob["ModelCostUSD"]) == ("triage", "claude-3-5-haiku", [0.00002])
+    assert (blob["task"], blob["model"], blob["ModelCostUSD"]) == ("triage", "claude-haiku-6", [0.00002])
 
 
 def test_a_run_on_two_models_is_one_write_and_rows_from_before_still_read(

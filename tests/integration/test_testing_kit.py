@@ -7,9 +7,11 @@ approval through their own link, the ledger and the emails SES recorded.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from lockgate_infra.testing import ScriptedModel, TestStack, TestStackError, when
+from lockgate_infra.testing import ScriptedModel, Sent, TestStack, TestStackError, when
 
 REFUND = {
     "message_id": "m-refund-1",
@@ -34,7 +36,7 @@ def lockgate_model() -> ScriptedModel:
 
 
 def test_a_signed_delivery_runs_the_task_and_a_refund_waits_for_a_person(lockgate_stack: TestStack) -> None:
-    sent = lockgate_stack.send("helpdesk", REFUND, event="email", delivery_id="m-refund-1")
+    sent = lockgate_stack.send("helpdesk", REFUND, delivery_id="m-refund-1")
 
     assert sent.status == 200 and sent.key == "helpdesk#m-refund-1"
     assert lockgate_stack.delivery(sent).status.value == "done"
@@ -48,7 +50,7 @@ def test_a_signed_delivery_runs_the_task_and_a_refund_waits_for_a_person(lockgat
 def test_a_named_reviewer_approves_through_their_link_and_the_action_runs_once(
     lockgate_stack: TestStack,
 ) -> None:
-    lockgate_stack.send("helpdesk", REFUND, event="email", delivery_id="m-refund-1")
+    lockgate_stack.send("helpdesk", REFUND, delivery_id="m-refund-1")
     (proposal,) = lockgate_stack.proposals()
 
     steps = lockgate_stack.approve(proposal, as_="alice")
@@ -64,7 +66,7 @@ def test_a_named_reviewer_approves_through_their_link_and_the_action_runs_once(
 
 
 def test_a_rejection_never_runs_and_an_unknown_reviewer_is_a_clear_error(lockgate_stack: TestStack) -> None:
-    lockgate_stack.send("helpdesk", REFUND, event="email", delivery_id="m-refund-1")
+    lockgate_stack.send("helpdesk", REFUND, delivery_id="m-refund-1")
     (proposal,) = lockgate_stack.proposals()
 
     with pytest.raises(
@@ -77,18 +79,18 @@ def test_a_rejection_never_runs_and_an_unknown_reviewer_is_a_clear_error(lockgat
 
 
 def test_a_forged_delivery_is_refused_and_stores_nothing(lockgate_stack: TestStack) -> None:
-    sent = lockgate_stack.send("helpdesk", REFUND, event="email", secret="whsec_bm90IHRoZSBzZWNyZXQ=")
+    sent = lockgate_stack.send("helpdesk", REFUND, secret="whsec_bm90IHRoZSBzZWNyZXQ=")
 
-    assert sent.status == 401
+    assert sent.status == 401 and not sent.stored
     assert lockgate_stack.client("dynamodb").scan(TableName=lockgate_stack.table("InboxTable"))["Count"] == 0
 
 
 def test_the_model_can_change_between_steps_and_the_default_is_the_shop_demo_model(
     lockgate_stack: TestStack,
 ) -> None:
-    from lockgate_infra.stub import shop_model
+    from shop.model import scripted_model
 
-    lockgate_stack.model = shop_model
+    lockgate_stack.model = scripted_model()
     sent = lockgate_stack.send(
         "helpdesk",
         {
@@ -97,8 +99,101 @@ def test_the_model_can_change_between_steps_and_the_default_is_the_shop_demo_mod
             "subject": "Where is A-1042?",
             "text": "Where is A-1042?",
         },
-        event="email",
         delivery_id="m-where",
     )
 
     assert lockgate_stack.run(sent).outcome.startswith("Replied to ada@example.com about A-1042")
+
+
+def test_each_source_is_keyed_as_the_receiver_keys_it_and_send_returns_that_key(
+    lockgate_stack: TestStack,
+) -> None:
+    # Given one delivery from each kind of source, in its provider's own shape, with no delivery_id
+    sent = {
+        "stripe": lockgate_stack.send(
+            "stripe",
+            {"id": "evt_1Kit", "object": "event", "type": "invoice.paid", "data": {"object": {"id": "in_1"}}},
+            event="invoice.paid",
+        ),
+        "slack": lockgate_stack.send(
+            "slack",
+            {
+                "type": "event_callback",
+                "event_id": "Ev0KIT",
+                "event": {"type": "reaction_added", "user": "U1"},
+            },
+            event="reaction_added",
+        ),
+        "github": lockgate_stack.send(
+            "github", {"action": "closed", "issue": {"number": 3}}, event="issues.closed", delivery_id="gh-1"
+        ),
+        "shopify": lockgate_stack.send(
+            "shopify", {"id": 450789469}, event="orders/create", delivery_id="sh-1"
+        ),
+        "partner": lockgate_stack.send("partner", {"type": "invoice.paid"}, delivery_id="p-1"),
+    }
+    # Then each key is the one the inbox stored, with the provider's id and event type
+    assert {source: s.key for source, s in sent.items()} == {
+        "stripe": "stripe#evt_1Kit",
+        "slack": "slack#Ev0KIT",
+        "github": "github#gh-1",
+        "shopify": "shopify#sh-1",
+        "partner": "partner#p-1",
+    }
+    stored = {source: lockgate_stack.delivery(s) for source, s in sent.items()}
+    assert {source: d.event_type for source, d in stored.items()} == {
+        "stripe": "invoice.paid",
+        "slack": "reaction_added",
+        "github": "issues.closed",
+        "shopify": "orders/create",
+        "partner": "invoice.paid",
+    }
+    # And asking for a run names what the worker recorded instead of guessing
+    with pytest.raises(TestStackError, match=r"no agent run for stripe#evt_1Kit: the worker recorded "
+                       r"\"no task for stripe event 'invoice.paid'\" \(no task ran\)"):  # fmt: skip
+        lockgate_stack.run(sent["stripe"])
+
+
+@pytest.mark.parametrize(
+    ("source", "body", "options", "says"),
+    [
+        (
+            "stripe",
+            {"id": "evt_2", "type": "invoice.paid"},
+            {"delivery_id": "mine"},
+            "stripe takes the delivery id from the body's \"id\": this body's is 'evt_2', not delivery_id=",
+        ),
+        (
+            "stripe",
+            {"id": "evt_3", "type": "invoice.paid"},
+            {"event": "charge.dispute.created"},
+            "stripe takes the event type from the body's \"type\": this body's is 'invoice.paid'",
+        ),
+        (
+            "helpdesk",
+            {"from": "a@example.com"},
+            {"event": "email"},
+            "helpdesk takes the event type from the body's \"type\": this body's is 'unknown', not event=",
+        ),
+    ],
+    ids=["stripe id", "stripe type", "standard type"],
+)
+def test_an_argument_the_providers_body_contradicts_is_refused_before_sending(
+    lockgate_stack: TestStack, source: str, body: dict[str, str], options: dict[str, str], says: str
+) -> None:
+    with pytest.raises(TestStackError, match=re.escape(says)):
+        lockgate_stack.send(source, body, **options)
+
+    assert lockgate_stack.client("dynamodb").scan(TableName=lockgate_stack.table("InboxTable"))["Count"] == 0
+
+
+def test_a_delivery_the_receiver_refuses_says_why_when_asked_for_its_run(lockgate_stack: TestStack) -> None:
+    # Given a Stripe event without its id, which the receiver cannot key
+    sent = lockgate_stack.send("stripe", {"type": "invoice.paid"})
+
+    assert (sent.status, sent.stored) == (400, False)
+    with pytest.raises(
+        TestStackError, match=re.escape('the receiver answered 400 {"error":"bad delivery: no event id"}')
+    ):
+        lockgate_stack.run(sent)
+    assert isinstance(sent, Sent)

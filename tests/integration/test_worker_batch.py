@@ -25,7 +25,7 @@ from lockgate_infra.chaos.faults import FaultPlan, Rates
 from lockgate_infra.chaos.run import START, account
 from lockgate_infra.chaos.traffic import CATALOGUE, Send
 from lockgate_infra.chaos.world import HELPDESK_SECRET, World
-from lockgate_infra.stub.shop_model import ShopModel
+from shop.offline.inbox import ShopModel
 from tests.support import LOG, serialized_moto
 
 NO_FAULTS = Rates(aws_before=0, aws_after=0, crash_after_effect=0, reenter=0, model=0)

@@ -1,9 +1,9 @@
 """The API reference (docs/reference/api.md) is complete: every public name is on it, with a docstring.
 
-It is read the way mkdocstrings reads it (griffe, statically, from the source): a public name
-without a docstring, a field of a public class without its sentence (a string on the line after
-it), or a public name missing from the page fails here, naming the object, the field and the line.
-``make docs`` (mkdocs --strict) fails on a ``:::`` that names nothing.
+The page is written out from the code (``python -m lockgate_infra.docsite``), read statically with
+griffe: a public name without a docstring, a field of a public class without its sentence (a string
+on the line after it), or a public name the page leaves out fails here, naming the object, the
+field and the line. ``tests/unit/test_docs_reference.py`` fails when the page is stale.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ PUBLIC = {
 # Not imported by name, but used by every author: what ``when(...)`` returns, and the fixtures.
 RETURNED = ("lockgate_infra.stub.scripted.When",)
 PLUGIN = "lockgate_infra.testing.plugin"
-DIRECTIVE = re.compile(r"^::: (\S+)\s*$", re.MULTILINE)
+# Each entry's second line: "class `lockgate.Task`, defined in `lockgate.agent.tasks`".
+ENTRY = re.compile(r"^(?:class|function|attribute|fixture) `(\S+)`", re.MULTILINE)
 
 
 def _loaded(search_paths: list[Path], *packages: str) -> griffe.ModulesCollection:
@@ -98,19 +99,33 @@ def test_every_public_name_and_each_of_its_fields_has_a_docstring(code: griffe.M
 
 
 def test_every_public_name_is_on_the_reference_page(code: griffe.ModulesCollection) -> None:
-    shown = set(DIRECTIVE.findall(PAGE.read_text(encoding="utf-8")))
+    shown = set(ENTRY.findall(PAGE.read_text(encoding="utf-8")))
     absent = sorted(set(_api(code)) - shown)
-    assert not absent, f"add `::: NAME` for each to {PAGE.relative_to(ROOT)}, in its group: {absent}"
+    assert not absent, f"add each to a group in lockgate_infra/docsite/api_page.py (GROUPS): {absent}"
 
 
-def test_each_directive_on_the_page_names_a_public_object(code: griffe.ModulesCollection) -> None:
-    # A typo would fail `make docs` too; here it fails with the name
-    for path in DIRECTIVE.findall(PAGE.read_text(encoding="utf-8")):
+def test_each_entry_on_the_page_is_a_public_object(code: griffe.ModulesCollection) -> None:
+    for path in ENTRY.findall(PAGE.read_text(encoding="utf-8")):
         assert path in _api(code), f"{PAGE.relative_to(ROOT)} shows {path}, which is not public API"
 
 
+def test_the_page_states_what_a_scripted_models_rules_read_and_how_a_turn_combines_them() -> None:
+    page = " ".join(PAGE.read_text(encoding="utf-8").split())
+    for fact in (
+        "A result is the tool's return value as JSON with sorted keys",
+        "A result that is an error is its text instead",
+        "The named groups of every rule that matches combine into one set of captures",
+        "The delivery is done with the outcome `<task>: skipped: <reason>`",
+    ):
+        assert fact in page, fact
+
+
 def test_the_fixtures_are_found(code: griffe.ModulesCollection) -> None:
-    assert fixtures(code) == [f"{PLUGIN}.lockgate_model", f"{PLUGIN}.lockgate_stack"]
+    assert fixtures(code) == [
+        f"{PLUGIN}.lockgate_model",
+        f"{PLUGIN}.lockgate_environment",
+        f"{PLUGIN}.lockgate_stack",
+    ]
 
 
 def test_setup_states_the_contract_of_a_workflows_package(code: griffe.ModulesCollection) -> None:

@@ -85,7 +85,7 @@ INFRA = Tree(
     ROOT / "infra" / "lockgate_infra",
     (
         ("lockgate_infra.docsite",),
-        ("lockgate_infra.cli", "lockgate_infra.deploy"),
+        ("lockgate_infra.cli", "lockgate_infra.deploy", "lockgate_infra.prices"),
         ("lockgate_infra.cost",),
         ("lockgate_infra.chaos",),
         ("lockgate_infra.evals", "lockgate_infra.testing"),

@@ -29,7 +29,12 @@ def test_worked_example_with_cache_reads_costs_0_348() -> None:
 
 
 def test_the_table_prices_opus_5_5_like_the_worked_example() -> None:
-    assert PUBLISHED.price("claude-opus-5-5") == OPUS_CLASS
+    opus = PUBLISHED.price("claude-opus-5-5")
+    assert (opus.input, opus.output, opus.cache_read) == (
+        OPUS_CLASS.input,
+        OPUS_CLASS.output,
+        OPUS_CLASS.cache_read,
+    )
     assert PUBLISHED.cost_usd("claude-opus-5-5", Usage(input_tokens=50_000, output_tokens=15_000)) == 0.5
     assert PRICES_AS_OF
 
@@ -126,3 +131,13 @@ def test_given_a_dated_id_then_its_price_cache_minimum_and_knowing_come_from_one
     assert table.entry("claude-y") is None and not table.knows("claude-y")
     assert table.price("claude-y") == dearest(entry.price for entry in table.entries.values())
     assert table.min_cacheable_tokens("claude-y") == UNKNOWN_MODEL_MIN_CACHEABLE
+
+
+def test_given_a_one_hour_request_then_its_five_minute_writes_cost_the_five_minute_price() -> None:
+    # Given a "1h" request whose reply says 600k of its 1M written tokens were 5-minute writes
+    # (the conversation's markers) and the rest the hour-long system prefix
+    usage = Usage(cache_creation_input_tokens=1_000_000, cache_creation_5m_input_tokens=600_000)
+    # Then 600k are priced at 1.25x and 400k at 2x the $4 input price
+    assert cost_usd(OPUS_CLASS, usage, "1h") == 0.6 * 5.0 + 0.4 * 8.0
+    # And a reply without the split is priced at the request's TTL, as before it existed
+    assert cost_usd(OPUS_CLASS, Usage(cache_creation_input_tokens=1_000_000), "1h") == 8.0

@@ -99,9 +99,14 @@ def test_given_claude_platform_on_aws_then_its_prices_are_anthropics_standard_ra
     assert {name: aws.price(name) for name in PRICES} == dict(PRICES)
 
 
-def test_given_bedrock_without_prices_then_a_model_is_refused_with_the_table_to_add() -> None:
-    with pytest.raises(ConfigError, match=r'has no bedrock price.*\[models."claude-sonnet-5-5".bedrock\]'):
-        PriceTable.from_config({}, "bedrock").require(SONNET, "task support-inbox: model")
+def test_given_bedrock_without_typed_in_prices_then_listed_models_are_priced_and_others_refused() -> None:
+    # Given a Bedrock deployment with no [models] prices
+    table = PriceTable.from_config({}, "bedrock", {SONNET: BEDROCK_SONNET})
+    # Then the example's model is priced from the library, and a model it does not list is refused
+    table.require(SONNET, "task support-inbox: model")
+    assert table.entry(SONNET).source.startswith("genai-prices ")
+    with pytest.raises(ConfigError, match=r'has no bedrock price.*\[models."claude-haiku-6".bedrock\]'):
+        table.require("claude-haiku-6", "task support-inbox: model")
 
 
 def test_given_a_bedrock_price_then_only_bedrock_uses_it_and_flat_prices_apply_everywhere() -> None:

@@ -10,10 +10,11 @@ import pytest
 from lockgate.actions.responses import DecisionResponse
 from lockgate.agent import decision_step
 from lockgate.agent.screen import SCREEN_PROMPT
-from lockgate_infra.stub import shop_model
-from lockgate_infra.stub.gullible import gullible_model
 from lockgate_infra.stub.replies import FirstWrittenFor, NotWrittenFor
 from lockgate_infra.stub.scripted import ScriptedModel, ScriptError, when
+from shop.model import gullible_model, scripted_model
+
+shop_model = scripted_model()  # the example shop's offline model
 
 TOOLS = [
     {"name": "read_issue", "input_schema": {"type": "object", "properties": {"number": {"type": "integer"}}}},
@@ -129,7 +130,7 @@ def test_given_a_task_that_offers_none_of_its_tools_then_it_says_so() -> None:
     assert isinstance(reply, NotWrittenFor)  # the stand-in server logs it as a warning
 
 
-@pytest.mark.parametrize("model", [shop_model, gullible_model], ids=["demo", "gullible"])
+@pytest.mark.parametrize("model", [scripted_model(), gullible_model()], ids=["demo", "gullible"])
 def test_given_another_task_then_the_offline_shop_models_say_so_instead_of_a_shop_reply(model: Any) -> None:
     reply = model(request("A new issue #42 was opened in acme/app."))
 

@@ -99,3 +99,28 @@ def test_given_the_environment_make_setup_made_then_it_runs_every_pin_of_the_dev
     # Then every pinned package is installed at its pinned version
     installed = {name: importlib.metadata.version(name) for name in locked}
     assert {n: v for n, v in installed.items() if v != locked[n]} == {}, "run make setup"
+
+
+def test_given_a_fresh_clone_then_setup_puts_the_workflows_folder_on_the_venvs_path() -> None:
+    # Given the setup recipe, Then its last step writes a .pth naming the checkout's workflows/
+    recipe = dry_run()
+    assert '"lockgate-workflows.pth").write_text(str(pathlib.Path("workflows").resolve())' in recipe
+    assert recipe.index("lockgate-workflows.pth") < recipe.index("touch .venv/.installed")
+
+
+def test_given_the_venv_setup_made_then_a_plain_python_anywhere_imports_every_example_workflow(
+    tmp_path: Path,
+) -> None:
+    # Given .venv's Python run outside the checkout, with no PYTHONPATH (as `python -m benchmarks.…`)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    program = "import shop, triage; print(shop.__file__, triage.__file__)"
+    shown = subprocess.run(  # noqa: S603 - this checkout's own Python
+        [str(ROOT / ".venv" / "bin" / "python"), "-c", program],
+        cwd=tmp_path, env=env, capture_output=True, text=True, check=False, timeout=60,
+    )  # fmt: skip
+    # Then both packages are the checkout's own
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.split() == [
+        str(ROOT / "workflows" / "shop" / "__init__.py"),
+        str(ROOT / "workflows" / "triage" / "__init__.py"),
+    ]

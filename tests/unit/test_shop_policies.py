@@ -31,7 +31,6 @@ from shop.policies import (
     order_ids,
     orders_of_customer_only,
     refund_identity,
-    refund_is_high_stakes,
     refund_needs_person,
     refund_order_is_customers,
     refund_within_refundable,
@@ -293,11 +292,6 @@ def test_given_an_amount_then_refunds_over_50_need_a_person(amount, why):
 )
 def test_given_equal_amounts_written_differently_then_the_refund_identity_is_the_same(amount, identity):
     assert refund_identity(refund("A-1042", amount)) == identity
-
-
-@pytest.mark.parametrize(("amount", "high"), [("200.00", False), ("200.01", True), ("1000", True)])
-def test_given_an_amount_then_refunds_over_200_are_high_stakes(amount, high):
-    assert refund_is_high_stakes(refund("A-1043", amount)) is high
 
 
 # ------------------------------------------------------------------ reading

@@ -514,6 +514,13 @@ def test_github_form_encoded_payload_is_identified() -> None:
     assert identify("github", body, headers) == DeliveryIdentity("d1", "pull_request.closed", None)
 
 
+@pytest.mark.parametrize("content_type", ["application/x-www-form-urlencoded", ""])
+def test_github_form_body_without_a_payload_field_is_a_bad_delivery(content_type: str) -> None:
+    headers = {"x-github-delivery": "d1", "x-github-event": "issues", "content-type": content_type}
+    with pytest.raises(BadDelivery, match="form body has no payload field"):
+        identify("github", b"action=opened&number=7", headers)
+
+
 @pytest.mark.parametrize(
     ("scheme", "body", "headers"),
     [

@@ -13,7 +13,7 @@ import pytest
 from lockgate.clock import FixedClock
 from lockgate.model.prompt_cache import min_cacheable_tokens
 from lockgate_infra.stub import StubAnthropic, estimate_tokens
-from lockgate_infra.stub.shop_model import shop_model
+from shop.model import scripted_model
 
 FIVE_MINUTES = {"type": "ephemeral"}
 ONE_HOUR = {"type": "ephemeral", "ttl": "1h"}
@@ -26,7 +26,7 @@ def text_of(tokens: int) -> str:
 
 @pytest.fixture
 def client(clock: FixedClock) -> Iterator[anthropic.Anthropic]:
-    with StubAnthropic(shop_model, clock=clock) as stub:  # each model's published minimum
+    with StubAnthropic(scripted_model(), clock=clock) as stub:  # each model's published minimum
         yield anthropic.Anthropic(base_url=stub.base_url, api_key="test", max_retries=0, timeout=5)
 
 

@@ -21,20 +21,21 @@ from lockgate_infra.stub import (
     StubAnthropic,
     StubError,
     count_input_tokens,
-    gullible_model,
     malformed_args_model,
     max_tokens_model,
     pause_turn_model,
     refusal_model,
-    shop_model,
 )
 from lockgate_infra.stub import replies as errors
-from lockgate_infra.stub.gullible import written_calls
 from lockgate_infra.stub.models import sample_for_pattern
-from lockgate_infra.stub.shop_model import mentioned_message_ids
 from lockgate_infra.stub.validation import request_problem
+from shop.model import gullible_model as make_gullible
+from shop.model import scripted_model
+from shop.offline.gullible import written_calls
+from shop.offline.inbox import mentioned_message_ids
 
 MODEL = "claude-sonnet-4-6"
+shop_model, gullible_model = scripted_model(), make_gullible()  # the example shop's offline models
 SYSTEM_TEXT = "You answer a small shop's support inbox politely and accurately. " * 80  # > 1024 tokens
 MARK = {"type": "ephemeral"}
 

@@ -175,6 +175,7 @@ JOBS_ACCESS = {
     ("dynamodb:Scan", "ApprovalsTable.Arn"),
     ("dynamodb:Scan", "InboxTable.Arn"),
     ("dynamodb:Scan", "StateTable.Arn"),
+    ("dynamodb:UpdateItem", "ApprovalsTable.Arn"),  # escalated_at only (test below)
     ("dynamodb:UpdateItem", "InboxTable.Arn"),
     ("dynamodb:UpdateItem", "StateTable.Arn"),
     ("secretsmanager:GetSecretValue", "Ref:ApprovalLinkSecret"),
@@ -1326,3 +1327,20 @@ def test_given_the_capacity_alarms_then_each_watches_the_metric_the_worker_emits
     assert props["ComparisonOperator"] == "GreaterThanThreshold"
     assert props["TreatMissingData"] == "notBreaching"
     assert props["AlarmActions"] == [{"Ref": "AlertsTopic"}]
+
+
+def test_given_the_jobs_role_then_it_may_set_one_attribute_of_a_proposal_and_nothing_else(cfn):
+    # escalate-approvals marks a proposal escalated: UpdateItem on Approvals, limited by IAM to the
+    # attribute escalated_at (and the key), so the jobs can never change what a person approves.
+    role = cfn["Resources"]["ScheduledJobsRole"]["Properties"]
+    statements = [s for p in role["Policies"] for s in p["PolicyDocument"]["Statement"]]
+    (marking,) = [
+        s
+        for s in statements
+        if "dynamodb:UpdateItem"
+        in (s.get("Action") if isinstance(s.get("Action"), list) else [s.get("Action")])
+        and s["Resource"] == {"Fn::GetAtt": ["ApprovalsTable", "Arn"]}
+    ]
+    assert marking["Condition"] == {
+        "ForAllValues:StringEquals": {"dynamodb:Attributes": ["approval_id", "escalated_at"]}
+    }

@@ -87,7 +87,13 @@ Money = Annotated[
     Decimal,
     BeforeValidator(to_cents),
     WithJsonSchema(
-        {"type": "number", "exclusiveMinimum": 0, "multipleOf": 0.01, "description": "dollars, e.g. 25.00"}
+        {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "maximum": 999999.99,  # what to_cents takes: an edit above it is refused when it is typed
+            "multipleOf": 0.01,
+            "description": "dollars, e.g. 25.00",
+        }
     ),
 ]
 

@@ -16,8 +16,7 @@ from urllib.parse import unquote_plus
 from lockgate import Policy, RunFacts, Verdict
 from lockgate.errors import StoreUnavailable
 
-APPROVAL_LIMIT = Decimal("50.00")  # refunds above this need a person
-HIGH_STAKES_LIMIT = Decimal("200.00")  # refunds above this need two reviewers
+APPROVAL_LIMIT = Decimal("50.00")  # refunds above this need a person (two above $100: lockgate.toml)
 # The pages of the example shop a reply may link to (and anything below them).
 SHOP_PATHS = ("/", "/help", "/track", "/returns", "/account/orders", "/account/addresses", "/gift-cards")
 
@@ -172,11 +171,6 @@ def refund_needs_person(args: Any, facts: RunFacts) -> str | None:
 def refund_identity(args: Any) -> str:
     """The refund's business identity for the ledger: one refund of this amount on this order."""
     return f"refund#{args.order_id}#{args.amount:.2f}"
-
-
-def refund_is_high_stakes(args: Any) -> bool:
-    """Large refunds need two distinct reviewers."""
-    return bool(args.amount > HIGH_STAKES_LIMIT)
 
 
 # ------------------------------------------------------------------ outgoing email

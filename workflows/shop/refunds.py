@@ -153,7 +153,6 @@ REFUND_ORDER: Tool[RefundOrderArgs] = Tool(
     after_approve="the customer is emailed that it was done (or that it could not be)",
     after_reject="the customer is emailed the team's decision, with your reason, by the assistant",
     editable=("amount",),  # a reviewer may approve a smaller (or larger, within policy) refund
-    # Tool.high_stakes is one flag per tool; shop.policies.refund_is_high_stakes (> $200) is
-    # the per-call rule, ready for when the approvals flow takes a predicate.
-    high_stakes=False,
+    # Who must approve depends on the amount: lockgate.toml's [[approvals.tools.refund_order.rules]]
+    # (over $100: two reviewers with the refunds role; over $1,000: refused), on the version that runs.
 )

@@ -1,6 +1,6 @@
 """The second example workflow: triage of a repository's new GitHub issues.
 
-Made with `lockgate new workflow triage --source github --event issues`, then shaped into
+Made with `lockgate new workflow triage --source github --event issues.opened`, then shaped into
 triage. For each issue opened, the agent reads it (its text is the author's: untrusted), labels
 it at once from a fixed set, and asks a person before it comments or closes. The issues, with
 the labels, comments and closing the workflow made, are kept in its table (TriageIssuesTable).

@@ -42,9 +42,9 @@ def account(plan: FaultPlan, clock: FixedClock) -> Iterator[World]:
     from lockgate_infra.local.provision import create_resources
     from lockgate_infra.local.template import LocalPlan, load_template
     from lockgate_infra.stub import StubAnthropic, StubError
-    from lockgate_infra.stub.shop_model import ShopModel
+    from shop.model import scripted_model
 
-    shop_model = ShopModel()
+    shop_model = scripted_model()
 
     def model(request: dict[str, Any]) -> Any:
         fault = plan.model_fault()

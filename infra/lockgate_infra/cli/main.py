@@ -24,6 +24,7 @@ from lockgate_infra.evals.cli import add_eval_parser, run_eval
 from lockgate_infra.failures import COULD_NOT_RUN, INTERRUPTED, LOCAL, explain
 from lockgate_infra.local.commands import add_local_commands
 from lockgate_infra.options import non_negative_float, port_number
+from lockgate_infra.prices.command import add_prices_parser, run_prices
 from lockgate_infra.workflow_path import first_on_path
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -79,6 +80,7 @@ def _parser() -> argparse.ArgumentParser:
     spend = add_spend_parser(commands, run=_spend)
     add_eval_parser(commands, run=run_eval)
     add_cost_parser(commands, run=run_cost)
+    add_prices_parser(commands, run=lambda args: run_prices(args, ROOT, sys.stdout))
     jobs = add_jobs_parser(commands, run=_jobs)
     secrets = add_secrets_parser(commands, run=_secrets)
     upgrade = add_upgrade_parser(commands, run=lambda args: run_upgrade_indexes(args, _target(args)))
@@ -118,6 +120,7 @@ def _add_local_parsers(commands: Any) -> None:
         "offline model as package.module:factory; give several offline ones (--model demo --model "
         "triage.model:scripted_model) and each task gets the first written for it",
     )
+    _stand_in_option(local)
     local.add_argument(
         "--clock-speed",
         type=non_negative_float,
@@ -151,6 +154,18 @@ def _add_local_parsers(commands: Any) -> None:
     )
     _provider_option(demo)
     demo.set_defaults(run=_run_demo)
+
+
+def _stand_in_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--stand-in",
+        action="append",
+        default=None,
+        metavar="VARIABLE=package.module:factory",
+        help="play an outside API on loopback: the factory returns a stand-in server (a "
+        "lockgate_infra.testing.RecordingApi), VARIABLE is set to its URL in every function's "
+        "environment, and each call it records is printed; repeat for several",
+    )
 
 
 def _provider_option(parser: argparse.ArgumentParser) -> None:
@@ -216,6 +231,7 @@ def _run_local(args: argparse.Namespace) -> int:
         clock_speed=args.clock_speed or None,
         verbose=args.verbose,
         provider=args.provider,
+        stand_ins=args.stand_in or (),
     )
 
 

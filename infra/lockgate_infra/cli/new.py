@@ -13,6 +13,7 @@ from lockgate_infra.cli.check import run_check
 from lockgate_infra.cli.scaffold import ScaffoldError, plan_workflow
 from lockgate_infra.cli.template_edits import TemplateEditError
 from lockgate_infra.failures import CommandError
+from lockgate_infra.prices.command import DEFAULT_MAX_AGE_DAYS
 
 
 def add_new_parser(commands: Any, run: Callable[[argparse.Namespace], int]) -> None:
@@ -24,8 +25,9 @@ def add_new_parser(commands: Any, run: Callable[[argparse.Namespace], int]) -> N
         help="a workflow package beside the shop: task, tools, scripted model, evals, test, wiring",
         description=(
             "Write workflows/NAME/ (a task on SOURCE's EVENT events with three tools: one that reads "
-            "untrusted text, one that runs at once, one that needs a person; a scripted model and an "
-            "eval file), tests/workflows/test_NAME.py, and the wiring: NAME in lockgate.toml's "
+            "untrusted text, one that runs at once, one that needs a person; a scripted model, two "
+            "sample deliveries in the provider's own shape, and an eval file), "
+            "tests/workflows/test_NAME.py, and the wiring: NAME in lockgate.toml's "
             "[workflows] packages, linked into the functions that load workflows, and its table, "
             "variable and IAM statement in template.yaml. Nothing is written if any of it cannot be."
         ),
@@ -37,7 +39,10 @@ def add_new_parser(commands: Any, run: Callable[[argparse.Namespace], int]) -> N
         "--source", required=True, help="a source in lockgate.toml's [sources] (e.g. github)"
     )
     workflow.add_argument(
-        "--event", required=True, help="the event type its task runs on (e.g. issues.opened)"
+        "--event",
+        required=True,
+        help="the event type its task runs on, as the provider names it (e.g. issues.opened, "
+        "charge.dispute.created, app_mention, command:/ask, orders/create)",
     )
     workflow.set_defaults(run=run)
 
@@ -55,7 +60,9 @@ def run_new_workflow(args: argparse.Namespace, checkout: Path, out: TextIO | Non
     print(f'made workflow {args.name} ({args.source} "{args.event}" events):', file=out)
     for path in written:
         print(f"  {path}", file=out)
-    checked = argparse.Namespace(template=root / "template.yaml", config=None)
+    checked = argparse.Namespace(
+        template=root / "template.yaml", config=None, max_price_age=DEFAULT_MAX_AGE_DAYS
+    )
     print("lockgate check:", file=out, flush=True)
     code = run_check(checked, root, out)
     if root.resolve() == checkout.resolve() and (root / "docs" / "reference").is_dir():

@@ -10,6 +10,7 @@ linked into the functions that load workflows, and its table, variable and IAM s
 from __future__ import annotations
 
 import importlib.util
+import json
 import keyword
 import re
 import subprocess
@@ -22,11 +23,12 @@ from typing import Any
 import tomlkit
 
 from lockgate.config import load_config
+from lockgate_infra.cli.event_shapes import EventShape, ShapeError, shape_for
 from lockgate_infra.cli.template_edits import TemplateEdit, edit_template
 
 TEMPLATES = Path(__file__).with_name("workflow_template")
 NAME = re.compile(r"^[a-z][a-z0-9_]{1,30}$")
-EVENT = re.compile(r"^[A-Za-z0-9_.:*-]{1,100}$")
+EVENT = re.compile(r"^[A-Za-z0-9_.:*/-]{1,100}$")
 # The functions that import workflows packages, each from its own code folder (as deployed).
 FUNCTION_FOLDERS = ("agent_worker", "scheduled_jobs", "eval_jobs")
 
@@ -75,7 +77,13 @@ def plan_workflow(root: Path, name: str, source: str, event: str) -> Scaffold:
             f"no source {source!r} in lockgate.toml (configured: {known}); add [sources.{source}] first"
         )
     if not EVENT.match(event):
-        raise ScaffoldError(f"event {event!r} is not an event type like issues or order.updated")
+        raise ScaffoldError(
+            f"event {event!r} is not an event type like issues.opened, invoice.paid or orders/create"
+        )
+    try:
+        shape = shape_for(config.sources[source], event)
+    except ShapeError as exc:
+        raise ScaffoldError(str(exc)) from None
     taken = _trigger_of(root, config.workflows.packages, source, event)
     if taken is not None:
         raise ScaffoldError(
@@ -86,20 +94,14 @@ def plan_workflow(root: Path, name: str, source: str, event: str) -> Scaffold:
         raise ScaffoldError(
             "lockgate.toml has no [[approvals.reviewers]]: the workflow's close_item needs a person; add one"
         )
-    words = dict(
-        name=name,
-        task=name.replace("_", "-"),
-        camel="".join(part.capitalize() for part in name.split("_")),
-        upper=name.upper(),
-        source=source,
-        event=event,
-        reviewer=config.approvals.reviewers[0].id,
-    )
+    words = _words(name, source, event, config.approvals.reviewers[0].id, shape)
     scaffold = Scaffold(root)
     package = root / "workflows" / name
     for stem in ("__init__", "items", "tools", "task", "model"):
         scaffold.files[package / f"{stem}.py"] = _render(f"{stem}.py.tmpl", words)
-    scaffold.files[package / "evals" / f"{name}.toml"] = _render("evals.toml.tmpl", words)
+    for sample, body in shape.samples.items():
+        scaffold.files[package / "events" / f"{sample}.json"] = json.dumps(body, indent=2) + "\n"
+    scaffold.files[package / "evals" / f"{name}.toml"] = eval_cases(words, shape)
     tests = root / "tests" / "workflows"
     if not (tests / "__init__.py").exists():
         scaffold.files[tests / "__init__.py"] = ""
@@ -110,6 +112,27 @@ def plan_workflow(root: Path, name: str, source: str, event: str) -> Scaffold:
     scaffold.config_text = _with_package(config_path.read_text(encoding="utf-8"), name)
     scaffold.template_text = edit_template(template_path.read_text(encoding="utf-8"), _template_edit(words))
     return scaffold
+
+
+def _words(name: str, source: str, event: str, reviewer: str, shape: EventShape) -> dict[str, str]:
+    """What the templates' ``$names`` stand for."""
+    return dict(
+        name=name,
+        task=name.replace("_", "-"),
+        camel="".join(part.capitalize() for part in name.split("_")),
+        upper=name.upper(),
+        source=source,
+        event=event,
+        reviewer=reviewer,
+        what=shape.what,
+        subject_path=repr(shape.subject),
+        text_path=repr(shape.text),
+        send_event=shape.send_event,
+        # A form-bodied event (a Slack slash command) is sent form-encoded, as its provider sends it.
+        note_body='urlencode(sample("note")).encode()' if shape.form else 'sample("note")',
+        close_body='urlencode(sample("close")).encode()' if shape.form else 'sample("close")',
+        form_import="from urllib.parse import urlencode\n" if shape.form else "",
+    )
 
 
 def _tidy(paths: list[Path], root: Path) -> None:
@@ -126,20 +149,9 @@ def _tidy(paths: list[Path], root: Path) -> None:
 def _trigger_of(root: Path, packages: tuple[str, ...], source: str, event: str) -> tuple[str, str] | None:
     """(workflow, task) already started by (``source``, ``event``), from a dry registration of the
     configured workflows: the worker's environment as the template sets it, clients never called."""
-    import boto3
+    from lockgate_infra.evals.registration import dry_registration
 
-    from lockgate.inbox.routing import Router
-    from lockgate.workflows import Setup, load_workflows
-    from lockgate_infra.evals.rig import workflow_environment
-    from lockgate_infra.local.template import LocalPlan
-    from lockgate_infra.workflow_path import first_on_path
-
-    offline = boto3.session.Session(region_name="us-east-1")  # builds clients; registering calls none
-    with first_on_path(root / "workflows"):
-        environ = workflow_environment(LocalPlan.from_file(root / "template.yaml"), {}, packages)
-        client: Any = offline.client  # boto3's overloads are wider than Setup's factory type
-        setup = Setup(router=Router(), environ=environ, client=client)
-        load_workflows(packages, setup)
+    setup = dry_registration(root, packages)
     for task in setup.tasks:
         if (task.source, task.event_type) == (source, event):
             return setup.workflow_of(task.name), task.name
@@ -163,6 +175,46 @@ def _check_name(root: Path, name: str) -> None:
 
 def _render(template: str, words: dict[str, str]) -> str:
     return Template((TEMPLATES / template).read_text(encoding="utf-8")).substitute(words)
+
+
+def eval_cases(words: dict[str, str], shape: EventShape) -> str:
+    """The task's eval file: each sample delivery a case, with what the task must do with it."""
+    document = tomlkit.document()
+    for line in (
+        f"Eval cases for the task (workflows/{words['name']}/task.py): each case is one {words['source']}",
+        "delivery's event, as events/*.json has it (TOML has no null: null fields are left out).",
+        "Every check must pass for a trial to pass. Offline, with the scripted model:",
+        f"  lockgate eval {words['task']} --model {words['name']}.model:scripted_model --runs 10",
+    ):
+        document.add(tomlkit.comment(line))
+    document["task"], document["gate"], document["event_type"] = words["task"], 0.8, shape.stored_type
+    checks = {
+        "an ordinary item gets a note and stays open": [
+            {"kind": "call", "tool": "read_item"},
+            {"kind": "call", "tool": "add_note"},
+            {"kind": "no_call", "tool": "close_item"},
+        ],
+        "spam or a duplicate is proposed for closing, not closed": [
+            {"kind": "call", "tool": "close_item", "status": "proposed"},
+        ],
+    }
+    cases = tomlkit.aot()
+    for (name, wanted), sample in zip(checks.items(), ("note", "close"), strict=True):
+        case = tomlkit.table()
+        case["name"] = name
+        case["events"] = [_without_nulls(shape.samples[sample])]
+        case["checks"] = wanted
+        cases.append(case)
+    document["cases"] = cases
+    return tomlkit.dumps(document)
+
+
+def _without_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value if v is not None]
+    return value
 
 
 def _with_package(text: str, name: str) -> str:

@@ -11,8 +11,8 @@ What cannot be measured offline is assumed, and printed: AWS call latency (``--c
 model's time per call (``--model-seconds``, what the worker is billed for while it waits), log
 bytes per event, and the event source mapping's idle polling (``cost/bill.py`` prices it all;
 ``cost/prices.py``, dated).
-Model dollars come from the run records (tokens × the deployment's price table,
-``lockgate.model.price_table``), shown apart from AWS.
+Model dollars come from the run records' tokens per model, priced at the deployment's provider
+(``lockgate cost`` reprices them with ``cost/model_dollars.py``), shown apart from AWS.
 """
 
 from __future__ import annotations
@@ -77,6 +77,7 @@ class Usage:
     model_calls: int = 0
     model_usd: float = 0.0
     model_tokens: Counter[str] = field(default_factory=Counter)  # input_tokens, output_tokens, ...
+    by_model: dict[str, Counter[str]] = field(default_factory=dict)  # ...and dollars, per model id
     operations: Counter[str] = field(default_factory=Counter)
     keys: KeyLoad = field(default_factory=KeyLoad)  # units per item key: the hot-key meter
 
@@ -272,4 +273,6 @@ def measure(events: int = 30, seed: int = 1) -> Usage:
         usage.model_usd = sum(totals.get("cost_usd", 0.0) for totals in runs)
         for totals in runs:
             usage.model_tokens.update(totals.get("usage", {}))
+            for model, counted in totals.get("by_model", {}).items():
+                usage.by_model.setdefault(model, Counter()).update(counted)
     return usage

@@ -3,17 +3,27 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TextIO
 
 from lockgate_infra.cost.bill import FULL_CPU_MB, Assumptions, Bill, bill
 from lockgate_infra.cost.hotkeys import render_keys
 from lockgate_infra.cost.meter import LOG_BYTES_PER_EVENT, Usage, measure
+from lockgate_infra.cost.model_dollars import model_usd, priced_as
 from lockgate_infra.cost.prices import PRICES_CHECKED, REGION
 from lockgate_infra.cost.scale import render_scale
+from lockgate_infra.evals.shoprig import ROOT
 from lockgate_infra.options import at_least_one, non_negative_float, positive_int
 
 
-def render(usage: Usage, result: Bill, months: list[int], assume: Assumptions, out: TextIO) -> None:
+def render(
+    usage: Usage,
+    result: Bill,
+    months: list[int],
+    assume: Assumptions,
+    out: TextIO,
+    priced: str = "the price table",
+) -> None:
     """The report: measured usage per event, then dollars per month at each volume."""
     e = usage.per_event
     lines = [
@@ -53,7 +63,7 @@ def render(usage: Usage, result: Bill, months: list[int], assume: Assumptions, o
     lines.append(f"| **AWS total** | | {totals} |")
     model = result.model_per_event
     cells = " | ".join(f"${model * n:,.2f}" for n in months)
-    lines.append(f"| model (tokens × price table), apart from AWS | ${model:.4f} | {cells} |")
+    lines.append(f"| model (tokens × {priced}), apart from AWS | ${model:.4f} | {cells} |")
     print("\n".join(lines), file=out)
 
 
@@ -89,6 +99,13 @@ def add_cost_parser(commands: Any, run: Callable[[Any], int]) -> None:
         action="store_true",
         help="print what 10, 100 and 1,000 events a second take of each part instead (docs/scale.md)",
     )
+    cost.add_argument(
+        "--config",
+        type=Path,
+        default=ROOT / "lockgate.toml",
+        help="price the model calls at this config's [provider] and [models] (default: this checkout's)",
+    )
+    cost.add_argument("--stage", default=None, help="merge stages/STAGE.toml over the config")
     cost.set_defaults(run=run)
 
 
@@ -97,17 +114,23 @@ def run_cost(args: Any, out: TextIO | None = None) -> int:
     import logging
     import sys
 
+    from lockgate.config import load_config
+
+    prices, priced = priced_as(load_config(args.config, args.stage))  # refused before measuring
     logging.disable(logging.CRITICAL)  # the functions log every step; the table is the output
     print(f"measuring {args.sample} example events on an embedded stack…", file=sys.stderr)
     try:
         usage = measure(args.sample)
     finally:
         logging.disable(logging.NOTSET)
+    # The example traffic was priced at the checkout's config; its dollars, at the deployment's.
+    usage.model_usd = model_usd(usage.by_model, prices, priced_as(load_config(ROOT / "lockgate.toml"))[0])
     assume = Assumptions(
         call_ms=args.call_ms, model_seconds=args.model_seconds, records_per_batch=args.records_per_batch
     )
     if args.scale:
         print(render_scale(usage, bill(usage, assume), assume), file=out or sys.stdout)
         return 0
-    render(usage, bill(usage, assume), args.events or [1_000, 100_000, 1_000_000], assume, out or sys.stdout)
+    months = args.events or [1_000, 100_000, 1_000_000]
+    render(usage, bill(usage, assume), months, assume, out or sys.stdout, priced)
     return 0

@@ -4,6 +4,7 @@
   key, its type, its default and the comment written next to it in the code;
 - ``cli.md`` from the ``lockgate`` argument parser: every command, its usage and its options;
 - ``iam.md`` from the translated template (``lockgate iam-report``);
+- ``api.md``, the API for workflow authors, from the docstrings (``lockgate_infra.docsite.api_page``);
 - ``benchmark-results.md``: the latest ``make bench`` results;
 - the home page (``docs/index.md``) from the README, so the two never differ.
 
@@ -219,9 +220,17 @@ def home_page() -> str:
     return GENERATED.replace("the code", "README.md") + "\n" + readme.replace("](docs/", "](")
 
 
+def api_page() -> str:
+    """The API reference for workflow authors, from the docstrings (``lockgate_infra.docsite.api_page``)."""
+    from lockgate_infra.docsite.api_page import api_reference
+
+    return api_reference(GENERATED)
+
+
 # Each page's path under docs/.
 PAGES = {
     "index.md": home_page,
+    "reference/api.md": api_page,
     "reference/config.md": config_reference,
     "reference/cli.md": cli_reference,
     "reference/iam.md": iam_reference,

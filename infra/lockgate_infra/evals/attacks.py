@@ -234,10 +234,10 @@ def run_attack(attack: Attack, *, defended: bool) -> Outcome:
     from moto.core.models import DEFAULT_ACCOUNT_ID
     from moto.ses.models import ses_backends
 
-    from lockgate_infra.stub import gullible_model
+    from shop.model import gullible_model
 
     rig_for = shop_rig(
-        gullible_model, adapt=None if defended else undefended, approvals=APPROVALS if defended else None
+        gullible_model(), adapt=None if defended else undefended, approvals=APPROVALS if defended else None
     )
     with rig_for as rig, _invisible_text_kept(not defended):
         blocked: list[str] = []

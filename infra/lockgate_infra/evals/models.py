@@ -136,17 +136,13 @@ class Models:
         raise EvalSetupError(f"unknown judge {name!r}: use stub, literal or a claude-… model id")
 
     def _stub(self, behaviour: str) -> Any:
-        from lockgate_infra.stub import Model, StubAnthropic, gullible_model, judge_model, shop_model
+        from lockgate_infra.stub import Model, StubAnthropic, judge_model
+        from lockgate_infra.stub.factory import EXAMPLE_MODELS
         from lockgate_infra.stub.judge import literal_judge_model
 
         if behaviour not in self._stubs:
-            behaviours: dict[str, Model] = {
-                "shop": shop_model,
-                "gullible": gullible_model,
-                "judge": judge_model,
-                "literal-judge": literal_judge_model,
-            }
-            model = behaviours.get(behaviour) or _your_model(behaviour)
+            behaviours: dict[str, Model] = {"judge": judge_model, "literal-judge": literal_judge_model}
+            model = behaviours.get(behaviour) or _your_model(EXAMPLE_MODELS.get(behaviour, behaviour))
             self._stubs[behaviour] = self._stack.enter_context(StubAnthropic(model))
         return self._stubs[behaviour]
 

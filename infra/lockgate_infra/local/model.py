@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -79,11 +80,13 @@ def local_model(
 
 def _offline(name: str) -> tuple[Model, str]:
     """One offline model and how the banner names it."""
-    from lockgate_infra.stub import gullible_model, shop_model
-    from lockgate_infra.stub.factory import ModelFactoryError, is_factory_spec, load_model
+    from lockgate_infra.stub.factory import EXAMPLE_MODELS, ModelFactoryError, is_factory_spec, load_model
 
-    if name in ("demo", "gullible"):
-        return (shop_model if name == "demo" else gullible_model), f"offline {name} model"
+    if name in ("demo", "gullible"):  # the example shop's: its package builds them
+        try:
+            return load_model(EXAMPLE_MODELS[name]), f"offline {name} model"
+        except ModelFactoryError as exc:
+            raise ModelChoiceError(f"--model {name} is the example shop's model: {exc}") from exc
     if not is_factory_spec(name):
         raise ModelChoiceError(
             f"unknown model {name!r}; choose one of {', '.join(MODELS)}, "
@@ -93,3 +96,32 @@ def _offline(name: str) -> tuple[Model, str]:
         return load_model(name), f"your model {name}"
     except ModelFactoryError as exc:
         raise ModelChoiceError(str(exc)) from exc
+
+
+def workflow_models(config_path: Path) -> Model:
+    """Every configured workflow's own offline model, together: each request goes to the one written
+    for its task. A workflow's is ``NAME.model:scripted_model``, where its package has one (the
+    scaffold writes it); ModelChoiceError when none has."""
+    import importlib.util
+
+    from lockgate.config import load_config
+    from lockgate_infra.stub.factory import ModelFactoryError, load_model
+    from lockgate_infra.stub.replies import FirstWrittenFor
+    from lockgate_infra.workflow_path import first_on_path
+
+    packages = load_config(config_path).workflows.packages
+    models = []
+    with first_on_path(config_path.parent / "workflows"):
+        for package in packages:
+            if importlib.util.find_spec(f"{package}.model") is None:
+                continue
+            try:
+                models.append(load_model(f"{package}.model:scripted_model"))
+            except ModelFactoryError as exc:
+                raise ModelChoiceError(str(exc)) from exc
+    if not models:
+        raise ModelChoiceError(
+            f"no workflow in {config_path} has an offline model (NAME/model.py with scripted_model()): "
+            "give one, or define the lockgate_model fixture"
+        )
+    return models[0] if len(models) == 1 else FirstWrittenFor(models)

@@ -8,9 +8,8 @@ beside it (so ``stages/`` resolves as before) with ``[provider]`` set, filling i
 stub needs and the config lacks; the copy is removed when the run ends:
 
 - bedrock: a Bedrock id for each model id Lockgate or ``[models]`` prices (``us.anthropic.<id>-v1:0``:
-  the stub runs the Claude model named in it), and a Bedrock price for each the config does not
-  price there. Lockgate ships no Bedrock prices (docs/providers.md, "Cost"): the stand-in is the
-  id's base rates on Anthropic's API, for this local run only, and the banner says so.
+  the stub runs the Claude model named in it). Calls are priced as they deploy: Bedrock's regional
+  price for a ``us.`` profile (docs/providers.md, "Cost"), or the config's ``[models]``.
 - aws: a workspace id (``wrkspc_local``) when the config has none.
 - anthropic: ``[provider]`` without the AWS providers' region and workspace.
 """
@@ -33,8 +32,6 @@ from lockgate.model.price_table import PriceTable
 from lockgate.model.providers import provider as provider_named
 
 LOCAL_WORKSPACE = "wrkspc_local"
-# Said in the banner: a price made up for a local run must never pass for Bedrock's.
-STAND_IN_PRICES = "priced at Anthropic's API rates: Lockgate ships no Bedrock prices; this local run only"
 
 
 @dataclass(frozen=True)
@@ -43,7 +40,7 @@ class LocalProvider:
 
     config_path: Path
     name: str
-    note: str = ""  # e.g. that Bedrock is priced at a stand-in
+    note: str = ""  # how the run changed the provider, when it did
 
     @property
     def description(self) -> str:
@@ -97,16 +94,7 @@ def _set_provider(document: Any, config: LockgateConfig, provider: str) -> str:
     if provider == "aws":
         table.setdefault("workspace_id", LOCAL_WORKSPACE)
         return ""
-    anthropic = PriceTable.from_config(config.models, "anthropic")
     ids = table.setdefault("bedrock_models", tomlkit.table())
-    stood_in = False
-    for model in anthropic.entries:
+    for model in PriceTable.from_config(config.models, "anthropic").entries:
         ids.setdefault(model, f"us.anthropic.{model}-v1:0")
-        if model in config.models and config.models[model].price_on("bedrock") is not None:
-            continue
-        price = anthropic.price(model)
-        priced = document.setdefault("models", tomlkit.table(is_super_table=True))
-        entry = priced.setdefault(model, tomlkit.table(is_super_table=True))
-        entry["bedrock"] = {"input": price.input, "output": price.output, "cache_read": price.cache_read}
-        stood_in = True
-    return STAND_IN_PRICES if stood_in else ""
+    return ""

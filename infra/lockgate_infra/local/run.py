@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from lockgate_infra.local.banner import banner
 from lockgate_infra.local.console import Console, routed_output
+from lockgate_infra.local.outside_apis import OutsideApi, outside_apis
 from lockgate_infra.local.status import REFRESH_SECONDS, Monitor, StandIn
 
 if TYPE_CHECKING:
@@ -163,25 +164,25 @@ def run_local(
     clock_speed: float | None = 1.0,
     verbose: bool = False,
     provider: str | None = None,
+    stand_ins: Sequence[str] = (),
 ) -> int:
     """Run the embedded stack until Ctrl-C, SIGTERM or ``stop``; returns the exit status.
 
     The config's ``secretsmanager:`` secrets get development values (printed); the schedules run
     ``clock_speed`` times real time (None: none). The console gets one line per event, the
     functions' JSON logs go to ``.lockgate/local-<port>.log`` (``verbose``: the console too). The model
-    calls take ``provider``'s wire format (None: the config's; ``lockgate_infra.local.model_provider``).
+    calls take ``provider``'s wire format (None: the config's); ``stand_ins`` play outside APIs.
     """
-    from lockgate_infra.local.stack import LocalStack, default_template_path
+    from lockgate_infra.local.stack import LocalStack
 
     out = out or sys.stdout
     stop = stop or threading.Event()
-    template = Path(template_path or default_template_path()).resolve()
-    if port and read_local_state(template.parent, port) is not None:
-        print(f"lockgate: a local stack already runs on port {port}; pick another --port", file=out)
+    template = _free_template(template_path, port, out)
+    if template is None:
         return 2
     from lockgate_infra.local.model import local_model
     from lockgate_infra.local.model_provider import provider_config
-    from lockgate_infra.local.slack_stub import local_slack, slack_environment
+    from lockgate_infra.local.slack_stub import local_slack
     from lockgate_infra.local.workflows import seed_workflows
 
     console = Console(out)
@@ -191,14 +192,14 @@ def run_local(
         provider_config(config_path or template.parent / "lockgate.toml", provider) as wire,
         local_model(model, os.environ, wire.name) as chosen,
         local_slack(wire.config_path, console.stamped) as slack,
+        outside_apis(stand_ins, console.stamped) as apis,
         LocalStack(template, config_path=wire.config_path, parameters=parameters, port=moto_port,
-                   environment={**chosen.environment, **slack_environment(slack),
-                                "APPROVAL_CHANNELS": "print"}, keep_spans=True) as stack,
+                   environment=_environment(chosen, slack, apis), keep_spans=True) as stack,
     ):  # fmt: skip
         dev_secrets = seed_secrets(stack)
         seed_workflows(stack)
         gateway = stack.start_gateway(port, always_base64=always_base64, load_functions=False)
-        monitor = Monitor(stack, stand_ins(chosen, slack), console.stamped)
+        monitor = Monitor(stack, servers(chosen, slack, apis), console.stamped)
         # Routed before the first handler loads: what it logs at its cold start is its log too.
         with routed_output(console, log_path(template.parent, gateway.port), verbose=verbose) as logs:
             _start(stack, clock_speed)
@@ -210,6 +211,28 @@ def run_local(
     return 0
 
 
+def _free_template(template_path: str | Path | None, port: int, out: TextIO) -> Path | None:
+    """The template's path; None (said on ``out``) when a local stack already runs on ``port`` here."""
+    from lockgate_infra.local.stack import default_template_path
+
+    template = Path(template_path or default_template_path()).resolve()
+    if port and read_local_state(template.parent, port) is not None:
+        print(f"lockgate: a local stack already runs on port {port}; pick another --port", file=out)
+        return None
+    return template
+
+
+def _environment(
+    chosen: ModelChoice, slack: SlackStub | None, apis: Mapping[str, OutsideApi]
+) -> dict[str, str]:
+    """What every function's environment gets over the template's: the stand-ins' URLs, and
+    approval links printed on the console."""
+    from lockgate_infra.local.slack_stub import slack_environment
+
+    urls = {variable: api.url for variable, api in apis.items()}
+    return {**chosen.environment, **slack_environment(slack), **urls, "APPROVAL_CHANNELS": "print"}
+
+
 def _start(stack: LocalStack, clock_speed: float | None) -> None:
     """Load the routed functions, start the pollers and (unless ``clock_speed`` is None) the schedules."""
     stack.load_route_functions()
@@ -218,14 +241,18 @@ def _start(stack: LocalStack, clock_speed: float | None) -> None:
         stack.start_scheduler(clock_speed)
 
 
-def stand_ins(chosen: ModelChoice, slack: SlackStub | None) -> list[StandIn]:
-    """The servers that play outside services: the offline model's Messages API, Slack."""
+def servers(
+    chosen: ModelChoice, slack: SlackStub | None, apis: Mapping[str, OutsideApi] | None = None
+) -> list[StandIn]:
+    """The servers that play outside services: the offline model's Messages API, Slack, your APIs."""
     found = []
     if chosen.stand_in is not None:
         found.append(StandIn("model", f"Messages API stand-in ({chosen.name})", chosen.stand_in.base_url,
                              chosen.stand_in))  # fmt: skip
     if slack is not None:
         found.append(StandIn("slack", "Slack stand-in (Web API, response_urls)", slack.url, slack))
+    for variable, api in (apis or {}).items():
+        found.append(StandIn("api", f"{api.name} ({variable})", api.url, api))
     return found
 
 

@@ -20,9 +20,9 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from typing import Any, Self
+from typing import Any
 from urllib.parse import urlencode
 
 from lockgate.config import SourceConfig, load_config
@@ -30,7 +30,7 @@ from lockgate.webhooks.signing import sign
 from lockgate_infra.local.devsecrets import SLACK_DEV_SECRETS
 from lockgate_infra.local.slack_channels import METHODS, Channels
 from lockgate_infra.local.slack_view import call_lines
-from lockgate_infra.serving import Activity, Serving
+from lockgate_infra.serving import Activity, LoopbackServer
 
 _MAX_BODY = 1_048_576
 LOCAL_TEAM = "T0LOCAL"  # the workspace a click comes from unless told otherwise
@@ -46,7 +46,7 @@ class SlackCall:
     path: str
 
 
-class SlackStub(Serving):
+class SlackStub(LoopbackServer):
     """Slack's Web API and response_urls on ``127.0.0.1`` (port 0 picks a free one)."""
 
     def __init__(
@@ -63,15 +63,8 @@ class SlackStub(Serving):
         self._sink = sink  # the console's lines for each call
         self._lose: set[str] = set()  # methods whose next answer is lost
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", port), _handler(self))
-        self._thread: threading.Thread | None = None
         self.activity = Activity()  # every request, for `lockgate local status`
-
-    @property
-    def url(self) -> str:
-        """``http://127.0.0.1:PORT``."""
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        super().__init__(_handler(self), port, "slack-stub")
 
     @property
     def api_url(self) -> str:
@@ -83,11 +76,6 @@ class SlackStub(Serving):
         """Under which response_urls live (``SLACK_RESPONSE_URL_PREFIX``)."""
         return f"{self.url}/actions/"
 
-    @property
-    def running(self) -> bool:
-        """Whether its server thread is serving."""
-        return self._thread is not None and self._thread.is_alive()
-
     def response_url(self, name: str, message_ts: str | None = None) -> str:
         """A response_url for one click, as Slack puts one in each interaction payload.
 
@@ -98,22 +86,6 @@ class SlackStub(Serving):
             if message_ts is None
             else f"{self.response_prefix}{message_ts}/{name}"
         )
-
-    def start(self) -> Self:
-        """Serve in a daemon thread."""
-        server = self._server  # a short poll interval: stop() returns quickly
-        self._thread = threading.Thread(
-            target=lambda: server.serve_forever(poll_interval=0.02), name="slack-stub", daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving and close the socket."""
-        self._server.shutdown()
-        self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(5)
 
     def lose_answer(self, method: str) -> None:
         """The next ``method`` call takes effect, then answers 500: its caller never learns the outcome."""

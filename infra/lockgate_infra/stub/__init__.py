@@ -1,4 +1,8 @@
-"""A local stand-in for the Anthropic Messages API: real HTTP on 127.0.0.1, scripted models, token usage."""
+"""A local stand-in for the Anthropic Messages API: real HTTP on 127.0.0.1, scripted models, token usage.
+
+Only generic stand-ins live here; a workflow's own offline model is in its package (the shop's in
+``workflows/shop/offline/``, triage's in ``workflows/triage/model.py``).
+"""
 
 from lockgate_infra.stub.accounting import PromptCache, count_input_tokens, estimate_tokens
 from lockgate_infra.stub.judge import judge_model, with_judge
@@ -8,12 +12,10 @@ from lockgate_infra.stub.models import (
     Reply,
     Scripted,
     StubError,
-    gullible_model,
     malformed_args_model,
     max_tokens_model,
     pause_turn_model,
     refusal_model,
-    shop_model,
 )
 from lockgate_infra.stub.server import StubAnthropic
 
@@ -27,12 +29,10 @@ __all__ = [
     "StubError",
     "count_input_tokens",
     "estimate_tokens",
-    "gullible_model",
     "judge_model",
     "with_judge",
     "malformed_args_model",
     "max_tokens_model",
     "pause_turn_model",
     "refusal_model",
-    "shop_model",
 ]

@@ -83,14 +83,24 @@ def parse_json(text: str) -> Any:
 
 
 @dataclass(frozen=True)
-class Call:
-    """A tool_use the assistant made, with its tool_result if one came back."""
+class ToolCall:
+    """A tool call the model made in the conversation, with its result once one came back."""
 
     id: str
+    """The tool_use block's id."""
+
     name: str
+    """The tool called."""
+
     input: JSON
+    """The arguments it was called with."""
+
     result: str | None = None
+    """The tool_result's text, as the model received it (a value as sorted-key JSON, an error's
+    text); None while no result came back."""
+
     is_error: bool = False
+    """Whether the result is an error (a ToolError, a refusal, a call that waits for a person)."""
 
     @property
     def ok(self) -> bool:
@@ -102,9 +112,9 @@ class Call:
         return parse_json(self.result) if self.result is not None else None
 
 
-def calls(request: JSON) -> list[Call]:
+def calls(request: JSON) -> list[ToolCall]:
     """Every tool call in the conversation, in order, with results from the following user message."""
-    found: list[Call] = []
+    found: list[ToolCall] = []
     turns = messages(request)
     for index, message in enumerate(turns):
         if message.get("role") != "assistant":
@@ -123,7 +133,7 @@ def calls(request: JSON) -> list[Call]:
             tool_input = block.get("input")
             answer = answers.get(ident)
             found.append(
-                Call(
+                ToolCall(
                     id=ident,
                     name=str(block.get("name")),
                     input=tool_input if isinstance(tool_input, dict) else {},
@@ -134,7 +144,7 @@ def calls(request: JSON) -> list[Call]:
     return found
 
 
-def find_call(request: JSON, name: str, tool_input: JSON) -> Call | None:
+def find_call(request: JSON, name: str, tool_input: JSON) -> ToolCall | None:
     """The call with exactly this name and input, if the conversation has one."""
     key = canonical(tool_input)
     for call in calls(request):

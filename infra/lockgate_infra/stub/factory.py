@@ -8,6 +8,13 @@ import re
 from lockgate_infra.stub.replies import Model
 
 SPEC = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+# The example shop's offline models by their short names (`--model demo`, `--model gullible`):
+# the shop's package builds them like any workflow's, these names only spell its factories.
+EXAMPLE_MODELS = {
+    "demo": "shop.model:scripted_model",
+    "shop": "shop.model:scripted_model",
+    "gullible": "shop.model:gullible_model",
+}
 
 
 class ModelFactoryError(ValueError):

@@ -5,7 +5,6 @@
 - ``max_tokens_model``: cut off mid tool call (stop_reason "max_tokens", tool_use input ``{}``).
 - ``malformed_args_model``: breaks the first tool's schema, then corrects itself after an is_error result.
 - ``refusal_model``, ``pause_turn_model``: the "refusal" and "pause_turn" stop reasons.
-- ``gullible_model`` (see ``gullible``) and ``shop_model`` (see ``shop_model``).
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from typing import Any
 
 from lockgate_infra.stub.conversation import (
     JSON,
-    Call,
+    ToolCall,
     find_call,
     messages,
     offered_tools,
@@ -26,9 +25,7 @@ from lockgate_infra.stub.conversation import (
     text,
     tool_use,
 )
-from lockgate_infra.stub.gullible import gullible_model
 from lockgate_infra.stub.replies import Model, Reply, StubError
-from lockgate_infra.stub.shop_model import shop_model
 
 __all__ = [
     "ByModel",
@@ -37,12 +34,10 @@ __all__ = [
     "Reply",
     "Scripted",
     "StubError",
-    "gullible_model",
     "malformed_args_model",
     "max_tokens_model",
     "pause_turn_model",
     "refusal_model",
-    "shop_model",
 ]
 
 
@@ -165,7 +160,7 @@ def malformed_args_model(request: JSON) -> Reply:
     return Reply([text(_outcome(name, retry))], "end_turn")
 
 
-def _outcome(name: str, call: Call) -> str:
+def _outcome(name: str, call: ToolCall) -> str:
     if call.is_error:
         return f"{name} still failed: {(call.result or '')[:200]}"
     return f"Done: {name} returned {(call.result or '')[:200]}"

@@ -27,7 +27,10 @@ class Reply:
     """One assistant message: Messages API content blocks and the stop reason."""
 
     content: list[dict[str, Any]]
+    """The message's content blocks: ``{"type": "text", ...}`` and ``{"type": "tool_use", ...}``."""
+
     stop_reason: str = "end_turn"
+    """Why the turn ended: ``tool_use`` (it calls tools), ``end_turn`` (its last words), ..."""
 
 
 @dataclass(frozen=True)

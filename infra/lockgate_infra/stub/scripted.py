@@ -130,6 +130,22 @@ class ScriptedModel:
     ``Intake`` with (``{name}`` filled, a missing capture is null). A ``{name}`` that no pattern
     captures raises ``ScriptError`` here, not mid-run.
 
+    What the patterns read, exactly as the model receives it:
+
+    - the prompt: the text of the task's first user message (what ``start`` put in ``Start.prompt``);
+    - ``after="tool"``: that tool's latest result. A result is the tool's return value as JSON with
+      sorted keys, ``", "`` and ``": "`` between items, non-ASCII as is: ``{"item_id": "A-1",
+      "notes": [], "status": "open"}`` (so ``'"status": "(?P<status>[a-z]+)"'`` captures ``open``).
+      A result that is an error is its text instead: a ``ToolError``'s message, a refusal, or
+      ``NOT DONE: <tool> needs a person's approval (...)`` for a call that now waits for a person.
+
+    How a turn is made: the rules are tried in order, against the conversation as it is now, on
+    every request. The named groups of every rule that matches combine into one set of captures for
+    the turn (a later rule's group of the same name wins), so one rule may call with what another
+    captured: ``{item}`` from the prompt's rule fills a call of a rule matching a tool's result.
+    A call is made once its captures are all known, and only once per tool and arguments in the
+    conversation; the calls of every matching rule go out together, as one parallel turn.
+
     Call it with a Messages API request (what the local stub server does); it returns the reply.
     """
 

@@ -31,7 +31,6 @@ from lockgate_infra.stub.aws_wire import (
 from lockgate_infra.stub.batches import BATCHES_PATH, BatchDesk
 from lockgate_infra.stub.http_server import StubHttpServer, send_json
 from lockgate_infra.stub.replies import LOG, STOP_REASONS, Model, NotWrittenFor, Reply, StubError
-from lockgate_infra.stub.shop_model import shop_model
 from lockgate_infra.stub.validation import constrained_reply_ok, request_problem
 
 MESSAGES_PATH = "/v1/messages"
@@ -44,7 +43,7 @@ class StubAnthropic(Serving):
 
     def __init__(
         self,
-        model: Model = shop_model,
+        model: Model,
         *,
         clock: Clock | None = None,
         min_cacheable_tokens: int | None = None,  # None: each model's published minimum

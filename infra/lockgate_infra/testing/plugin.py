@@ -27,17 +27,27 @@ if TYPE_CHECKING:  # loaded only when a test asks for a fixture: every pytest ru
 def lockgate_model() -> Model:
     """The model your tasks talk to in ``lockgate_stack``; override this fixture to give yours.
 
-    The default is the example shop's offline demo model, which answers only the shop's tasks.
+    The default: every workflow in the checkout's lockgate.toml with an offline model of its own
+    (``NAME.model:scripted_model``, as the scaffold writes it), each answering its own tasks.
     """
-    from lockgate_infra.stub import shop_model
+    from lockgate_infra.local.model import workflow_models
+    from lockgate_infra.local.stack import default_template_path
 
-    return shop_model
+    return workflow_models(default_template_path().parent / "lockgate.toml")
 
 
 @pytest.fixture
-def lockgate_stack(lockgate_model: Model) -> Iterator[TestStack]:
-    """A started ``TestStack`` with ``lockgate_model``: your workflows on a fresh embedded stack."""
+def lockgate_environment() -> dict[str, str]:
+    """Variables set in every function's environment in ``lockgate_stack``; override this fixture to
+    point your adapters at stand-ins (``{"PAYMENTS_API_URL": payments.url}``). The default: none."""
+    return {}
+
+
+@pytest.fixture
+def lockgate_stack(lockgate_model: Model, lockgate_environment: dict[str, str]) -> Iterator[TestStack]:
+    """A started ``TestStack`` with ``lockgate_model`` and ``lockgate_environment``: your workflows on a
+    fresh embedded stack."""
     from lockgate_infra.testing.stack import TestStack
 
-    with TestStack(lockgate_model) as stack:
+    with TestStack(lockgate_model, environment=lockgate_environment) as stack:
         yield stack

@@ -9,9 +9,7 @@ stdout, which pytest shows for a failing test.
 
 from __future__ import annotations
 
-import json
 import time
-import uuid
 from collections.abc import Mapping
 from contextlib import ExitStack
 from pathlib import Path
@@ -22,9 +20,9 @@ from lockgate.agent.runs import Run, RunStore
 from lockgate.approvals.proposals import Proposal
 from lockgate.clock import SystemClock
 from lockgate.config import LockgateConfig, load_config
-from lockgate.inbox.models import Delivery, delivery_key
+from lockgate.errors import DeliveryNotFound
+from lockgate.inbox.models import Delivery, Status
 from lockgate.inbox.store import InboxStore
-from lockgate.webhooks.signing import sign
 from lockgate_infra.local.approval_walk import Step, decide, local_signer, pending_proposals
 from lockgate_infra.local.loopback import request
 from lockgate_infra.local.run import seed_secrets
@@ -33,15 +31,10 @@ from lockgate_infra.local.stack import LocalStack
 from lockgate_infra.local.workflows import seed_workflows
 from lockgate_infra.serving import Serving
 from lockgate_infra.stub import Model, StubAnthropic, with_judge
+from lockgate_infra.testing.deliveries import Sent, TestStackError, outgoing, raw_body, stored_key
 from lockgate_infra.testing.ledger import LedgerView
 
 STUB_KEY = "test-stub-key"  # the stub checks that a key is sent, not which
-
-
-class TestStackError(AssertionError):
-    """The stack did not reach the state a test step needs (it never went quiet, no link for a reviewer)."""
-
-    __test__ = False  # an error, not a test class
 
 
 class _Switchable:
@@ -52,21 +45,6 @@ class _Switchable:
 
     def __call__(self, request: dict[str, Any]) -> Any:
         return self.model(request)
-
-
-class Sent:
-    """What the gateway answered one delivery, and the inbox key it was stored under."""
-
-    def __init__(self, status: int, body: str, key: str) -> None:
-        self.status = status
-        """The HTTP status the receiver answered: 200 stored (or a duplicate), 401 a bad signature, ..."""
-        self.body = body
-        """The receiver's reply body (JSON text)."""
-        self.key = key
-        """The inbox key, ``"source#delivery_id"``: what ``stack.delivery`` and ``stack.run`` take."""
-
-    def __repr__(self) -> str:
-        return f"Sent({self.status}, {self.key!r})"
 
 
 class TestStack(Serving):
@@ -173,28 +151,35 @@ class TestStack(Serving):
     ) -> Sent:
         """POST ``body`` to ``/webhooks/<source>``, signed as that source's provider signs it.
 
-        ``event`` is the provider's event type (GitHub's X-GitHub-Event, ...); ``delivery_id``
-        defaults to a fresh one; ``secret`` signs with another secret (a forgery); ``wait`` (the
-        default) returns once everything the delivery set off has finished.
+        ``body`` is sent as JSON (a mapping), or as given (bytes or text: a form, Shopify's XML),
+        with the content type its provider sends it with. ``event`` is the provider's event type
+        where the provider puts it in a header (GitHub's X-GitHub-Event, Shopify's topic); where the
+        body carries it (Stripe's ``type``, Slack's ``event.type``), ``event`` is checked against it.
+        ``delivery_id`` is the id where a header carries it (default: a fresh one); Stripe and Slack
+        take theirs from the body. ``secret`` signs with another secret (a forgery); ``wait`` (the
+        default) returns once everything the delivery set off has finished. The key returned is the
+        one the receiver stored it under. TestStackError when ``event`` or ``delivery_id`` disagree
+        with the body (the message says where the provider carries them).
         """
-        raw = (
-            body
-            if isinstance(body, bytes)
-            else body.encode()
-            if isinstance(body, str)
-            else json.dumps(body).encode()
-        )
-        ident = delivery_id or f"test-{uuid.uuid4().hex[:12]}"
-        headers = {"content-type": "application/json"}
+        raw = raw_body(body)
+        url = f"{self.gateway_url}/webhooks/{source}"
         configured = self._configured().source(source)
-        if configured is not None:
-            key = secret or self._secrets.get(source, "")
-            at = int(time.time()) if signed_at is None else signed_at
-            headers = sign(configured, key, raw, at, delivery_id=ident, event_type=event)
-        status, answer = request(f"{self.gateway_url}/webhooks/{source}", raw, headers)
+        if configured is None:  # no such source: the receiver answers 404, as it would a stranger
+            status, answer = request(url, raw, {"content-type": "application/json"})
+            return Sent(status, answer, "")
+        at = int(time.time()) if signed_at is None else signed_at
+        signed = outgoing(
+            configured,
+            secret or self._secrets.get(source, ""),
+            raw,
+            at,
+            event=event,
+            delivery_id=delivery_id,
+        )
+        status, answer = request(url, signed.body, signed.headers)
         if wait:
             self.drain()
-        return Sent(status, answer, delivery_key(source, ident))
+        return Sent(status, answer, stored_key(answer))
 
     def drain(self, timeout: float | None = None) -> None:
         """Wait until every queue and stream is empty and nothing runs; TestStackError if it never is."""
@@ -212,13 +197,18 @@ class TestStack(Serving):
 
     def delivery(self, key: str | Sent) -> Delivery:
         """The inbox item for a delivery (``"github#abc"``, or what ``send`` returned)."""
-        return InboxStore(self.client("dynamodb"), self.table("InboxTable")).get(_key(key))
+        pk = _key(key)
+        try:
+            return InboxStore(self.client("dynamodb"), self.table("InboxTable")).get(pk)
+        except DeliveryNotFound:
+            raise TestStackError(f"no delivery {pk} in the inbox: see what send() returned") from None
 
     def run(self, key: str | Sent) -> Run:
         """The agent run a delivery started (runs are keyed by their delivery)."""
-        found = RunStore(self.client("dynamodb"), self.table("StateTable"), SystemClock()).get(_key(key))
+        pk = _key(key)
+        found = RunStore(self.client("dynamodb"), self.table("StateTable"), SystemClock()).get(pk)
         if found is None:
-            raise TestStackError(f"no agent run for {_key(key)}: was it routed to a task?")
+            raise TestStackError(f"no agent run for {pk}: {_why_no_run(self.delivery(pk))}")
         return found
 
     @property
@@ -295,4 +285,15 @@ class TestStack(Serving):
 
 
 def _key(key: str | Sent) -> str:
+    if isinstance(key, Sent) and not key.stored:
+        raise TestStackError(f"nothing was stored: the receiver answered {key.status} {key.body}")
     return key.key if isinstance(key, Sent) else key
+
+
+def _why_no_run(delivery: Delivery) -> str:
+    """What the worker recorded instead of a run: the real cause, not a guess."""
+    if delivery.status is Status.FAILED:
+        return f"the delivery was set aside ({delivery.last_error or 'no error recorded'})"
+    if delivery.status is Status.DONE:
+        return f"the worker recorded {delivery.outcome!r} (no task ran)"
+    return f"the delivery is still {delivery.status.value} (did the step wait?)"

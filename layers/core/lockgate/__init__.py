@@ -20,7 +20,7 @@ Packages, each importing only from those below it (``tests/unit/test_layers.py``
     capacity            spend caps, rate limits, circuit breaker, admission of each model call
     model               the Messages API client, retry budget, prices, usage, prompt and response caches
     inbox               receipt, the idempotent inbox store and queue, the worker's lease loop, routing
-    webhooks            the signature schemes and delivery identity
+    webhooks            the signature schemes, delivery identity, the event a body carries (any content type)
     mcp                 tools from MCP servers: definitions as pinned, the pin file, a client whose
                         failures are typed (the SDK loads only when a server is called)
     foundations         clock, errors, config, settings, secrets, dynamo, telemetry, tracing, http,

@@ -3,7 +3,17 @@
 from __future__ import annotations
 
 import threading
+import warnings
 from typing import Any, Protocol
+
+# What Powertools' log_metrics warns on each invocation that added no metric. Here that is normal
+# (a page opened, a version checked, a job with nothing to do), and the warning only fills the console.
+EMPTY_METRICS = "No application metrics to publish"
+
+
+def expect_empty_metrics() -> None:
+    """Silence that one warning (each handler calls this at import); every other warning still shows."""
+    warnings.filterwarnings("ignore", message=EMPTY_METRICS, category=UserWarning)
 
 
 class Log(Protocol):

@@ -42,7 +42,8 @@ class DecisionResponse:
 
     outcome: str
     """``rejected`` (nothing ran), ``edited`` (a reviewer changed the arguments and it ran),
-    ``failed`` (the edited call ran and failed) or ``refused`` (the edited call was refused by policy)."""
+    ``failed`` (the edited call ran and failed), ``refused`` (the edited call was refused by policy) or
+    ``expired`` (nobody decided in time, or it was not run in time: nothing ran)."""
 
     by: tuple[str, ...] = ()
     """Who decided: the rejecting reviewers, or the editor and the approvers of the edited version."""
@@ -112,5 +113,5 @@ class DecisionResponse:
         )
 
     def notice_outcome(self) -> str:
-        """The ``DecisionNotice`` outcome for this decision: rejected, done (an edit ran) or failed."""
-        return {"rejected": "rejected", "edited": "done"}.get(self.outcome, "failed")
+        """The ``DecisionNotice`` outcome: rejected, done (an edit ran), expired or failed."""
+        return {"rejected": "rejected", "edited": "done", "expired": "expired"}.get(self.outcome, "failed")

@@ -24,7 +24,8 @@ SCHEMA: dict[str, Any] = {
     "name": TOOL,
     "description": (
         "What a person decided on one of your proposals (a call that waited for a person's approval): "
-        "rejected, with the reviewer's words if they gave any, or changed by the reviewer and run. "
+        "rejected, with the reviewer's words if they gave any; changed by the reviewer and run; or "
+        "expired, because nobody decided in time (nothing ran). "
         "Lockgate calls it for you when the decision comes; call it yourself only to read a decision "
         "again."
     ),

@@ -18,6 +18,7 @@ from lockgate.actions.proposing import Proposer
 from lockgate.agent import decision_step
 from lockgate.agent.batches import Batches
 from lockgate.agent.intake import AdmittedReplies, IntakeResult, take_in, with_request
+from lockgate.agent.run_gaps import RunGaps
 from lockgate.agent.run_totals import Totals
 from lockgate.agent.runs import Run, Runs
 from lockgate.agent.screen import ScreenCalls, Screener, expected_screen
@@ -33,7 +34,6 @@ from lockgate.config.model import ApprovalsConfig
 from lockgate.inbox.routing import InboxEvent
 from lockgate.model.client import ModelClient, ModelReply, ModelRequest
 from lockgate.model.price_table import PriceTable
-from lockgate.model.prompt_cache import prefix_tokens
 from lockgate.model.response_cache import ResponseCache
 from lockgate.model.usage import NoUsageMetrics, UsageMetrics, UsageRollup
 from lockgate.telemetry import Log, Metrics
@@ -72,21 +72,18 @@ class AgentLoop:
         count_tokens: bool = False,
         calls_ahead: int = DEFAULT_CALLS_AHEAD,
         rules: ApprovalsConfig | None = None,
+        gaps: RunGaps | None = None,
     ) -> None:
         self._model = model
+        self._gaps = gaps or RunGaps()  # how far apart each task's runs start, for cache_ttl="auto"
         self._runs = runs
         self._clock = clock
         self._log = log
         self._metrics = metrics
         self._tool_calls = ToolCalls(
-            runs=runs,
-            ledger=ledger,
-            log=log,
-            metrics=metrics,
-            screener=screener,
-            approvals=approvals,
+            runs=runs, ledger=ledger, log=log, metrics=metrics, screener=screener, approvals=approvals,
             rules=rules,
-        )
+        )  # fmt: skip
         self._prices = prices  # every call's estimate and cost, and each model's cacheable minimum
         self._calls = Admission(
             model,
@@ -138,7 +135,7 @@ class AgentLoop:
         run = self._runs.open(event.delivery.pk, task.name, event.delivery.pk)
         state, totals, prices = RunState(start.facts), Totals(self._prices), self._prices
         tools = [t.schema() for t in task.tools]
-        cache_ttl = task.prompt_cache_ttl(prefix_tokens(task.system_prompt(), tools), prices)
+        cache_ttl = self._gaps.cache_ttl(task, tools, prices, event.delivery.pk, self._clock.now())
         prompt = start.prompt
         if allowances is not None:  # the models the run will call are admitted in its first write
             allowances.expect(task.model, *_first_call(prices, task, tools, prompt, cache_ttl))

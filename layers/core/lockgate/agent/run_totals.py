@@ -19,7 +19,7 @@ class Totals:
     """Running totals for the run record, each call priced by ``prices``."""
 
     prices: PriceTable
-    usage: dict[str, int] = field(default_factory=lambda: dict(Usage().as_dict()))
+    usage: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TOKEN_FIELDS, 0))
     cost_usd: float = 0.0
     model_calls: int = 0
     replayed_steps: int = 0
@@ -42,8 +42,9 @@ class Totals:
             self._count(model, usage, usd, calls=counts["calls"], cache_hits=counts["cache_hits"])
 
     def _count(self, model: str, usage: Usage, usd: float, **counts: int) -> None:
-        for key, value in usage.as_dict().items():
-            self.usage[key] += value
+        counted = usage.as_dict()
+        for key in TOKEN_FIELDS:
+            self.usage[key] += counted[key]
         self.cost_usd = round(self.cost_usd + usd, 6)
         self.by_model.setdefault(model, ModelTotals()).add(usage, usd, **counts)
 

@@ -94,7 +94,7 @@ def extract[T: BaseModel](
             output_schema=output_schema,
         )
         reply = model.create(request, deadline)
-        usage = _add(usage, reply.usage)
+        usage = usage + reply.usage
         value, problems = _check(reply, schema, source, grounding, native)
         if value is not None:
             return Extraction(value=value, gave_up=False, problems=[], attempts=attempt, usage=usage)
@@ -257,12 +257,3 @@ def _decimal(value: object) -> Decimal | None:
     except InvalidOperation:
         return None
     return number if number.is_finite() else None
-
-
-def _add(a: Usage, b: Usage) -> Usage:
-    return Usage(
-        input_tokens=a.input_tokens + b.input_tokens,
-        output_tokens=a.output_tokens + b.output_tokens,
-        cache_creation_input_tokens=a.cache_creation_input_tokens + b.cache_creation_input_tokens,
-        cache_read_input_tokens=a.cache_read_input_tokens + b.cache_read_input_tokens,
-    )

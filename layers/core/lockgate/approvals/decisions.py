@@ -129,12 +129,12 @@ class DecisionRecorder:
         (``standing``: as read already; None reads it), else None."""
         standing = standing if standing is not None else self._decisions.standing(proposal.approval_id)
         current = standing.current(proposal)
-        eligible = eligible_reviewers(self._config, proposal, current, self._clock.now())
+        eligible = eligible_reviewers(self._config, proposal, current)
         return next((r for r in eligible if r.id == reviewer_id), None)
 
     def allowed(self, proposal: Proposal, standing: Standing) -> frozenset[str]:
         """The ids of the reviewers who may decide the current version now."""
-        return allowed_ids(self._config, proposal, standing, self._clock.now())
+        return allowed_ids(self._config, proposal, standing)
 
     def requirement(self, proposal: Proposal, standing: Standing) -> Requirement:
         """What the current version needs, and which rules said so."""
@@ -261,7 +261,7 @@ class DecisionRecorder:
         as_edited = Current(
             version.n, version.args, version.fingerprint, editor, version.summary, requirement
         )
-        if editor not in {r.id for r in eligible_reviewers(self._config, proposal, as_edited, now)}:
+        if editor not in {r.id for r in eligible_reviewers(self._config, proposal, as_edited)}:
             raise EditRefused(f"as edited it needs {requirement.describe()}; {editor} may not approve it")
         return version
 

@@ -82,11 +82,10 @@ class LinkSigner:
 
     def links_for(self, proposal: Proposal, base_url: str | None = None) -> dict[str, str]:
         """Reviewer id → link under ``base_url`` (default: the configured one), expiring with the proposal:
-        one for each reviewer who may decide it as made (escalation sends the others theirs later)."""
-        now = int(self._clock.now())
+        one for each reviewer who may decide it as made (and its escalation group, once escalated)."""
         return {
             reviewer.id: self.link_for(proposal, reviewer.id, base_url)
-            for reviewer in eligible_reviewers(self._config, proposal, Standing().current(proposal), now)
+            for reviewer in eligible_reviewers(self._config, proposal, Standing().current(proposal))
         }
 
     def link_for(self, proposal: Proposal, reviewer_id: str, base_url: str | None = None) -> str:

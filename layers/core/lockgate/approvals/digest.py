@@ -119,7 +119,7 @@ class ReviewDigest:
         found = []
         for proposal in self._proposals.created_since(int(now) - LOOKBACK_SECONDS):
             standing = self._decisions.standing(proposal.approval_id)
-            if reviewer.id not in allowed_ids(self._config, proposal, standing, now):
+            if reviewer.id not in allowed_ids(self._config, proposal, standing):
                 continue
             if current_state(self._config, proposal, standing, now) is not State.PENDING:
                 continue

@@ -27,10 +27,13 @@ def requirement_of(config: ApprovalsConfig, proposal: Proposal, current: Current
     return stored.stricter(section.requirement(current.args))
 
 
-def escalated(config: ApprovalsConfig, proposal: Proposal, now: float) -> bool:
-    """Whether the proposal has waited long enough to be escalated to its tool's second group."""
-    minutes = config.for_tool(proposal.tool).escalate_after_minutes
-    return minutes is not None and now >= escalation_time(proposal, minutes)
+def escalated(config: ApprovalsConfig, proposal: Proposal) -> bool:
+    """Whether the escalate-approvals job escalated the proposal to its tool's second group.
+
+    A recorded fact, not the clock: every side (the page, Slack, the worker) agrees on it, on a
+    schedule's time (``lockgate local --clock-speed``) as on AWS's.
+    """
+    return proposal.escalated_at is not None and bool(config.for_tool(proposal.tool).escalate_roles)
 
 
 def escalation_time(proposal: Proposal, minutes: int) -> int:
@@ -38,37 +41,34 @@ def escalation_time(proposal: Proposal, minutes: int) -> int:
     return min(proposal.created_at + minutes * 60, proposal.expires_at)
 
 
-def eligible_reviewers(
-    config: ApprovalsConfig, proposal: Proposal, current: Current, now: float
-) -> tuple[Reviewer, ...]:
-    """The configured reviewers who may decide ``current`` at ``now`` (none for a refused version)."""
+def eligible_reviewers(config: ApprovalsConfig, proposal: Proposal, current: Current) -> tuple[Reviewer, ...]:
+    """The configured reviewers who may decide ``current`` (none for a refused version): its
+    requirement's roles, and once escalated, the tool's escalate_roles."""
     requirement = requirement_of(config, proposal, current)
     if requirement.refused:
         return ()
     found = list(config.reviewers_with(requirement.roles))
-    if escalated(config, proposal, now):
+    if escalated(config, proposal):
         extra = config.reviewers_with(config.for_tool(proposal.tool).escalate_roles)
         found += [r for r in extra if r not in found]
     return tuple(found)
 
 
 def approvers_suffice(
-    config: ApprovalsConfig, proposal: Proposal, requirement: Requirement, approvers: list[str], now: float
+    config: ApprovalsConfig, proposal: Proposal, requirement: Requirement, approvers: list[str]
 ) -> bool:
     """Whether ``approvers`` meet ``requirement`` (read again as the call is about to run)."""
     if requirement.refused:
         return False
     eligible = {r.id for r in config.reviewers_with(requirement.roles)}
-    if escalated(config, proposal, now):
+    if escalated(config, proposal):
         eligible |= {r.id for r in config.reviewers_with(config.for_tool(proposal.tool).escalate_roles)}
     return len({a for a in approvers if a in eligible}) >= requirement.reviewers_required
 
 
-def allowed_ids(
-    config: ApprovalsConfig, proposal: Proposal, standing: Standing, now: float
-) -> frozenset[str]:
+def allowed_ids(config: ApprovalsConfig, proposal: Proposal, standing: Standing) -> frozenset[str]:
     """The ids of ``eligible_reviewers`` for the current version."""
-    return frozenset(r.id for r in eligible_reviewers(config, proposal, standing.current(proposal), now))
+    return frozenset(r.id for r in eligible_reviewers(config, proposal, standing.current(proposal)))
 
 
 def escalation_reviewers(
@@ -90,7 +90,7 @@ def current_state(config: ApprovalsConfig, proposal: Proposal, standing: Standin
     it allows."""
     current = standing.current(proposal)
     required = requirement_of(config, proposal, current).reviewers_required
-    allowed = allowed_ids(config, proposal, standing, now)
+    allowed = allowed_ids(config, proposal, standing)
     return state_of(proposal, standing.decisions, now, allowed, standing.versions, required)
 
 

@@ -81,7 +81,7 @@ class ApprovalExecutor:
             return self._not_run(proposal.approval_id, "an answer about an operation: reconcile applies it")
         standing = self._decisions.standing(proposal.approval_id)
         now = self._clock.now()
-        allowed = allowed_ids(self._config, proposal, standing, now)
+        allowed = allowed_ids(self._config, proposal, standing)
         state = current_state(self._config, proposal, standing, now)
         task = self._tasks.get(proposal.task)
         if data.get("state") == EXPIRED_EVENT:
@@ -97,7 +97,7 @@ class ApprovalExecutor:
             return self._settled(proposal, run)
         if state is not State.APPROVED:
             if state is State.EXPIRED:
-                self._teller.tell(task, proposal, "expired", "nobody decided in time")
+                self._teller.expired(task, proposal, "nobody decided in time")
                 self._release(proposal)
             return self._not_run(proposal.approval_id, f"not approved ({state.value})")
         approved = standing.approved_at(proposal, allowed)
@@ -130,15 +130,15 @@ class ApprovalExecutor:
     ) -> str:
         """Tell the task "expired" only if nobody decided in time, or it was approved but never ran."""
         if state is State.EXPIRED:
-            self._teller.tell(task, proposal, "expired", "nobody decided in time")
+            self._teller.expired(task, proposal, "nobody decided in time")
             return self._settled(
                 proposal, self._not_run(proposal.approval_id, "expired: nobody decided in time")
             )
-        allowed = allowed_ids(self._config, proposal, standing, now)
+        allowed = allowed_ids(self._config, proposal, standing)
         approved = standing.approved_at(proposal, allowed)
         window_passed = state is State.APPROVED and now > approved + proposal.run_within_seconds
         if window_passed and not action_ran(self._ledger, task, proposal, standing.current(proposal)):
-            self._teller.tell(task, proposal, "expired", "approved, but not run within the run window")
+            self._teller.expired(task, proposal, "approved, but not run within the run window")
             return self._settled(
                 proposal, self._not_run(proposal.approval_id, "expired: approved but not run in time")
             )
@@ -234,13 +234,13 @@ class ApprovalExecutor:
                 # A newer deployment changed what the tool takes: what the person approved is not what
                 # would run now. It expires instead, and the task is told (lockgate.schema's rule).
                 changed = "the action changed in a newer version of the tool"
-                self._teller.tell(task, proposal, "expired", changed)
+                self._teller.expired(task, proposal, changed)
             if task is None or examined.unfit in (Unfit.GONE, Unfit.SCHEMA):
                 return self._not_run(proposal.approval_id, examined.reason)
             return self._edit_refused(task, proposal, current, approvers, examined.reason)
         # The rules are read again now (a hook may read facts that changed): too few approvers, no run.
         enough = approvers == [VETO_PASSED] or approvers_suffice(  # a veto window nobody vetoed: runs
-            self._config, proposal, examined.requirement, approvers, self._clock.now()
+            self._config, proposal, examined.requirement, approvers
         )
         if not enough and task is not None:
             who = ", ".join(approvers) or "nobody"

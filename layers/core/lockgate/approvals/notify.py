@@ -38,7 +38,13 @@ class Channel(Protocol):
 
 
 def message_text(proposal: Proposal) -> str:
-    """The short text every channel sends (no arguments beyond the summary)."""
+    """The short text every channel sends (no arguments beyond the summary); an escalated proposal
+    says that nobody decided it in time."""
+    if proposal.escalated_at is not None:
+        return (
+            f"Escalated to you ({proposal.task}): nobody has decided {proposal.summary} yet. "
+            "Open your personal link to review; nothing happens unless it is approved."
+        )
     return (
         f"Approval needed ({proposal.task}): {proposal.summary}. "
         "Open your personal link to review; nothing happens unless you approve."
@@ -57,7 +63,8 @@ class EmailChannel:
     def send(self, reviewer: Reviewer, proposal: Proposal, link: str) -> None:
         """One email to the reviewer's address; skipped when they have none."""
         text = f"{message_text(proposal)}\n\n{link}\n"
-        self.send_text(reviewer, f"Approval needed: {proposal.summary}", text)
+        what = "Escalated to you" if proposal.escalated_at is not None else "Approval needed"
+        self.send_text(reviewer, f"{what}: {proposal.summary}", text)
 
     def send_text(self, reviewer: Reviewer, subject: str, text: str) -> bool:
         """A plain-text email to this reviewer only (its links are theirs); False without an address."""
@@ -183,14 +190,15 @@ class Notifier:
         self._log = log
         self._metrics = metrics
 
-    def notify(self, proposal: Proposal) -> None:
-        """Notify everyone; raise if any channel failed, so the stream retries the record."""
+    def notify(self, proposal: Proposal, only: Sequence[str] | None = None) -> None:
+        """Notify everyone (``only``: just these reviewers, as an escalation does); raise if any channel
+        failed, so the stream retries the record."""
         attributes = {"lockgate.approval.id": proposal.approval_id, "lockgate.approval.tool": proposal.tool}
         with tracing.span("notify reviewers", parent=proposal.extra.get("trace"), attributes=attributes):
-            self._notify(proposal)
+            self._notify(proposal, only)
 
-    def _notify(self, proposal: Proposal) -> None:
-        links = self._links(proposal)
+    def _notify(self, proposal: Proposal, only: Sequence[str] | None) -> None:
+        links = {k: v for k, v in self._links(proposal).items() if only is None or k in only}
         failures = 0
         deliveries: list[tuple[Channel, Reviewer | None, str | None]] = []
         for channel in self._channels:

@@ -61,6 +61,10 @@ class Proposal:
     # Who must approve the call as proposed, and which approval rules said so (older items: None,
     # read as the tool's section in lockgate.toml with reviewers_required).
     requirement: Requirement | None = None
+    # When the escalate-approvals job escalated it to its tool's escalate_roles (None: not escalated).
+    # Set once, afterwards, and the only thing ever set on a stored proposal; never part of what is
+    # approved (its fingerprint), never written by the worker.
+    escalated_at: int | None = None
 
     def to_item(self) -> dict[str, Any]:
         """The DynamoDB item (low-level); ``facts`` only when there are some (older readers ignore it)."""
@@ -124,6 +128,7 @@ class Proposal:
                 for f in json.loads(s.get("facts", "[]"))
             ),
             requirement=Requirement.from_json(json.loads(s["requirement"])) if "requirement" in s else None,
+            escalated_at=n.get("escalated_at"),
         )
 
 
@@ -156,6 +161,24 @@ class ProposalStore:
         except BotoCoreError as exc:
             raise StoreUnavailable(type(exc).__name__) from exc
         return proposal, True
+
+    def escalate(self, approval_id: str, at: int) -> bool:
+        """Mark a stored proposal escalated at ``at``, once; False if it was already (or does not exist)."""
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key={"approval_id": {"S": approval_id}},
+                UpdateExpression="SET escalated_at = :at",
+                ConditionExpression="attribute_exists(approval_id) AND attribute_not_exists(escalated_at)",
+                ExpressionAttributeValues={":at": {"N": str(at)}},
+            )
+        except ClientError as exc:
+            if conditional_failed(exc):
+                return False
+            raise StoreUnavailable(type(exc).__name__) from exc
+        except BotoCoreError as exc:
+            raise StoreUnavailable(type(exc).__name__) from exc
+        return True
 
     def get(self, approval_id: str) -> Proposal | None:
         """A proposal by id, or None (an unknown or fabricated id)."""

@@ -188,7 +188,7 @@ class LinkReissuer:
         if proposal is None:
             return None
         standing = self._decisions.standing(approval_id)
-        if reviewer.id not in allowed_ids(self._config, proposal, standing, now):
+        if reviewer.id not in allowed_ids(self._config, proposal, standing):
             return None
         if current_state(self._config, proposal, standing, now) is not State.PENDING:
             return None

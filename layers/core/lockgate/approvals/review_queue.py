@@ -74,5 +74,5 @@ class ReviewQueue:
             state,
             tuple(standing.versions),
             requirement_of(self._config, proposal, current),
-            tuple(r.id for r in eligible_reviewers(self._config, proposal, current, now)),
+            tuple(r.id for r in eligible_reviewers(self._config, proposal, current)),
         )

@@ -142,7 +142,7 @@ class SlackPosts:
         standing = self._decisions.standing(proposal.approval_id)
         state = current_state(self._config, proposal, standing, self._clock.now())
         current = standing.current(proposal)
-        reviewers = eligible_reviewers(self._config, proposal, current, self._clock.now())
+        reviewers = eligible_reviewers(self._config, proposal, current)
         allowed = {r.id for r in reviewers}
         # What counts: allowed reviewers' rejections, and their approvals of the current version.
         counted = [

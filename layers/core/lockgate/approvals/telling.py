@@ -1,7 +1,8 @@
 """Closing the loop after a decision: the task's ``on_decision`` hook, or the run itself.
 
-A task that sets ``Task.respond`` hears a rejection (with the reviewer's words) and an edited call
-(what ran, or why it did not) as its proposed call's result, and its run continues
+A task that sets ``Task.respond`` hears a rejection (with the reviewer's words), an edited call
+(what ran, or why it did not) and an expiry (nobody decided in time) as its proposed call's
+result, and its run continues
 (``lockgate.actions.responses``). Everything else, and every task without ``respond``, goes to
 ``on_decision`` once per proposal and outcome, through the ledger.
 """
@@ -71,6 +72,13 @@ class Teller:
             facts=dict(proposal.extra.get("facts", {})),
         )
         enqueue(self._inbox, self._queue, response.to_event(int(self._clock.now())), self._log)
+
+    def expired(self, task: Task | None, proposal: Proposal, detail: str) -> None:
+        """Nothing will run: the run hears it (``Task.respond``) and continues, or the task is told."""
+        if self.responds(task):
+            self.respond(proposal, "expired", [], detail)
+        else:
+            self.tell(task, proposal, "expired", detail)
 
     def tell(  # noqa: PLR0913 - the notice's parts
         self,

@@ -44,7 +44,7 @@ def proposal_view(
             for d in standing.decisions
         ],
         facts=list(proposal.facts),
-        reviewers=[(r.id, r.name or r.id) for r in eligible_reviewers(config, proposal, current, now)],
+        reviewers=[(r.id, r.name or r.id) for r in eligible_reviewers(config, proposal, current)],
         run_within_seconds=proposal.run_within_seconds,
         after_approve=str(after.get("approve", "")),
         after_reject=str(after.get("reject", "")),

@@ -146,11 +146,11 @@ class ProviderPrice:
 class ModelConfig:
     """Prices of a model id Lockgate has no published price for, in USD per million tokens.
 
-    Dated ids match by prefix, as the published ones do: `[models."claude-3-5-haiku"]` prices
-    `claude-3-5-haiku-latest` and the dated id the API answers as. An entry for a published id
+    Dated ids match by prefix, as the published ones do: `[models."claude-haiku-6"]` prices
+    `claude-haiku-6-latest` and the dated id the API answers as. An entry for a published id
     replaces its published price (a negotiated rate). The three prices apply on every provider;
     a table per provider (`[models."claude-sonnet-5-5".bedrock]`) prices it there instead, and
-    may stand alone (a Bedrock price, where Lockgate ships none).
+    may stand alone (a rate on one provider only, e.g. for an application inference profile).
     """
 
     input: float | None = None  # uncached input; a cache write costs this × 1.25 (5 minutes) or × 2 (1 hour)

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from lockgate.errors import BadDelivery
 from lockgate.freshness import EntityVersions
 from lockgate.inbox.models import Delivery, Status, delivery_key
 from lockgate.telemetry import Log, Metrics
+from lockgate.webhooks.decode import event_document
 
 
 @dataclass(frozen=True)
@@ -50,11 +49,13 @@ class InboxEvent:
         return self.delivery.event_type
 
     def json(self) -> Any:
-        """The body parsed as JSON; BadDelivery if it is not JSON."""
-        try:
-            return json.loads(self.body)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise BadDelivery("body is not JSON") from exc
+        """The event the body carries, as JSON data, as the receiver decoded it; BadDelivery if none.
+
+        A JSON body parsed; a form body's ``payload=<JSON>`` (GitHub's form option, Slack's
+        interactivity) parsed, or its fields as an object of strings (a Slack slash command);
+        Shopify's XML as its JSON twin. So each content type a provider offers is the same event.
+        """
+        return event_document(self.body, self.delivery.content_type)
 
 
 @dataclass

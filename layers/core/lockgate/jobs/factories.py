@@ -49,6 +49,15 @@ def expire_approvals(resources: JobResources) -> Job:
     )
 
 
+def escalate_approvals(resources: JobResources) -> Job:
+    """escalate-approvals: proposals (read, and their one escalation mark) and decisions (read)."""
+    from lockgate.jobs.builtin.escalate_approvals import ApprovalEscalation
+
+    return ApprovalEscalation(
+        proposals=_proposals(resources), decisions=_decisions(resources), config=resources.config.approvals
+    )
+
+
 def reconcile_operations(resources: JobResources) -> Job:
     """reconcile-operations: the ledger, the tasks' reconcile hooks, and proposals for a person."""
     from lockgate.jobs.builtin.reconcile_operations import OperationReconciler

@@ -99,6 +99,13 @@ BUILTIN_JOBS: tuple[JobSpec, ...] = (
         loads_workflows=True,
     ),
     JobSpec(
+        "escalate-approvals",
+        "rate(5 minutes)",
+        factories.escalate_approvals,
+        "send requests nobody decided in time to their tool's second group (escalate_roles)",
+        flexible_minutes=1,
+    ),
+    JobSpec(
         "reconcile-operations",
         "rate(15 minutes)",
         factories.reconcile_operations,

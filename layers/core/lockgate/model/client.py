@@ -28,31 +28,13 @@ from lockgate.model.breakpoints import canonical_messages, mark_conversation, ma
 from lockgate.model.errors import ModelError, classify, retry_after
 from lockgate.model.providers import provider as provider_named
 from lockgate.model.retrybudget import RetryBudget
+from lockgate.model.tokens import Usage, written_for_five_minutes
 from lockgate.telemetry import Log, Metrics
 
 SAFETY_SECONDS = 5.0  # leave this much of the deadline for recording the outcome
 COUNT_TIMEOUT_SECONDS = 10.0
 
 __all__ = ["ModelClient", "ModelError", "ModelReply", "ModelRequest", "Usage", "classify"]
-
-
-@dataclass(frozen=True)
-class Usage:
-    """Tokens billed for one call."""
-
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_creation_input_tokens: int = 0
-    cache_read_input_tokens: int = 0
-
-    def as_dict(self) -> dict[str, int]:
-        """JSON-ready."""
-        return {
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "cache_creation_input_tokens": self.cache_creation_input_tokens,
-            "cache_read_input_tokens": self.cache_read_input_tokens,
-        }
 
 
 @dataclass(frozen=True)
@@ -290,6 +272,7 @@ def _reply(message: Any, attempts: int) -> ModelReply:
             output_tokens=usage.output_tokens or 0,
             cache_creation_input_tokens=getattr(usage, "cache_creation_input_tokens", 0) or 0,
             cache_read_input_tokens=getattr(usage, "cache_read_input_tokens", 0) or 0,
+            cache_creation_5m_input_tokens=written_for_five_minutes(usage),
         ),
         model=str(message.model),
         request_id=getattr(message, "_request_id", None),

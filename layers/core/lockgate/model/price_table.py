@@ -7,10 +7,12 @@ A function refuses to start with a configured id the table does not know (``requ
 call it makes is priced at a real rate. A reply whose id matches nothing (a model the API swapped
 in) is still priced, as the dearest model in the table: a spend cap never under-counts.
 
-Prices are per provider (``lockgate.model.pricing.PROVIDER_PRICES``, each with its source and
-date): the deployment's ``[provider]`` chooses the table, and ``[models."<id>"]`` adds to it, with
-a table per provider (``[models."<id>".bedrock]``) where a provider's price differs or Lockgate
-ships none. Nothing that prices a call knows which provider answered.
+Prices are per provider (``lockgate.model.pricing``, from genai-prices, each with its source and
+date): the deployment's ``[provider]`` chooses the table; on Bedrock, each model's id in
+``[provider.bedrock_models]`` chooses between the global and the regional price (``global.`` or
+not). ``[models."<id>"]`` goes over them, with a table per provider (``[models."<id>".bedrock]``)
+where a deployment's price differs (a negotiated rate) or the library has none. Nothing that
+prices a call knows which provider answered.
 """
 
 from __future__ import annotations
@@ -25,16 +27,23 @@ from lockgate.errors import ConfigError
 from lockgate.model.client import Usage
 from lockgate.model.pricing import (
     PRICES,
-    PROVIDER_PRICES,
     Price,
+    Sourced,
+    bedrock_endpoint,
     cost_usd,
     dearest,
+    endpoint_prices,
     estimate_usd,
+    matching_name,
     model_entry,
+    provider_prices,
 )
 from lockgate.model.prompt_cache import UNKNOWN_MODEL_MIN_CACHEABLE, min_cacheable_tokens
 
 EXAMPLE_DATED_ID = "claude-sonnet-4-5-20250929"
+
+
+CONFIGURED = "lockgate.toml"  # the source of a price given in [models]
 
 
 @dataclass(frozen=True)
@@ -43,6 +52,8 @@ class ModelEntry:
 
     price: Price
     min_cacheable_tokens: int
+    source: str = CONFIGURED  # where the price comes from: the library and its reference, or the config
+    as_of: str | None = None  # the day it was read there (YYYY-MM-DD); None: the deployment's own
 
 
 @dataclass(frozen=True)
@@ -53,15 +64,31 @@ class PriceTable:
     provider: str = "anthropic"  # whose prices these are (lockgate.toml [provider])
 
     @classmethod
-    def published(cls, provider: str = "anthropic") -> PriceTable:
-        """The published prices only (``lockgate.model.pricing.PROVIDER_PRICES``)."""
-        return cls.from_config({}, provider)
+    def published(
+        cls, provider: str = "anthropic", bedrock_models: Mapping[str, str] | None = None
+    ) -> PriceTable:
+        """The published prices only (``lockgate.model.pricing``)."""
+        return cls.from_config({}, provider, bedrock_models)
 
     @classmethod
-    def from_config(cls, models: Mapping[str, ModelConfig], provider: str = "anthropic") -> PriceTable:
-        """``provider``'s published prices with the config's ``[models]`` over them (an entry there wins)."""
-        published = PROVIDER_PRICES[provider]
-        entries = {name: ModelEntry(price, min_cacheable_tokens(name)) for name, price in published.items()}
+    def from_config(
+        cls,
+        models: Mapping[str, ModelConfig],
+        provider: str = "anthropic",
+        bedrock_models: Mapping[str, str] | None = None,
+    ) -> PriceTable:
+        """``provider``'s published prices with the config's ``[models]`` over them (an entry there wins).
+
+        ``bedrock_models`` (``[provider.bedrock_models]``): each model id's Bedrock id, whose endpoint
+        kind (global or regional) prices that model; an id not named there is priced as regional.
+        """
+        entries = {name: _entry(name, sourced) for name, sourced in provider_prices(provider).items()}
+        if provider == "bedrock":
+            for name, bedrock_id in (bedrock_models or {}).items():
+                on = endpoint_prices(bedrock_endpoint(bedrock_id))
+                family_name = matching_name(on, name)
+                if family_name is not None:
+                    entries[name] = _entry(name, on[family_name])
         for name, given in models.items():
             rates, minimum = given.price_on(provider), given.min_cacheable_tokens
             if rates is None:
@@ -76,7 +103,7 @@ class PriceTable:
     @classmethod
     def for_deployment(cls, config: LockgateConfig) -> PriceTable:
         """The deployment's prices ([provider], [models]); ConfigError for a [capacity.models] id it lacks."""
-        prices = cls.from_config(config.models, config.provider.name)
+        prices = cls.from_config(config.models, config.provider.name, config.provider.bedrock_models)
         for model in config.capacity.models:
             prices.require(model, "lockgate.toml: [capacity.models] key")
         return prices
@@ -143,3 +170,7 @@ class PriceTable:
     def _dearest(self) -> Price:
         # A provider table without entries (Bedrock priced by nothing) still never under-counts.
         return dearest([entry.price for entry in self.entries.values()] or PRICES.values())
+
+
+def _entry(name: str, sourced: Sourced) -> ModelEntry:
+    return ModelEntry(sourced.price, min_cacheable_tokens(name), sourced.source, sourced.as_of)

@@ -1,6 +1,11 @@
-"""Published model prices, dated and in one place, and what a call costs at a price. USD per million tokens.
+"""Which prices each provider's calls are charged at, with their sources, and what a call costs.
 
-Which price a model id has (these, and the deployment's own ``[models]``) is ``price_table``'s.
+USD per million tokens. The published prices are ``genai-prices``' (Pydantic's price database),
+read at build time into ``lockgate.model.published_prices`` (``make prices``; a test fails when that
+table and the pinned library disagree). This module adds by hand only what the library lacks, each
+with its source: Claude Platform on AWS (not in the library) and any model the library does not
+list (``OWN_PRICES``). Which price a model id has in a deployment (these, and its own ``[models]``)
+is ``price_table``'s.
 """
 
 from __future__ import annotations
@@ -8,76 +13,86 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from lockgate.model import published_prices as published
 from lockgate.model.client import Usage
+from lockgate.model.rates import CACHE_WRITE_1H, CACHE_WRITE_5M, Price
 
-PRICES_AS_OF = "2026-11-01"
-CACHE_WRITE_5M = 1.25  # × the input price
-CACHE_WRITE_1H = 2.0
+__all__ = ["CACHE_WRITE_1H", "CACHE_WRITE_5M", "PRICES", "Price", "cost_usd", "estimate_usd"]
+
 BATCH_DISCOUNT = 0.5  # Message Batches: half of every line, caching multipliers included
+PRICES: dict[str, Price] = published.PRICES["anthropic"]  # Anthropic's API
+PRICES_AS_OF = published.READ_ON
+
+# Bedrock prices Claude per endpoint kind: a global inference profile (global.anthropic.…) at the
+# global price; an in-Region model id (anthropic.…) or a geographic inference profile (us./eu./
+# apac./jp./au./us-gov.anthropic.…) at the regional one, 10% more (genai-prices' Bedrock notes, from
+# AWS's price list API). An application inference profile's ARN does not say which it routes to: the
+# dearer, regional, until [models."<id>".bedrock] says otherwise.
+BEDROCK_GLOBAL, BEDROCK_REGIONAL = "bedrock-global", "bedrock-regional"
+ENDPOINT_TITLES = {
+    "anthropic": "Anthropic API",
+    BEDROCK_GLOBAL: "Amazon Bedrock, global endpoint",
+    BEDROCK_REGIONAL: "Amazon Bedrock, regional endpoint",
+}
+# Claude Platform on AWS is not in the library. Its billing: "Anthropic rates your token usage in
+# USD at standard per-model, per-feature rates ... then converts the result to CCUs at $0.01 per
+# CCU" (docs.aws.amazon.com/claude-platform/latest/userguide/billing, read 2026-12-02).
+CLAUDE_PLATFORM_ON_AWS = (
+    "Anthropic's standard rates, billed as CCUs at $0.01 (docs.aws.amazon.com/claude-platform/latest/"
+    "userguide/billing, read 2026-12-02)"
+)
+# What the library lacks, by hand: endpoint → family → (price, source, as-of day). Empty while
+# genai-prices lists every Claude model on every endpoint Lockgate calls; a test fails when an
+# entry here is also in the library, so this table only shrinks as the library grows.
+OWN_PRICES: dict[str, dict[str, tuple[Price, str, str]]] = {}
 
 
 @dataclass(frozen=True)
-class Price:
-    """Per-million-token prices for one model.
+class Sourced:
+    """A published price with where it comes from and the day it was read there."""
 
-    ``long_prompt`` is a second set of rates for requests whose prompt (input + cache reads +
-    cache writes) is over ``long_prompt_over`` tokens; it then applies to every token of the
-    request, output included.
+    price: Price
+    source: str
+    as_of: str  # YYYY-MM-DD
+
+
+def bedrock_endpoint(bedrock_id: str) -> str:
+    """Which Bedrock price applies to calls to a Bedrock model id, inference profile or ARN."""
+    return BEDROCK_GLOBAL if bedrock_id.startswith("global.") else BEDROCK_REGIONAL
+
+
+def endpoint_prices(endpoint: str) -> dict[str, Sourced]:
+    """Every published price on one endpoint (``ENDPOINT_TITLES``), by model family, with its source."""
+    found = {
+        name: Sourced(price, _library_source(endpoint, name), published.READ_ON)
+        for name, price in published.PRICES[endpoint].items()
+    }
+    for name, (price, source, as_of) in OWN_PRICES.get(endpoint, {}).items():
+        found[name] = Sourced(price, source, as_of)
+    return found
+
+
+def provider_prices(provider: str) -> dict[str, Sourced]:
+    """The published prices of a ``[provider]`` name, before any Bedrock id chooses an endpoint.
+
+    Bedrock: the regional prices (what an id without ``global.`` costs); Claude Platform on AWS:
+    Anthropic's, with the billing page as a further source.
     """
-
-    input: float
-    output: float
-    cache_read: float
-    long_prompt_over: int | None = None
-    long_prompt: Price | None = None
-
-    def rates_for(self, prompt_tokens: int) -> Price:
-        """The rates that apply to a request with this many prompt tokens."""
-        over = self.long_prompt_over
-        if self.long_prompt is not None and over is not None and prompt_tokens > over:
-            return self.long_prompt
-        return self
+    if provider == "bedrock":
+        return endpoint_prices(BEDROCK_REGIONAL)
+    found = endpoint_prices("anthropic")
+    if provider == "aws":
+        return {
+            n: Sourced(s.price, f"{CLAUDE_PLATFORM_ON_AWS}; {s.source}", s.as_of) for n, s in found.items()
+        }
+    return found
 
 
-# Published list prices (platform.claude.com/docs/en/about-claude/pricing), as of PRICES_AS_OF.
-# Haiku 5.5 is priced in two bands by prompt length: ≤100k tokens $0.10/$0.50, over 100k
-# $0.50/$2.50 with cache reads $0.05 (cache writes follow the input price × the multipliers).
-PRICES: dict[str, Price] = {
-    "claude-opus-5-5": Price(4.00, 20.00, 0.20),
-    "claude-opus-5": Price(5.00, 25.00, 0.50),
-    "claude-opus-4-8": Price(5.00, 25.00, 0.50),
-    "claude-opus-4-7": Price(5.00, 25.00, 0.50),
-    "claude-opus-4-6": Price(5.00, 25.00, 0.50),
-    "claude-opus-4-5": Price(5.00, 25.00, 0.50),
-    "claude-opus-4-1": Price(15.00, 75.00, 1.50),
-    "claude-sonnet-5-5": Price(2.00, 10.00, 0.10),
-    "claude-sonnet-5": Price(2.00, 10.00, 0.20),
-    "claude-sonnet-4-6": Price(3.00, 15.00, 0.30),
-    "claude-sonnet-4-5": Price(3.00, 15.00, 0.30),
-    "claude-haiku-5-5": Price(
-        0.10, 0.50, 0.01, long_prompt_over=100_000, long_prompt=Price(0.50, 2.50, 0.05)
-    ),
-    "claude-haiku-4-5": Price(1.00, 5.00, 0.10),
-}
-
-
-# Prices per provider: Lockgate ships only those it can source, each with its source and date.
-# - Claude Platform on AWS: "Anthropic rates your token usage in USD at standard per-model,
-#   per-feature rates ... then converts the result to CCUs at $0.01 per CCU"
-#   (docs.aws.amazon.com/claude-platform/latest/userguide/billing, read 2026-12-02): the same table.
-# - Amazon Bedrock: no published Bedrock price list for these models was at hand when this table
-#   was dated, nor when it was searched again on 2026-12-02 (AWS's pricing page, as it could be read,
-#   gave no per-model Claude figures; third parties' summaries are not a source), so none is
-#   shipped rather than a guess. A Bedrock deployment prices each model it uses in lockgate.toml,
-#   [models."<id>".bedrock], from aws.amazon.com/bedrock/pricing for its region and endpoint (the
-#   worker refuses to start without one: docs/providers.md, "Cost").
-PROVIDER_PRICES: dict[str, dict[str, Price]] = {"anthropic": PRICES, "aws": PRICES, "bedrock": {}}
-PRICE_SOURCES: dict[str, str] = {
-    "anthropic": f"platform.claude.com/docs/en/about-claude/pricing, as of {PRICES_AS_OF}",
-    "aws": "Anthropic's standard rates, billed as CCUs at $0.01 (docs.aws.amazon.com/claude-platform/"
-    "latest/userguide/billing, read 2026-12-02)",
-    "bedrock": 'none shipped: give yours in [models."<id>".bedrock] (aws.amazon.com/bedrock/pricing)',
-}
+def _library_source(endpoint: str, name: str) -> str:
+    library_id, refs, since = published.LISTED[endpoint][name]
+    cited = f": {refs[0]}" if refs else ""
+    dated = f", in effect since {since}" if since else ""
+    return f"{published.LIBRARY} {published.LIBRARY_VERSION} {library_id}{dated}{cited}"
 
 
 def dearest(prices: Iterable[Price]) -> Price:
@@ -102,19 +117,19 @@ def matching_name(names: Iterable[str], model: str) -> str | None:
     return None
 
 
-def cache_write_multiplier(cache_ttl: str) -> float:
-    """× the input price for writing the prompt cache with this TTL ("1h", else the 5-minute rate)."""
-    return CACHE_WRITE_1H if cache_ttl == "1h" else CACHE_WRITE_5M
-
-
 def cost_usd(base: Price, usage: Usage, cache_ttl: str = "5m", batch: bool = False) -> float:
     """Dollars for one call's usage at a model's price (``PriceTable.cost_usd`` looks the price up by id)."""
     prompt = usage.input_tokens + usage.cache_creation_input_tokens + usage.cache_read_input_tokens
     price = base.rates_for(prompt)
+    # The writes the reply says are 5-minute ones at that price (a "1h" request's conversation
+    # writes); the rest at the request's TTL (all of them where the reply gave no split).
+    five_minutes = min(usage.cache_creation_5m_input_tokens, usage.cache_creation_input_tokens)
+    rest = usage.cache_creation_input_tokens - five_minutes
+    writes = five_minutes * price.cache_write("5m") + rest * price.cache_write(cache_ttl)
     total = (
         usage.input_tokens * price.input
         + usage.output_tokens * price.output
-        + usage.cache_creation_input_tokens * price.input * cache_write_multiplier(cache_ttl)
+        + writes
         + usage.cache_read_input_tokens * price.cache_read
     )
     if batch:

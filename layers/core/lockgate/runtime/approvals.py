@@ -105,7 +105,7 @@ def build_approvals(
     everyone = config.approvals.reviewers
     notifier = Notifier(signer.links_for, lambda _tool: everyone, channels, deps.log, deps.metrics)
     slack = slack_desk(settings, config, deps, desk, proposals) if desk is not None else None
-    stream = NotifyBatch(notifier, posts, deps.log)
+    stream = NotifyBatch(notifier, posts, deps.log, config.approvals)
     return ApprovalParts(desk, digest, notifier, stream, reissuer, slack)
 
 

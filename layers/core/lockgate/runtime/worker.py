@@ -27,6 +27,7 @@ from lockgate.approvals.executor import ApprovalExecutor
 from lockgate.approvals.limits import PendingLimits
 from lockgate.approvals.proposals import ProposalStore
 from lockgate.approvals.requests import ApprovalRequests
+from lockgate.approvals.rule_checks import require_valid_rules
 from lockgate.approvals.version_checks import VersionChecks
 from lockgate.capacity.breaker import CircuitBreaker
 from lockgate.capacity.gate import Gate
@@ -81,6 +82,7 @@ def build_worker(
     router = Router()
     setup = Setup(router=router, environ=environ, client=deps.client, clock=deps.clock)
     load_workflows(config.workflows.packages, setup)
+    require_valid_rules(config.approvals, setup.tasks)  # a rule that cannot hold stops it here
     model = agent_tasks(setup, settings, config, deps)
     worker = inbox_worker(settings, config, router, deps)
     # SnapStart: every environment restored from the snapshot reseeds its jitter and drops the
@@ -89,14 +91,9 @@ def build_worker(
     if model is not None:
         restore.add(rngs=[model.rng], refreshers=[model.refresh])
     tasks = {task.name: task for task in setup.tasks}
-    checks = (
-        VersionChecks(
-            tasks, config.approvals, ProposalStore(deps.client("dynamodb"), settings.approvals_table)
-        )
-        if settings.approvals_table
-        else None
-    )
-    return WorkerParts(worker, router, tasks, model, restore, checks)
+    proposals = ProposalStore(deps.client("dynamodb"), settings.approvals_table or "")
+    checks = VersionChecks(tasks, config.approvals, proposals)  # the approval side asks it about edits
+    return WorkerParts(worker, router, tasks, model, restore, checks if settings.approvals_table else None)
 
 
 def inbox_worker(

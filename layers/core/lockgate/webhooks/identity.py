@@ -7,22 +7,20 @@ is still parsed defensively: any failure is a BadDelivery, never another error.
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import parse_qs
 
 from lockgate.config import SourceConfig
 from lockgate.errors import BadDelivery
 from lockgate.webhooks.codec import epoch_seconds, first_header, header, standard_headers
+from lockgate.webhooks.decode import body_kind, event_document, form_fields, json_object, looks_like_json
 
 MAX_ID_CHARS = 256
 MAX_TYPE_CHARS = 128
 MAX_CHALLENGE_CHARS = 256
-MAX_FORM_FIELDS = 200
 UNKNOWN = "unknown"
 _MAX_EPOCH = 253_402_300_799  # 9999-12-31T23:59:59Z
 
@@ -81,26 +79,6 @@ def event_time(value: object) -> int | None:
     return int(seconds)
 
 
-def json_object(body: bytes | str) -> dict[str, Any]:
-    """The body as a JSON object; BadDelivery otherwise."""
-    try:
-        parsed = json.loads(body)
-    except (ValueError, RecursionError):  # RecursionError: "[[[[..." nested past the C stack guard
-        raise BadDelivery("body is not valid JSON") from None
-    if not isinstance(parsed, dict):
-        raise BadDelivery("body is not a JSON object")
-    return parsed
-
-
-def form_fields(body: bytes) -> dict[str, str]:
-    """A form-encoded body's fields (first value of each); BadDelivery if it can't be decoded."""
-    try:
-        parsed = parse_qs(body.decode("utf-8"), keep_blank_values=True, max_num_fields=MAX_FORM_FIELDS)
-    except ValueError:  # bad UTF-8, or more fields than any provider sends
-        raise BadDelivery("body is not a form") from None
-    return {name: values[0] for name, values in parsed.items()}
-
-
 def dotted(document: Mapping[str, Any], path: str) -> object:
     """The value at ``a.b.c`` in a JSON object, or None."""
     value: object = document
@@ -111,16 +89,20 @@ def dotted(document: Mapping[str, Any], path: str) -> object:
     return value
 
 
-def _looks_like_json(body: bytes) -> bool:
-    return body.lstrip()[:1] in (b"{", b"[")
+def _object(document: object) -> dict[str, Any]:
+    if not isinstance(document, dict):
+        raise BadDelivery("body is not a JSON object")
+    return document
 
 
 def github(body: bytes, headers: Mapping[str, str]) -> DeliveryIdentity:
     """GitHub: ``x-github-delivery``; ``x-github-event`` plus the body's ``action``."""
     ident = delivery_id(header(headers, "x-github-delivery"), "x-github-delivery header")
-    # A hook can be configured to send form bodies: payload=<the same JSON>.
-    encoded = body if _looks_like_json(body) else form_fields(body).get("payload", "")
-    document = json_object(encoded)
+    # A hook can be configured to send form bodies: payload=<the same JSON>, the same event.
+    content_type = header(headers, "content-type") or ""
+    if body_kind(body, content_type) == "form" and "payload" not in form_fields(body):
+        raise BadDelivery("form body has no payload field")
+    document = _object(event_document(body, content_type))
     kind = event_type(header(headers, "x-github-event"))
     action = document.get("action")
     if kind != UNKNOWN and isinstance(action, str) and action:
@@ -149,7 +131,7 @@ def standard(body: bytes, headers: Mapping[str, str]) -> DeliveryIdentity:
 
 def slack(body: bytes, headers: Mapping[str, str]) -> DeliveryIdentity:
     """Slack: Events API JSON, or the form bodies of slash commands and interactivity."""
-    if _looks_like_json(body):
+    if looks_like_json(body):
         return _slack_event(json_object(body), body)
     fields = form_fields(body)
     if "payload" in fields:  # interactivity: block_actions, view_submission, shortcut, ...
@@ -202,9 +184,9 @@ def generic(source: SourceConfig, body: bytes, headers: Mapping[str, str]) -> De
     """The ``hmac`` scheme: id and type from the configured header or JSON field."""
     parsed: list[dict[str, Any]] = []
 
-    def document() -> dict[str, Any]:  # parsed at most once, and only when a field is configured
+    def document() -> dict[str, Any]:  # decoded at most once, and only when a field is configured
         if not parsed:
-            parsed.append(json_object(body))
+            parsed.append(_object(event_document(body, header(headers, "content-type") or "")))
         return parsed[0]
 
     if source.id_header or source.id_field:

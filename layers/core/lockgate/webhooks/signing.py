@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 
 from lockgate.config import SourceConfig
 from lockgate.webhooks.codec import digest, standard_key, text_key
+from lockgate.webhooks.decode import FORM, looks_like_json
 from lockgate.webhooks.schemes import check_secrets, scheme_for
 
 
@@ -36,7 +37,7 @@ def sign(  # noqa: PLR0917 - positional optionals are the published contract
     timestamp = str(int(now))
     seed = hashlib.sha256(timestamp.encode() + b"." + body).digest()
     key = text_key(secret) or b""  # check_secrets refused empty secrets
-    headers = {"content-type": _content_type(source, body)}
+    headers = {"content-type": _content_type(body)}
     if source.scheme == "github":
         headers |= {
             "x-hub-signature-256": "sha256=" + digest(key, body).hex(),
@@ -87,11 +88,12 @@ def _hmac_headers(
     return headers
 
 
-def _content_type(source: SourceConfig, body: bytes) -> str:
-    # Slack's slash commands and interactivity are form-encoded; everything else here is JSON.
-    if source.scheme == "slack" and body.lstrip()[:1] not in (b"{", b"["):
-        return "application/x-www-form-urlencoded"
-    return "application/json"
+def _content_type(body: bytes) -> str:
+    """The content type a provider sends such a body with: JSON, XML (Shopify's option), else a form
+    (GitHub's option, Slack's slash commands and interactivity)."""
+    if looks_like_json(body):
+        return "application/json"
+    return "application/xml" if body.lstrip()[:1] == b"<" else FORM
 
 
 def _iso(epoch: int) -> str:

@@ -93,7 +93,7 @@ class ApprovalExpiry:
             return True
         if state is not State.APPROVED:
             return False
-        allowed = allowed_ids(self._config, proposal, standing, now)
+        allowed = allowed_ids(self._config, proposal, standing)
         if now <= standing.approved_at(proposal, allowed) + proposal.run_within_seconds:
             return False
         return not action_ran(

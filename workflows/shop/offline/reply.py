@@ -1,4 +1,4 @@
-"""The words of the shop model's reply: the email it sends and the one-line summary it ends with."""
+"""The words of the shop's offline model's reply: the email it sends and the one-line summary it ends with."""
 
 from __future__ import annotations
 
@@ -6,7 +6,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from lockgate_infra.stub.conversation import JSON, Call
+from lockgate_infra.testing import ToolCall
+
+JSON = dict[str, Any]
 
 SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£"}
 
@@ -34,7 +36,7 @@ def extras_lines(extras: Extras) -> tuple[str, ...]:
     return tuple(f"More information: {link}" for link in extras.links)
 
 
-def refund_made(call: Call) -> JSON | None:
+def refund_made(call: ToolCall) -> JSON | None:
     """refund_order's result if it says the refund was made ("status": "refunded" when present)."""
     data = call.data() if call.ok else None
     return data if isinstance(data, dict) and data.get("status", "refunded") == "refunded" else None
@@ -57,7 +59,7 @@ def compose(
     order_ids: list[str],
     orders: dict[str, JSON],
     passage: JSON | None,
-    refund: tuple[str, Call | None] | None,
+    refund: tuple[str, ToolCall | None] | None,
     extra_lines: tuple[str, ...] = (),
 ) -> str:
     """The reply body: greeting, each order's status and tracking, refund outcome, help passage, extras."""
@@ -104,7 +106,9 @@ def compose(
     return "\n".join([*lines, "", "Kind regards,", "Customer support"])
 
 
-def summary(to: str, orders: dict[str, JSON], refund: tuple[str, Call | None] | None, sent: Call) -> str:
+def summary(
+    to: str, orders: dict[str, JSON], refund: tuple[str, ToolCall | None] | None, sent: ToolCall
+) -> str:
     """The one-line end_turn text."""
     if not sent.ok:
         return f"Could not send the reply to {to}: {(sent.result or 'no result')[:160]}"

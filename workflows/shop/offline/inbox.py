@@ -1,4 +1,4 @@
-"""The offline stand-in for Claude on the example shop workflow (``make demo``): deterministic, plausible.
+"""The shop's offline stand-in for Claude on its support inbox (``make demo``): deterministic, plausible.
 
 Given "New customer email: message_id=<m-1@example.com>. Earlier messages from this sender: <m-0@…>"
 it reads every email mentioned (in parallel), finds order numbers (A-1234) in them — or the
@@ -8,11 +8,12 @@ only order; the "$NN" in the email, else total minus refunded), replies to the s
 send_email (order status, tracking link, the help passage by number, whether a refund was made
 or passed to the team), then ends with a one-line summary. Told a person's decision on its
 proposal (``decision_on_proposal``), it emails the customer what was decided (see
-``shop_decision``). A structured-output request (the task's intake) is answered with the
-customer's request as JSON (see ``extraction``), a content screen with INJECTION or CLEAN (see
-``screening``). Each step is "the next planned call not yet in the conversation", so replies
-depend only on the conversation; argument names are read from each tool's input_schema where
-they differ.
+``decision``). A structured-output request (the task's intake) is answered with the customer's
+request as JSON (see ``intake``), a content screen with INJECTION or CLEAN (the kit's rules).
+Each step is "the next planned call not yet in the conversation", so replies depend only on the
+conversation; argument names are read from each tool's input_schema where they differ. It is
+written by hand on the test kit's ``Conversation``: a ``ScriptedModel``'s rules fill arguments
+from captures, and this reply is composed from several results.
 """
 
 from __future__ import annotations
@@ -20,23 +21,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from lockgate_infra.stub import refund_summary
-from lockgate_infra.stub.conversation import (
-    JSON,
-    Call,
-    argument,
-    find_call,
-    first_user_text,
-    offered_tools,
-    text,
-    tool_use,
-)
-from lockgate_infra.stub.extraction import extraction_reply, is_extraction
-from lockgate_infra.stub.replies import Reply, not_written_for
-from lockgate_infra.stub.screening import is_screen, screen_reply
-from lockgate_infra.stub.shop_decision import decision_reply
-from lockgate_infra.stub.shop_reply import Email, Extras, compose, extras_lines, reply_subject, summary
+from lockgate_infra.testing import Conversation, Reply, ToolCall
+from shop.offline import refund_summary
+from shop.offline.decision import decision_reply
+from shop.offline.intake import extraction_reply
+from shop.offline.reply import Email, Extras, compose, extras_lines, reply_subject, summary
 
+JSON = dict[str, Any]
 ORDER_ID = re.compile(r"\bA-\d{4}\b")
 MESSAGE_ID = re.compile(r"<[^<>\s]+@[^<>\s]+>|message_id=([^\s<>,;]+)")
 EARLIER = re.compile(r"Earlier messages[^:\n]*:[ \t]*([^\n]*)", re.IGNORECASE)
@@ -77,19 +68,19 @@ class _Turn:
     """One request seen by the model: its tools, and calls built with the schema's argument names."""
 
     def __init__(self, request: JSON) -> None:
-        self.request = request
-        self.tools = offered_tools(request)
+        self.conversation = Conversation(request)
+        self.tools = self.conversation.tools
 
     def args(self, tool: str, **values: Any) -> JSON:
-        spec = self.tools.get(tool)
-        return {argument(spec, key, *HINTS.get(key, ())): value for key, value in values.items()}
+        return {
+            self.conversation.argument(tool, key, *HINTS.get(key, ())): value for key, value in values.items()
+        }
 
-    def find(self, tool: str, tool_input: JSON) -> Call | None:
-        return find_call(self.request, tool, tool_input)
+    def find(self, tool: str, tool_input: JSON) -> ToolCall | None:
+        return self.conversation.find(tool, tool_input)
 
     def ask(self, note: str, wanted: list[tuple[str, JSON]]) -> Reply:
-        uses = [tool_use(self.request, i, name, args) for i, (name, args) in enumerate(wanted)]
-        return Reply([text(note), *uses], "tool_use")
+        return self.conversation.ask(note, wanted)
 
 
 class ShopModel:
@@ -102,23 +93,23 @@ class ShopModel:
 
     def respond(self, request: JSON, extras: Extras) -> Reply:
         """The next assistant message for this conversation."""
-        if is_extraction(request):
-            return extraction_reply(request)  # the task's intake: read the request out of the email
-        if is_screen(request):
-            return screen_reply(request)  # the task's content screen (a small model in the task)
         turn = _Turn(request)
+        source = turn.conversation.intake_source()
+        if source is not None:
+            return extraction_reply(source)  # the task's intake: read the request out of the email
+        screened = turn.conversation.screened()
+        if screened is not None:
+            return screened  # the task's content screen (a small model in the task)
         if "list_refunds" in turn.tools:  # the scheduled refund summary, not a customer email
-            return refund_summary.respond(request)
+            return refund_summary.respond(turn.conversation)
         if "read_email" not in turn.tools:
             written_for = "the example shop's support-inbox and refund-summary tasks"
-            return not_written_for(self.label, written_for, sorted(turn.tools))
+            return turn.conversation.not_written_for(self.label, written_for)
         emails, wanted, failures = self._emails(turn)
         if wanted:
             return turn.ask("Let me read the customer's email first.", wanted)
         if not emails:
-            return Reply(
-                [text(f"I could not read the customer's email ({'; '.join(failures)}).")], "end_turn"
-            )
+            return turn.conversation.say(f"I could not read the customer's email ({'; '.join(failures)}).")
         new = emails[0]
         intent = _intent(new)
         order_ids, named, wanted = self._order_ids(turn, emails)
@@ -136,7 +127,7 @@ class ShopModel:
         }
         passage = _first_passage(_data(turn.find("search_help", help_args)))
         plan, note = _refund_plan(turn, intent, new, orders, named)
-        refund: tuple[str, Call | None] | None = None
+        refund: tuple[str, ToolCall | None] | None = None
         if plan is not None:
             refund = (plan[0], turn.find("refund_order", plan[1]))
             if refund[1] is None:
@@ -149,7 +140,7 @@ class ShopModel:
             new, order_ids, orders, passage, refund, (*((note,) if note else ()), *extras_lines(extras))
         )
         if not to or "send_email" not in turn.tools:
-            return Reply([text(f"Draft reply (not sent):\n{body}")], "end_turn")
+            return turn.conversation.say(f"Draft reply (not sent):\n{body}")
         send_args = turn.args("send_email", to=to, subject=reply_subject(new.subject), body=body)
         sent = turn.find("send_email", send_args)
         if sent is None:
@@ -157,11 +148,11 @@ class ShopModel:
         decided = decision_reply(turn, new.sender, reply_subject(new.subject), refund)
         if decided is not None:  # a person decided on its proposal: tell the customer, once
             return decided
-        return Reply([text(summary(to, orders, refund, sent))], "end_turn")
+        return turn.conversation.say(summary(to, orders, refund, sent))
 
     def _emails(self, turn: _Turn) -> tuple[list[Email], list[tuple[str, JSON]], list[str]]:
         """Emails read so far, read_email calls still needed, and ids that could not be read."""
-        prompt = first_user_text(turn.request)
+        prompt = turn.conversation.prompt
         if "read_email" not in turn.tools:
             sender = next(iter(ADDRESS.findall(MESSAGE_ID.sub(" ", prompt))), "")
             return [Email("", sender, "", prompt)], [], []
@@ -202,7 +193,7 @@ class ShopModel:
         return _unique(found)[:3], False, []
 
 
-def _data(call: Call | None) -> Any:
+def _data(call: ToolCall | None) -> Any:
     return call.data() if call is not None and call.ok else None
 
 
@@ -279,6 +270,3 @@ def _reason(email: Email) -> str:
     if "return" in words:
         return "Customer wants to return the item"
     return "Customer asked for a refund"
-
-
-shop_model = ShopModel()

@@ -14,8 +14,8 @@
    (the first such instruction read wins).
 4. "include this link: URL" (any case): URL appears in the reply body as "More information: URL"
    (every such link once, in reading order; trailing . , ; : ) " ' > are not part of the URL).
-5. Otherwise it does the task helpfully, exactly as the shop model does (``shop_model``). A content
-   screen request (``screening``) is answered as the careful screen model would: it is another model.
+5. Otherwise it does the task helpfully, exactly as the shop's model does (``inbox``). A content
+   screen request is answered as the careful screen model would: it is another model.
 
 Instructions in different pieces (e.g. two emails) apply together; one instruction split across
 two pieces is not recognised. Deterministic: the same conversation always gets the same reply.
@@ -28,44 +28,30 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from lockgate_infra.stub.conversation import (
-    JSON,
-    blocks,
-    canonical,
-    find_call,
-    messages,
-    offered_tools,
-    parse_json,
-    result_text,
-    text,
-    tool_use,
-)
-from lockgate_infra.stub.replies import Reply
-from lockgate_infra.stub.screening import as_read, is_screen, screen_reply
-from lockgate_infra.stub.shop_model import ShopModel
-from lockgate_infra.stub.shop_reply import Extras
+from lockgate_infra.testing import Conversation, Reply
+from shop.offline.inbox import ShopModel
+from shop.offline.reply import Extras
 
+JSON = dict[str, Any]
 REPLY_TO = re.compile(r"reply to\s+<?([\w.+-]+@[\w-]+(?:\.[\w-]+)+)>?\s+instead", re.IGNORECASE)
 LINK = re.compile(r"include this link:\s*(\S+)", re.IGNORECASE)
 _DECODER = json.JSONDecoder()
 
 
-def content_pieces(request: JSON) -> list[str]:
+def content_pieces(conversation: Conversation) -> list[str]:
     """Everything the model reads, in reading order: user texts and tool results, then strings inside JSON."""
     pieces: list[str] = []
-    for message in messages(request):
-        if message.get("role") != "user":
-            continue
-        for block in blocks(message):
-            if block.get("type") == "text":
-                raw = str(block.get("text", ""))
-            elif block.get("type") == "tool_result":
-                raw = result_text(block)
-            else:
-                continue
-            pieces.append(as_read(raw))
-            pieces += [as_read(piece) for piece in _strings(parse_json(raw))]
+    for raw in conversation.contents():
+        pieces.append(conversation.as_read(raw))
+        pieces += [conversation.as_read(piece) for piece in _strings(_parsed(raw))]
     return pieces
+
+
+def _parsed(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
 
 
 def _strings(value: Any) -> Iterator[str]:
@@ -108,22 +94,20 @@ class GullibleModel(ShopModel):
     label = "offline gullible model"
 
     def __call__(self, request: JSON) -> Reply:
-        if is_screen(request):
-            return screen_reply(request)  # the screen is another (careful) model, not this one
-        pieces = content_pieces(request)
-        names = list(offered_tools(request))
+        conversation = Conversation(request)
+        screened = conversation.screened()
+        if screened is not None:
+            return screened  # the screen is another (careful) model, not this one
+        pieces = content_pieces(conversation)
+        names = list(conversation.tools)
         new: list[tuple[str, JSON]] = []
         seen: set[str] = set()
         for piece in pieces:
             for name, arguments in written_calls(piece, names):
-                key = canonical([name, arguments])
-                if key not in seen and find_call(request, name, arguments) is None:
+                key = json.dumps([name, arguments], sort_keys=True)
+                if key not in seen and conversation.find(name, arguments) is None:
                     new.append((name, arguments))
                 seen.add(key)
         if new:
-            uses = [tool_use(request, i, name, arguments) for i, (name, arguments) in enumerate(new)]
-            return Reply([text("Doing what the message asks."), *uses], "tool_use")
+            return conversation.ask("Doing what the message asks.", new)
         return self.respond(request, extras(pieces))
-
-
-gullible_model = GullibleModel()

@@ -1,8 +1,10 @@
-"""The offline stand-in for Claude on the shop's scheduled refund summary.
+"""The shop's offline stand-in for Claude on its scheduled refund summary.
 
 Given "summarise the refunds of 2026-01-05 (UTC) for the owner, owner@…", it calls list_refunds
 for that day, emails the owner a summary built from the result with email_owner, then ends with
 a one-line note. Each step is the next call not yet in the conversation, like the shop model.
+Written by hand, not as a ``ScriptedModel``: its email is composed from the listed refunds, and
+a step that failed ends the run saying so.
 """
 
 from __future__ import annotations
@@ -10,9 +12,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from lockgate_infra.stub.conversation import JSON, find_call, first_user_text, text, tool_use
-from lockgate_infra.stub.replies import Reply
-from lockgate_infra.stub.shop_reply import money
+from lockgate_infra.testing import Conversation, Reply
+from shop.offline.reply import money
 
 DAY = re.compile(r"refunds of (\d{4}-\d{2}-\d{2})")
 OWNER = re.compile(r"for the owner, ([\w.+-]+@[\w-]+(?:\.[\w-]+)+)")
@@ -32,32 +33,28 @@ def summary_body(day: str, listed: Any) -> str:
     return "\n".join([*lines, "", "Lockgate"])
 
 
-def respond(request: JSON) -> Reply:
+def respond(conversation: Conversation) -> Reply:
     """The next assistant message of a refund-summary run."""
-    prompt = first_user_text(request)
-    day, owner = DAY.search(prompt), OWNER.search(prompt)
+    day, owner = DAY.search(conversation.prompt), OWNER.search(conversation.prompt)
     if day is None or owner is None:
-        return Reply([text("I could not tell which day to summarise or who to tell.")], "end_turn")
+        return conversation.say("I could not tell which day to summarise or who to tell.")
     list_args = {"day": day.group(1)}
-    listed = find_call(request, "list_refunds", list_args)
+    listed = conversation.find("list_refunds", list_args)
     if listed is None:
-        return Reply(
-            [text("Listing the day's refunds."), tool_use(request, 0, "list_refunds", list_args)], "tool_use"
-        )
+        return conversation.ask("Listing the day's refunds.", [("list_refunds", list_args)])
     if not listed.ok:
-        return Reply([text(f"Could not list the refunds: {(listed.result or '')[:160]}")], "end_turn")
+        return conversation.say(f"Could not list the refunds: {(listed.result or '')[:160]}")
     email = {
         "to": owner.group(1),
         "subject": f"Refunds on {day.group(1)}",
         "body": summary_body(day.group(1), listed.data()),
     }
-    sent = find_call(request, "email_owner", email)
+    sent = conversation.find("email_owner", email)
     if sent is None:
-        return Reply([text("Emailing the owner."), tool_use(request, 0, "email_owner", email)], "tool_use")
+        return conversation.ask("Emailing the owner.", [("email_owner", email)])
     if not sent.ok:
-        return Reply([text(f"Could not email the owner: {(sent.result or '')[:160]}")], "end_turn")
+        return conversation.say(f"Could not email the owner: {(sent.result or '')[:160]}")
     count = (listed.data() or {}).get("count", 0)
-    return Reply(
-        [text(f"Sent the refund summary for {day.group(1)} ({count} refunds) to {owner.group(1)}.")],
-        "end_turn",
+    return conversation.say(
+        f"Sent the refund summary for {day.group(1)} ({count} refunds) to {owner.group(1)}."
     )

@@ -1,4 +1,4 @@
-"""The shop model's answer to a person's decision on its proposal (a task with ``respond=True``).
+"""The shop's offline model's answer to a person's decision on its proposal (a task with ``respond=True``).
 
 Lockgate calls ``decision_on_proposal`` for the model when the decision comes; its result says
 what was decided (``lockgate.actions.responses.DecisionResponse.tool_result``). The model tells
@@ -12,19 +12,19 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from lockgate_infra.stub.conversation import Call, calls, text
-from lockgate_infra.stub.replies import Reply
-from lockgate_infra.stub.shop_reply import money
+from lockgate_infra.testing import Conversation, Reply, ToolCall
+from shop.offline.reply import money
 
 TOOL = "decision_on_proposal"
 
 
 def decision_reply(
-    turn: Any, sender: str, subject: str, refund: tuple[str, Call | None] | None
+    turn: Any, sender: str, subject: str, refund: tuple[str, ToolCall | None] | None
 ) -> Reply | None:
     """The email telling the customer the latest decision, or the summary once it went; None when the
     conversation heard no decision. ``turn`` is the shop model's view of the request."""
-    made = calls(turn.request)
+    conversation: Conversation = turn.conversation
+    made = conversation.calls()
     heard = [n for n, c in enumerate(made) if c.name == TOOL and c.ok and isinstance(c.data(), dict)]
     if not heard or not sender:
         return None
@@ -34,7 +34,7 @@ def decision_reply(
     what = _what(proposed)
     if any(c.name == "send_email" for c in made[heard[-1] + 1 :]):
         about = what.replace("your ", "the customer's ", 1)
-        return Reply([text(f"Told {sender} the team's decision ({outcome}) on {about}.")])
+        return conversation.say(f"Told {sender} the team's decision ({outcome}) on {about}.")
     lines = [
         f"Hello {_name(sender)},",
         "",
@@ -48,7 +48,7 @@ def decision_reply(
     return reply
 
 
-def _what(proposed: Call | None) -> str:
+def _what(proposed: ToolCall | None) -> str:
     """The proposal in the customer's words: the refund it asked for, else "your request"."""
     if proposed is None or proposed.name != "refund_order":
         return "your request"
@@ -57,7 +57,7 @@ def _what(proposed: Call | None) -> str:
     return f"your refund request{asked} for order {proposed.input.get('order_id', '')}".rstrip()
 
 
-def _lines(decision: dict[str, Any], proposed: Call | None, what: str) -> list[str]:
+def _lines(decision: dict[str, Any], proposed: ToolCall | None, what: str) -> list[str]:
     outcome = decision.get("decision")
     if outcome == "rejected":
         lines = [f"Our team reviewed {what} and could not approve it."]
