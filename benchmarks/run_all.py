@@ -37,6 +37,7 @@ BENCHMARKS: list[tuple[str, list[str]]] = [
     ),
     ("Cold start: import time per handler vs bare boto3", ["-m", "benchmarks.cold_start"]),
     ("Worker start: cold vs a SnapStart-style pre-initialised restore", ["-m", "benchmarks.worker_start"]),
+    ("MCP: the worker's cold start and package size with the MCP client", ["-m", "benchmarks.mcp_cost"]),
     (
         "Worker memory: Lambda dollars per event by memory size, batches side by side",
         ["-m", "benchmarks.worker_memory"],

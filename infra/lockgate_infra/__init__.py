@@ -16,6 +16,7 @@ imports these). ``tests/unit/test_layers.py`` checks::
     local           the embedded stack from template.yaml (moto, the HTTP gateway, pollers), the demo
     stub            a stand-in Messages API on 127.0.0.1 with generic scripted models (a workflow's own
                     offline model is in its package) and ``Conversation``, for models written by hand
+    mcp_example     an example MCP server (a ticketing service, built with the SDK) with faults to inject
     foundations     what several tools share: options (argument types), failures (exit codes and
                     one-line errors), inbox_ops and dead_letters (operating the inbox), serving (the
                     loopback servers' base), api_calls (the seam below every AWS call), workflow_path

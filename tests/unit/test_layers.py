@@ -53,6 +53,7 @@ CORE = Tree(
         ("lockgate.model",),
         ("lockgate.inbox",),
         ("lockgate.webhooks",),
+        ("lockgate.mcp",),  # MCP servers' tools: definitions, pins, the client; only foundations below
         (
             "lockgate.clock",
             "lockgate.config",
@@ -89,7 +90,7 @@ INFRA = Tree(
         ("lockgate_infra.chaos",),
         ("lockgate_infra.evals", "lockgate_infra.testing"),
         ("lockgate_infra.local",),
-        ("lockgate_infra.stub",),
+        ("lockgate_infra.stub", "lockgate_infra.mcp_example"),
         (
             "lockgate_infra.api_calls",
             "lockgate_infra.dead_letters",

@@ -21,6 +21,8 @@ Packages, each importing only from those below it (``tests/unit/test_layers.py``
     model               the Messages API client, retry budget, prices, usage, prompt and response caches
     inbox               receipt, the idempotent inbox store and queue, the worker's lease loop, routing
     webhooks            the signature schemes, delivery identity, the event a body carries (any content type)
+    mcp                 tools from MCP servers: definitions as pinned, the pin file, a client whose
+                        failures are typed (the SDK loads only when a server is called)
     foundations         clock, errors, config, settings, secrets, dynamo, telemetry, tracing, http,
                         freshness, restore, schema, exports, declared (a workflow's AWS resources), shards
                         (shared counters spread over item keys), index_shards (status indexes too)
