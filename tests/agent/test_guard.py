@@ -26,7 +26,7 @@ def state(tainted: bool = False, suspicious: bool = False) -> RunState:
 @pytest.mark.parametrize(
     ("tool", "args", "run", "check", "reason"),
     [
-        ("nope", {}, state(), Check.ALLOWED, "No tool called 'nope'"),
+        ("nope", {}, state(), Check.OFFERED, "No tool called 'nope'"),
         ("lookup", {"item_id": "Z-9999"}, state(), Check.SCHEMA, "item_id: String should match pattern"),
         ("lookup", {}, state(), Check.SCHEMA, "item_id: Field required"),
         ("lookup", {"item_id": "I-123"}, state(tainted=True), Check.CLEARED, ""),

@@ -25,7 +25,7 @@ from lockgate.config.rules import Requirement
 class Check(StrEnum):
     """Which check ruled (recorded on the run's step as ``check``)."""
 
-    ALLOWED = "allowed"
+    OFFERED = "offered"  # the task offers no tool by that name
     SCHEMA = "schema"
     POLICY = "policy"
     TAINT = "taint"
@@ -79,7 +79,7 @@ class NeedsPerson:
 class Refused:
     """Not allowed: an unknown tool, invalid arguments or a hard policy rule."""
 
-    check: Check  # ALLOWED, SCHEMA or POLICY
+    check: Check  # OFFERED, SCHEMA or POLICY
     reason: str
     tool: Tool[Any] | None = None
     args: Any = None
@@ -107,7 +107,7 @@ def rule_on(  # noqa: PLR0913 - the call, the run, and the deployment's two appr
     tool = next((t for t in tools if t.name == name), None)
     if tool is None:
         offered = ", ".join(t.name for t in tools)
-        return Refused(Check.ALLOWED, f"No tool called {name!r} is available. Available tools: {offered}.")
+        return Refused(Check.OFFERED, f"No tool called {name!r} is available. Available tools: {offered}.")
     try:
         args = tool.validate(raw_args)
     except ToolArgumentsInvalid as exc:

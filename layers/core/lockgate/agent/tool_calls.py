@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import Any
 
 from lockgate import tracing
-from lockgate.actions.guard import Allowed, NeedsPerson, Refused, RunState, rule_on
+from lockgate.actions.guard import Allowed, Check, NeedsPerson, Refused, RunState, rule_on
 from lockgate.actions.ledger import LedgerConflict, OpState
 from lockgate.actions.once import Operations, run_once, traced
 from lockgate.actions.proposing import Proposer
@@ -23,6 +23,8 @@ from lockgate.agent.screen import RunAsk, Screener
 from lockgate.agent.tasks import Task
 from lockgate.config.model import ApprovalsConfig
 from lockgate.telemetry import Log, Metrics
+
+UNKNOWN_TOOL = "unknown_tool"  # what traces and logs call a name the task does not offer
 
 
 class ToolCalls:
@@ -96,12 +98,17 @@ class ToolCalls:
         What an untrusted read returned waits to be screened with the step's other reads, and is
         screened before this run's guard rules on anything but a read (``screen_pending``).
         """
-        name, call_id = str(call.get("name", ""))[:64], str(call.get("id", ""))[:64]
+        call_id = str(call.get("id", ""))[:64]
         call_attributes = {"gen_ai.tool.call.id": call_id, "gen_ai.tool.type": "function"}
-        with tracing.tool_span(name, {**call_attributes, "lockgate.run.id": run.run_id}):
+        # What reaches traces, metrics and logs is a name the task offers, never the model's own words.
+        with tracing.tool_span(offered_name(task, call), {**call_attributes, "lockgate.run.id": run.run_id}):
             result, entry = self._answer(task, run, call, state, reply_text, ask)
             tracing.annotate(
-                {"lockgate.guard.check": entry.get("check"), "lockgate.tool.outcome": entry.get("outcome")}
+                {
+                    "lockgate.guard.check": entry.get("check"),
+                    "lockgate.guard.refused": entry.get("check") not in ("cleared", None),
+                    "lockgate.tool.outcome": entry.get("outcome"),
+                }
             )
         return result, entry
 
@@ -122,7 +129,7 @@ class ToolCalls:
         if ruling.tool is not None and ruling.args is not None:
             entry["summary"] = ruling.tool.summary(ruling.args)
         if not isinstance(ruling, Allowed):
-            self._blocked(run, name, ruling)
+            self._blocked(run, offered_name(task, call), ruling)
             if isinstance(ruling, NeedsPerson) and self._approvals is not None:
                 text, entry["outcome"] = self._approvals.request(
                     task=task.name,
@@ -208,9 +215,18 @@ class ToolCalls:
                 "run": run.run_id,
                 "tool": name,
                 "check": ruling.check.value,
-                "reason": ruling.reason[:300],
+                # The reason for an unknown tool quotes the model's name for it: not in the log.
+                "reason": "not offered to this task"
+                if ruling.check is Check.OFFERED
+                else ruling.reason[:300],
             },
         )
+
+
+def offered_name(task: Task, call: dict[str, Any]) -> str:
+    """The call's tool name if the task offers it (or it is Lockgate's own), else ``unknown_tool``."""
+    name = str(call.get("name", ""))
+    return name if task.tool(name) is not None or name == decision_step.TOOL else UNKNOWN_TOOL
 
 
 def _reads(task: Task, name: str) -> bool:
