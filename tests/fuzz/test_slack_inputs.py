@@ -15,14 +15,19 @@ from typing import Any
 from hypothesis import example
 from hypothesis import strategies as st
 
+from lockgate.approvals.refusals import RefusalLog, Why
+from lockgate.approvals.slack import CANNOT_DECIDE
 from lockgate.approvals.slack_modal import edit_view
 from lockgate.approvals.slack_payload import MAX_BODY_BYTES
 from lockgate.approvals.versions import MAX_EDITED_CHARS
+from lockgate.clock import SystemClock
+from lockgate.telemetry import CountingMetrics
 from lockgate_infra.local.slack_modals import submission_payload
 from lockgate_infra.local.slack_stub import LOCAL_TEAM, click_payload
 from tests.fuzz.callback import ALICE, BOB, CAROL, FORM, Callback, signed, slack_form
 from tests.fuzz.strategies import content_types, fast_and_slow, hostile_text, number_texts
 from tests.fuzz.test_review_page_inputs import accepted_amount
+from tests.support import LOG
 
 ANSWERS = (200, 400, 401, 413)
 JSON = st.recursive(
@@ -227,3 +232,25 @@ def test_given_a_signed_submission_whose_state_values_are_not_an_object_then_400
         # Then it is refused as not one of our requests, and nothing is decided
         assert (answer["statusCode"], answer["body"]) == (400, '{"error":"request refused"}')
         assert callback.written(proposal) == []
+
+
+def test_given_a_signed_submission_naming_an_empty_approval_id_then_it_cannot_decide_and_is_kept(
+    callback: Callback,
+) -> None:
+    # Given alice's edit submission, signed by Slack, whose modal names no approval id
+    proposal, payload = _submission(callback, "40.00")
+    payload["view"]["private_metadata"] = json.dumps({"approval_id": "", "seen": proposal.fingerprint})
+    # When Slack posts it
+    answer = callback.slack_post(slack_form(payload))
+    # Then the modal says she cannot decide it (it said "could not record that just now, try again",
+    # from DynamoDB refusing an empty key), and the refusal is kept as an unknown request
+    assert answer["statusCode"] == 200 and CANNOT_DECIDE in answer["body"]
+    assert callback.written(proposal) == []
+    (refusal,) = RefusalLog(
+        callback.db, callback.aws.names["DecisionsTable"], SystemClock(), LOG, CountingMetrics()
+    ).for_approval("")
+    assert (refusal.channel, refusal.who, refusal.why) == (
+        "slack",
+        f"{LOCAL_TEAM}/{ALICE}",
+        Why.UNKNOWN_REQUEST,
+    )
