@@ -180,10 +180,12 @@ class Callback:
         body: bytes | str,
         headers: Mapping[str, str] = SAME_ORIGIN,
         query: Mapping[str, str] | None = None,
+        *,
+        binary: bool = False,
     ) -> dict[str, Any]:
         """POST /approvals/{id} (or /approvals); bytes that are not UTF-8 arrive base64-encoded, as
-        API Gateway passes a binary body."""
-        return self.invoke(event("POST", approval_id, query, headers, body))
+        API Gateway passes a binary body (``binary``: any body, as for a binary media type)."""
+        return self.invoke(event("POST", approval_id, query, headers, body, binary=binary))
 
     def slack_post(self, body: bytes, headers: Mapping[str, str] | None = None) -> dict[str, Any]:
         """POST /approvals/slack, signed by Slack's signing secret unless ``headers`` are given."""
@@ -236,14 +238,15 @@ def event(
     query: Mapping[str, str] | None,
     headers: Mapping[str, str] | None = None,
     body: bytes | str | None = None,
+    *,
+    binary: bool = False,
 ) -> dict[str, Any]:
-    """An HTTP API (payload 2.0) event for the approval routes."""
-    encoded = False
-    if isinstance(body, bytes):
-        try:
-            body = body.decode("utf-8")
-        except UnicodeDecodeError:
-            body, encoded = base64.b64encode(body).decode("ascii"), True
+    """An HTTP API (payload 2.0) event for the approval routes; a body API Gateway could not pass as
+    UTF-8 text (or any, with ``binary``) comes base64-encoded with ``isBase64Encoded``, as it sends one."""
+    raw = body.encode("utf-8") if isinstance(body, str) else body
+    encoded = raw is not None and (binary or not _is_utf8(raw))
+    if raw is not None:
+        body = base64.b64encode(raw).decode("ascii") if encoded else raw.decode("utf-8")
     route = "/approvals/{id}" if approval_id else "/approvals"
     return {
         "routeKey": f"{method} {route}",
@@ -254,6 +257,14 @@ def event(
         "body": body,
         "isBase64Encoded": encoded,
     }
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def signed(body: bytes, now: int | None = None) -> dict[str, str]:

@@ -42,9 +42,10 @@ PADDING = ("", "", " ", "\t", "\n", "\u00a0", "\u2003", "\u200b", "\x1f", "\x00"
 # Numbers every edit channel has met: the crash (1e309, anything from about 1e26), the
 # 30-digit limit's edges, NaN and infinities, and digits that read like others (Bengali ৪ is 4).
 KNOWN_NUMBERS = (
-    "1e309", "-1e309", "1E309", "9e40", "1e26", "1e-309", "4e1", "4.0E+1", "9" * 41, "1" + "0" * 40,
-    "9" * 30, "9" * 31, "0." + "0" * 29 + "1", "0." + "1" * 31, "NaN", "nan", "-NaN", "sNaN", "inf",
-    "-inf", "Infinity", "∞", "৪0.00", "৪০", "１２", "４０．００", "٤٠", "𝟒𝟎", "⁴⁰", "½", "Ⅳ", "④",
+    "1e309", "-1e309", "1E309", "9e40", "9" + "0" * 40, "9" * 41, "1" + "0" * 40, "1e26", "1e-309",
+    "4e1", "4.0E+1", "9" * 30, "9" * 31, "0." + "0" * 29 + "1", "0." + "1" * 31, "NaN", "nan", "-NaN",
+    "sNaN", "inf", "-inf", "Infinity", "∞",
+    "৪0.00", "৪০", "１２", "４０．００", "٤٠", "𝟒𝟎", "⁴⁰", "½", "Ⅳ", "④",
     "1,000.00", "40,00", "1_000", "0x28", "+40", "−40", "--40", "40.", ".40", "40..0", "4 0",
     "", " ", "\t", "40\x00", "40\u200b", " 40.00 ", "40.001", "0", "-0", "0.00", "500", "500.00",
     "500.01", "100", "100.01", "1000.01", "80.0", "080.00", "40", "40.00", "0.01",
@@ -124,12 +125,12 @@ def content_types() -> st.SearchStrategy[str]:
 
 
 FAST = settings(
-    max_examples=12,
+    max_examples=25,
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
-SLOW = settings(FAST, max_examples=200)
+SLOW = settings(FAST, max_examples=150)
 
 
 def fast_and_slow(

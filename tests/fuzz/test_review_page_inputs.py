@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from lockgate.approvals.pages import MAX_FORM_BYTES
 from lockgate.config.rules import PLAIN_NUMBER
-from tests.fuzz.callback import PROPOSED, SAME_ORIGIN, Callback
+from tests.fuzz.callback import FORM, PROPOSED, SAME_ORIGIN, Callback
 from tests.fuzz.strategies import KNOWN_NUMBERS, content_types, fast_and_slow, hostile_text, number_texts
 from tests.refund_worker import MAX_AMOUNT
 
@@ -138,11 +138,16 @@ def _mangle(form: str, how: str, data: bytes) -> bytes:
     return data
 
 
-@example(how="suffix", data=b"&edit.amount=%ff%fe", content_type="application/x-www-form-urlencoded")
-@example(how="suffix", data=b"&edit.amount=\xff", content_type="application/x-www-form-urlencoded")
-@example(how="suffix", data=b"&x=1" * 40, content_type="application/x-www-form-urlencoded")
+@example(
+    how="suffix", data=b"&edit.amount=%ff%fe", content_type="application/x-www-form-urlencoded", binary=False
+)
+@example(
+    how="suffix", data=b"&edit.amount=\xff", content_type="application/x-www-form-urlencoded", binary=False
+)
+@example(how="suffix", data=b"&x=1" * 40, content_type="application/x-www-form-urlencoded", binary=False)
+@example(how="prefix", data=b"", content_type="application/x-www-form-urlencoded", binary=True)
 def _any_body_is_a_page_and_only_a_whole_form_decides(
-    callback: Callback, how: str, data: bytes, content_type: str
+    callback: Callback, how: str, data: bytes, content_type: str, binary: bool
 ) -> None:
     # Given alice's real form for a pending refund, as a body mangled (raw bytes, bad UTF-8, too many
     # fields, too big) and sent under any content type
@@ -150,11 +155,14 @@ def _any_body_is_a_page_and_only_a_whole_form_decides(
     form = urlencode({**callback.form(proposal), "decision": "approve"})
     body = _mangle(form, how, data)
     headers = {**SAME_ORIGIN, "content-type": content_type}
-    # When it is posted (bytes that are not UTF-8 arrive base64-encoded, as API Gateway sends them)
-    answer = callback.post(proposal.approval_id, body, headers)
+    # When it is posted (bytes that are not UTF-8 arrive base64-encoded, as API Gateway sends them;
+    # with ``binary``, every body does, as for a binary media type)
+    answer = callback.post(proposal.approval_id, body, headers, binary=binary)
     # Then it is a page; a decision only from a body that still holds the whole form
     assert_answered(answer)
-    if answer["statusCode"] != 200:
+    if body == form.encode() and content_type == FORM:
+        assert answer["statusCode"] == 200 and "alice" in callback.written(proposal)
+    elif answer["statusCode"] != 200:
         assert callback.written(proposal) == []
 
 
@@ -165,6 +173,7 @@ def _any_body_is_a_page_and_only_a_whole_form_decides(
     how=st.sampled_from(("prefix", "suffix", "truncate", "replace")),
     data=st.one_of(st.binary(max_size=300), st.sampled_from((b"%", b"%e2%82", b"\xc3(", b"&&&==", b"\x00"))),
     content_type=content_types(),
+    binary=st.booleans(),
 )(_any_body_is_a_page_and_only_a_whole_form_decides)
 
 
