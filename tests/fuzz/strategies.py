@@ -52,7 +52,10 @@ KNOWN_NUMBERS = (
 )  # fmt: skip
 LIMITS = (63, 64, 65, 127, 128, 129, 255, 256, 299, 300, 301, MAX_REASON_CHARS, MAX_REASON_CHARS + 1,
           MAX_EDITED_CHARS, MAX_EDITED_CHARS + 1, MAX_FORM_BYTES + 1)  # fmt: skip
-ODD_CATEGORIES = ("Cc", "Cf", "Co", "Cn", "Mn", "Me", "Zs", "Zl", "Zp", "Nd", "No", "Nl", "So", "Lo")
+# Controls, format (bidi overrides, zero-width), private use, unassigned, combining marks, separators,
+# digits and numbers of every script, symbols, letters with no case.
+ODD_CATEGORIES: tuple[Any, ...] = ("Cc", "Cf", "Co", "Cn", "Mn", "Me", "Zs", "Zl", "Zp", "Nd", "No", "Nl",
+                                   "So", "Lo")  # fmt: skip
 
 
 @st.composite

@@ -65,7 +65,7 @@ class Terminal:
         texts = []
         for stream in (out, err):
             stream.flush()
-            texts.append(stream.buffer.getvalue().decode("utf-8"))  # type: ignore[attr-defined]
+            texts.append(stream.buffer.getvalue().decode("utf-8"))
         return code, texts[0], texts[1]
 
     def proposed(self) -> Proposal:

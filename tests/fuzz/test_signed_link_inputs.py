@@ -14,7 +14,7 @@ from urllib.parse import urlencode
 
 from hypothesis import assume
 from hypothesis import strategies as st
-from moto.core import DEFAULT_ACCOUNT_ID
+from moto.core.models import DEFAULT_ACCOUNT_ID
 from moto.ses.models import ses_backends
 
 from lockgate.approvals.pages import MAX_FORM_BYTES

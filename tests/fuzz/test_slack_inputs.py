@@ -224,6 +224,7 @@ def test_given_a_signed_submission_whose_state_values_are_not_an_object_then_400
 ) -> None:
     # Given alice's edit submission, signed by Slack, whose view.state.values is a list, a string,
     # a number or null rather than an object (this answered 500: AttributeError on .items())
+    values: Any
     for values in ([], "values", 5, None):
         proposal, payload = _submission(callback, "40.00")
         payload["view"]["state"]["values"] = values
