@@ -106,11 +106,10 @@ class Callback:
         self.aws, self.app, self.slack = aws, app, slack
         self.db = aws.client("dynamodb")
         self.proposals = ProposalStore(self.db, aws.names["ApprovalsTable"])
-        config = load_config(Path(os.environ["LOCKGATE_CONFIG"]))
+        self.config = load_config(Path(os.environ["LOCKGATE_CONFIG"])).approvals
         deps = lambda_deps(os.environ, app.logger, app.metrics, timeout_seconds=10)
-        parts = build_approvals(
-            app.settings, config, deps, refund_worker(TASK, config.approvals, self.proposals)
-        )
+        checks = refund_worker(TASK, self.config, self.proposals)
+        parts = build_approvals(app.settings, load_config(Path(os.environ["LOCKGATE_CONFIG"])), deps, checks)
         app.desk, app.digest, app.reissuer, app.slack = parts.desk, parts.digest, parts.reissuer, parts.slack
         self._waiting: Proposal | None = None
 
@@ -161,8 +160,7 @@ class Callback:
     def digest_form(self, reviewer: str = "alice") -> dict[str, str]:
         """The hidden fields of the reviewer's digest page (its re-send form)."""
         assert self.app.digest is not None
-        config = load_config(Path(os.environ["LOCKGATE_CONFIG"])).approvals
-        (who,) = [r for r in config.reviewers if r.id == reviewer]
+        (who,) = [r for r in self.config.reviewers if r.id == reviewer]
         link = self.app.digest.link_for(reviewer, self.app.digest.items_for(who))
         page = self.get("", dict(parse_qsl(urlsplit(link).query)))
         assert page["statusCode"] == 200, page["body"]
@@ -260,11 +258,7 @@ def event(
 
 
 def _is_utf8(data: bytes) -> bool:
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
+    return data.decode("utf-8", "replace").encode("utf-8") == data
 
 
 def signed(body: bytes, now: int | None = None) -> dict[str, str]:
