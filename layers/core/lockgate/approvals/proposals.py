@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 HOUR = 3_600
 RETENTION_SECONDS = 30 * 86_400
+MAX_KEY_BYTES = 2_048  # DynamoDB's limit on a partition key's value
 POLICY_VERSION = "1"
 # A proposal item stays far below DynamoDB's 400 KB: a quoted email is clipped, not refused.
 MAX_FACTS = 20
@@ -182,6 +183,8 @@ class ProposalStore:
 
     def get(self, approval_id: str) -> Proposal | None:
         """A proposal by id, or None (an unknown or fabricated id)."""
+        if not approval_id or len(approval_id.encode("utf-8", "surrogatepass")) > MAX_KEY_BYTES:
+            return None  # no key DynamoDB can hold, so no proposal's: asking would be a ValidationException
         try:
             response = self._db.get_item(
                 TableName=self._table, Key={"approval_id": {"S": approval_id}}, ConsistentRead=True

@@ -113,8 +113,11 @@ def parse_submission(body: bytes, content_type: str) -> SlackEdit | None:
         return None
     if not isinstance(meta, dict) or not all(isinstance(meta.get(k), str) for k in ("approval_id", "seen")):
         return None
+    values = submission.view.state.get("values", {})
+    if not isinstance(values, dict):  # signed, but not the shape Slack sends: not our modal's submission
+        return None
     changes: dict[str, str] = {}
-    for block_id, actions in submission.view.state.get("values", {}).items():
+    for block_id, actions in values.items():
         if not block_id.startswith(FIELD_BLOCK) or not isinstance(actions, dict):
             return None
         try:
