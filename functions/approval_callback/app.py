@@ -66,7 +66,10 @@ def http(event: dict[str, Any]) -> dict[str, Any]:
     form: dict[str, str] = {}
     if method == "POST":
         raw = event.get("body") or ""
-        body = base64.b64decode(raw) if event.get("isBase64Encoded") else raw.encode()
+        try:  # API Gateway encodes a body itself; one that is not base64 was not sent through it
+            body = base64.b64decode(raw, validate=True) if event.get("isBase64Encoded") else raw.encode()
+        except ValueError:
+            return outcome_page("Bad request", "Nothing was decided.", status=400).to_apigw()
         if event.get("routeKey") == "POST /approvals/slack":  # Slack's signed clicks and edit forms
             if slack is None:
                 return outcome_page("Not found", "Slack approvals are not configured.", status=404).to_apigw()

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from lockgate.approvals.pages import MAX_FORM_BYTES
 from lockgate.config.rules import PLAIN_NUMBER
-from tests.fuzz.callback import FORM, PROPOSED, SAME_ORIGIN, Callback
+from tests.fuzz.callback import FORM, PROPOSED, SAME_ORIGIN, Callback, event
 from tests.fuzz.strategies import KNOWN_NUMBERS, content_types, fast_and_slow, hostile_text, number_texts
 from tests.refund_worker import MAX_AMOUNT
 
@@ -186,3 +186,16 @@ def test_given_a_form_with_an_edited_amount_percent_encoded_as_bad_utf8_then_ref
     # When it is posted, Then the form is not read at all: a 403 page, nothing written
     answer = callback.post(proposal.approval_id, body)
     assert answer["statusCode"] == 403 and callback.written(proposal) == []
+
+
+def test_given_a_body_flagged_base64_that_is_not_base64_then_400_and_nothing_written(
+    callback: Callback,
+) -> None:
+    # Given alice's real form, in an event that says it is base64-encoded but is not (API Gateway never
+    # sends one: it encodes bodies itself)
+    proposal = callback.propose()
+    request = event("POST", proposal.approval_id, callback.link(proposal), SAME_ORIGIN, "")
+    request.update(body="decision=approve&not base64!", isBase64Encoded=True)
+    # When it reaches the handler, Then a 400 page, and nothing is decided
+    answer = callback.invoke(request)
+    assert answer["statusCode"] == 400 and callback.written(proposal) == []
