@@ -22,10 +22,11 @@ def test_given_a_server_when_its_tools_are_listed_then_every_tool_comes_with_its
 ) -> None:
     # When the tools are listed under the pinned era
     listing = client(server, tls, protocol=era).list_tools()
-    # Then all five come back, at that protocol version, read by this SDK, with their hints as listed
+    # Then all six come back, at that protocol version, read by this SDK, with their hints as listed
     assert sorted(listing.tools) == [
         "add_comment",
         "close_ticket",
+        "find_effect",
         "get_ticket",
         "issue_credit",
         "list_tickets",

@@ -35,7 +35,7 @@ def test_the_documented_shape_works(tmp_path: Path) -> None:
 def test_the_shipped_config_is_valid() -> None:
     config = load_config(ROOT / "lockgate.toml")
     assert {"helpdesk", "github", "stripe", "slack", "shopify", "partner"} <= set(config.sources)
-    assert config.workflows.packages == ("shop", "triage")
+    assert config.workflows.packages == ("shop", "triage", "tickets")
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -49,6 +50,9 @@ def test_given_the_shipped_prod_overlay_then_prod_differs_in_secrets_reviewers_a
         assert dev.sources[name].secrets == (f"secretsmanager:lockgate/webhooks/{name}",)
         # Everything else about a source is lockgate.toml's.
         assert source.scheme == dev.sources[name].scheme and source.header == dev.sources[name].header
+    assert prod.mcp["tickets"].credential == "secretsmanager:lockgate-prod/mcp/tickets"
+    assert dev.mcp["tickets"].credential == "secretsmanager:lockgate/mcp/tickets"
+    assert replace(prod.mcp["tickets"], credential="") == replace(dev.mcp["tickets"], credential="")
     assert [r.id for r in prod.approvals.reviewers] == ["alice", "carol"]
     assert prod.budget.daily_usd == 100.0 and dev.budget.daily_usd == 20.0
     assert (prod.inbox, prod.capacity, prod.schedules) == (dev.inbox, dev.capacity, dev.schedules)

@@ -96,7 +96,9 @@ def run_check(
         from lockgate.approvals.rule_checks import rule_findings
         from lockgate_infra.evals.registration import dry_registration
 
-        findings += rule_findings(config.approvals, dry_registration(template.parent, packages).tasks)
+        findings += rule_findings(
+            config.approvals, dry_registration(template.parent, packages, config.mcp).tasks
+        )
     for finding in findings:
         print(finding, file=out)
     if findings:

@@ -14,6 +14,7 @@ from lockgate_infra.cli.approvals import add_approvals_parser, run_approvals
 from lockgate_infra.cli.check import add_check_parser, run_check
 from lockgate_infra.cli.inbox import add_inbox_parsers
 from lockgate_infra.cli.jobs import add_jobs_parser, run_jobs
+from lockgate_infra.cli.mcp import add_mcp_parser, run_mcp
 from lockgate_infra.cli.new import add_new_parser, run_new_workflow
 from lockgate_infra.cli.secrets import add_secrets_parser, run_secrets
 from lockgate_infra.cli.spend import add_spend_parser
@@ -84,7 +85,12 @@ def _parser() -> argparse.ArgumentParser:
     jobs = add_jobs_parser(commands, run=_jobs)
     secrets = add_secrets_parser(commands, run=_secrets)
     upgrade = add_upgrade_parser(commands, run=lambda args: run_upgrade_indexes(args, _target(args)))
-    for sub in (*targeted, *approvals, spend, *jobs, *secrets, upgrade):
+    mcp = add_mcp_parser(
+        commands,
+        run=lambda args: run_mcp(args, lambda: _target(args), sys.stdout),
+        default_config=ROOT / "lockgate.toml",
+    )
+    for sub in (*targeted, *approvals, spend, *jobs, *secrets, upgrade, *mcp):
         add_target_options(sub)
     return parser
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import tomlkit
 
-from lockgate.config import load_config
+from lockgate.config import LockgateConfig, load_config
 from lockgate_infra.cli.event_shapes import EventShape, ShapeError, shape_for
 from lockgate_infra.cli.template_edits import TemplateEdit, edit_template
 
@@ -84,7 +84,7 @@ def plan_workflow(root: Path, name: str, source: str, event: str) -> Scaffold:
         shape = shape_for(config.sources[source], event)
     except ShapeError as exc:
         raise ScaffoldError(str(exc)) from None
-    taken = _trigger_of(root, config.workflows.packages, source, event)
+    taken = _trigger_of(root, config, source, event)
     if taken is not None:
         raise ScaffoldError(
             f"workflow {taken[0]}'s task {taken[1]!r} already starts on {source} {event!r}; "
@@ -146,12 +146,12 @@ def _tidy(paths: list[Path], root: Path) -> None:
         subprocess.run([str(ruff), *command, *files], cwd=root, check=False, capture_output=True)  # noqa: S603
 
 
-def _trigger_of(root: Path, packages: tuple[str, ...], source: str, event: str) -> tuple[str, str] | None:
+def _trigger_of(root: Path, config: LockgateConfig, source: str, event: str) -> tuple[str, str] | None:
     """(workflow, task) already started by (``source``, ``event``), from a dry registration of the
     configured workflows: the worker's environment as the template sets it, clients never called."""
     from lockgate_infra.evals.registration import dry_registration
 
-    setup = dry_registration(root, packages)
+    setup = dry_registration(root, config.workflows.packages, config.mcp)
     for task in setup.tasks:
         if (task.source, task.event_type) == (source, event):
             return setup.workflow_of(task.name), task.name

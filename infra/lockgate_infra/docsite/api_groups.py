@@ -73,6 +73,14 @@ GROUPS = (
         ("lockgate.ApprovalRule",),
     ),
     Group(
+        "Tools from MCP servers",
+        "`setup.mcp(\"name\")` gives a server lockgate.toml configures (`[mcp.servers.NAME]`) with the "
+        "definitions pinned in the workflow (`lockgate mcp pin`); its `tools(...)` are ordinary `Tool`s "
+        "named `server__tool`, under the same checks, approvals and ledger (docs/mcp.md).",
+        "from lockgate import McpServer",
+        ("lockgate.McpServer",),
+    ),
+    Group(
         "Registering a workflow and its resources",
         "A workflows package has a `register(setup)` function, which the functions that load "
         "workflows (the agent worker, the scheduled jobs) call at start, and declares the AWS "

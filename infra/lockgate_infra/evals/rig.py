@@ -98,7 +98,7 @@ def world(plan: Any, config: LockgateConfig, session: Any) -> Iterator[World]:
     tables_only = dataclasses.replace(plan, queues={}, buckets={}, secrets={})
     names = create_resources(tables_only, session)
     environ = worker_environment(plan, names)
-    setup = Setup(Router(), environ, session.client)
+    setup = Setup(Router(), environ, session.client, mcp_servers=config.mcp)
     load_workflows(config.workflows.packages, setup)
     seed_workflows(config, session.client, names)
     yield World(session, names, {t.name: t for t in setup.tasks}, config, environ)

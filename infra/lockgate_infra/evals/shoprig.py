@@ -136,7 +136,7 @@ def shop_rig(
         else:
             config = dataclasses.replace(config, approvals=approvals)
         deps = Deps(session.client, SecretResolver(environ), clock, log, CountingMetrics())
-        setup = Setup(Router(), environ, session.client, clock=clock)
+        setup = Setup(Router(), environ, session.client, clock=clock, mcp_servers=config.mcp)
         load_workflows(config.workflows.packages, setup)
         task = _support_inbox(setup, cache_ttl, adapt)
         settings = WorkerSettings.from_env(environ)

@@ -132,6 +132,14 @@ class Desk:
 
         return self._act("issue_credit", {"ticket_id": ticket_id, "amount_cents": amount_cents}, key, change)
 
+    def effect_under(self, key: str) -> dict[str, Any]:
+        """What the write made under ``key`` answered (DeskError when nothing was done under it)."""
+        with self._lock:
+            effect = self._by_key.get(key)
+            if effect is None:
+                raise DeskError(f"nothing was done under the idempotency key {key!r}")
+            return {**copy.deepcopy(dict(effect.result)), "tool": effect.tool}
+
     def acted(self, key: str) -> int:
         """How many times the service acted under ``key`` (0 or 1 if keys work)."""
         with self._lock:

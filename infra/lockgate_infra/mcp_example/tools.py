@@ -1,6 +1,7 @@
 """The example service's MCP tools, built with the ``mcp`` SDK's ``MCPServer`` over a ``Desk``.
 
-Reads: ``list_tickets``, ``get_ticket``. Writes: ``add_comment``, ``close_ticket``,
+Reads: ``list_tickets``, ``get_ticket``, ``find_effect`` (what a write under an idempotency key
+did: how a caller settles a call that got no answer). Writes: ``add_comment``, ``close_ticket``,
 ``issue_credit``, each honouring the idempotency key header. ``Change`` re-registers a tool with
 another description, more arguments or other annotations, as a server changed after review would.
 """
@@ -56,6 +57,12 @@ class Receipt(BaseModel):
     idempotency_key: str | None
 
 
+class Found(Receipt):
+    """The write made under a key: its receipt and the tool's name."""
+
+    tool: str
+
+
 @dataclass(frozen=True)
 class Change:
     """A change to one tool's definition; None leaves that part as it was."""
@@ -78,7 +85,7 @@ class ToolSpec:
 
 
 def tool_specs(desk: Desk, key_header: str) -> dict[str, ToolSpec]:
-    """The five tools over ``desk``; writes read the idempotency key from ``key_header``."""
+    """The six tools over ``desk``; writes read the idempotency key from ``key_header``."""
     header = key_header.lower()
 
     def key(ctx: Context) -> str | None:
@@ -89,6 +96,9 @@ def tool_specs(desk: Desk, key_header: str) -> dict[str, ToolSpec]:
 
     async def get_ticket(ticket_id: str) -> TicketView:
         return TicketView.model_validate(desk.get_ticket(ticket_id))
+
+    async def find_effect(idempotency_key: str) -> Found:
+        return Found.model_validate(desk.effect_under(idempotency_key))
 
     async def add_comment(ticket_id: str, body: str, ctx: Context) -> Receipt:
         return Receipt.model_validate(desk.add_comment(ticket_id, body, key(ctx)))
@@ -108,6 +118,13 @@ def tool_specs(desk: Desk, key_header: str) -> dict[str, ToolSpec]:
                 "list_tickets", list_tickets, "List tickets", "List tickets, optionally by status.", read
             ),
             ToolSpec("get_ticket", get_ticket, "Get a ticket", "Read one ticket with its comments.", read),
+            ToolSpec(
+                "find_effect",
+                find_effect,
+                "Find a write",
+                f"What the write with this {key_header} did.",
+                read,
+            ),
             ToolSpec(
                 "add_comment",
                 add_comment,

@@ -87,7 +87,7 @@ def configured_models(root: Path, config: LockgateConfig) -> dict[str, str]:
     from lockgate_infra.evals.registration import dry_registration
 
     found: dict[str, str] = {}
-    for task in dry_registration(root, config.workflows.packages).tasks:
+    for task in dry_registration(root, config.workflows.packages, config.mcp).tasks:
         for setting, model in task.model_settings():
             found.setdefault(model, f"task {task.name} {setting}")
     for model in config.capacity.models:

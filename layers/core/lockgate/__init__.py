@@ -47,6 +47,7 @@ _PUBLIC = {
     "Fact": "lockgate.actions.facts",
     "InboxEvent": "lockgate.inbox.routing",
     "Intake": "lockgate.agent.intake",
+    "McpServer": "lockgate.actions.mcp_tools",
     "OutcomeUnknown": "lockgate.actions.tools",
     "Part": "lockgate.declared",
     "Policy": "lockgate.actions.tools",
@@ -73,6 +74,7 @@ __all__ = [
     "Fact",
     "InboxEvent",
     "Intake",
+    "McpServer",
     "OutcomeUnknown",
     "Part",
     "Policy",
@@ -95,6 +97,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from lockgate.actions.facts import Fact, RunFacts
+    from lockgate.actions.mcp_tools import McpServer
     from lockgate.actions.tools import (
         OutcomeUnknown,
         Policy,

@@ -9,18 +9,25 @@ function at start with the workflow, the resource and the line to add to ``templ
 from __future__ import annotations
 
 import importlib
+import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from lockgate.clock import Clock, SystemClock
+from lockgate.config.mcp import McpServerConfig
 from lockgate.declared import Resource
 from lockgate.errors import ConfigError
 from lockgate.inbox.routing import Router
+from lockgate.secrets import SecretResolver
+from lockgate.telemetry import CountingMetrics, Log, Metrics
 
 if TYPE_CHECKING:
+    from lockgate.actions.mcp_tools import McpServer
     from lockgate.agent.tasks import Task
+    from lockgate.mcp.pins import PinFile
 
 
 @dataclass
@@ -58,6 +65,18 @@ class Setup:
     workflow: str = ""
     """The workflows package registering now (set by ``load_workflows``); errors name it."""
 
+    mcp_servers: Mapping[str, McpServerConfig] = field(default_factory=dict)
+    """lockgate.toml's ``[mcp.servers]``: what ``setup.mcp(name)`` builds a server's tools from."""
+
+    secrets: SecretResolver | None = None
+    """The function's secret cache (MCP credentials); None: one over ``environ`` and Secrets Manager."""
+
+    log: Log = field(default_factory=lambda: logging.getLogger("lockgate"))
+    """The function's logger."""
+
+    metrics: Metrics = field(default_factory=CountingMetrics)
+    """The function's metrics (``McpToolChanged``, ``McpCallFailed``)."""
+
     _owners: dict[str, str] = field(default_factory=dict, init=False, repr=False)  # task → workflow
 
     def add_task(self, task: Task) -> None:
@@ -82,6 +101,42 @@ class Setup:
         self.tasks.append(task)
         self._owners[task.name] = self.workflow
 
+    def mcp(self, server: str) -> McpServer:
+        """An MCP server from lockgate.toml's ``[mcp.servers.NAME]``, with the definitions pinned in
+        this workflow's ``mcp/<server>.json``: ``setup.mcp("tickets").tools("get_ticket", ...)``.
+
+        ConfigError names a server lockgate.toml lacks, or a pin file that is missing or damaged.
+        """
+        from lockgate.actions.mcp_tools import McpServer  # the MCP parts load only where one is used
+
+        config = self.mcp_servers.get(server)
+        if config is None:
+            raise ConfigError(
+                f"{self._by(self.workflow)} uses MCP server {server!r}, which lockgate.toml does not "
+                f"configure: add an [mcp.servers.{server}] section"
+            )
+        if config.url.startswith("env:"):  # the address differs per stage, or is a local stand-in's
+            variable = config.url.removeprefix("env:")
+            url = self.environ.get(variable, "").strip()
+            if not url:
+                raise ConfigError(
+                    f"{self._by(self.workflow)} uses MCP server {server!r}, whose url is in the "
+                    f"environment variable {variable}, which this function does not set"
+                )
+            config = replace(config, url=url)
+        if self.secrets is None:
+            self.secrets = SecretResolver(self.environ, secretsmanager=lambda: self.client("secretsmanager"))
+        pins = read_pins(pin_path(self.workflow, server), server, self.workflow)
+        return McpServer(
+            server,
+            config,
+            pins,
+            secrets=self.secrets,
+            log=self.log,
+            metrics=self.metrics,
+            workflow=self.workflow,
+        )
+
     def workflow_of(self, task_name: str) -> str:
         """The workflows package that registered a task ("" when it was added outside one)."""
         return self._owners.get(task_name, "")
@@ -89,6 +144,39 @@ class Setup:
     @staticmethod
     def _by(workflow: str) -> str:
         return f"workflow {workflow}" if workflow else "the setup"
+
+
+def pin_path(package: str, server: str) -> Path:
+    """Where a workflows package keeps a server's pinned tool definitions: ``<package>/mcp/<server>.json``."""
+    if not package:
+        raise ConfigError(f"MCP server {server!r} is used outside a workflows package: its pins live in one")
+    module = import_workflow(package)
+    if module.__file__ is None:
+        raise ConfigError(f"workflows package {package!r} has no directory to keep MCP pins in")
+    return Path(module.__file__).parent / "mcp" / f"{server}.json"
+
+
+def read_pins(path: Path, server: str, package: str) -> PinFile:
+    """The pin file at ``path``; ConfigError says what is wrong and how to make it."""
+    from lockgate.mcp.pins import PinFile, pin_command
+
+    hint = pin_command(server, package)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(
+            f"workflow {package}: MCP server {server!r} has no pin file ({path.name}): {hint}"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(
+            f"workflow {package}: the pin file of MCP server {server!r} cannot be read: {exc}"
+        ) from None
+    pins = PinFile.loads(text, source=f"workflow {package}'s pins of MCP server {server!r}")
+    if pins.server != server:
+        raise ConfigError(
+            f"workflow {package}: {path.name} holds the pins of MCP server {pins.server!r}: {hint}"
+        )
+    return pins
 
 
 def load_workflows(packages: str | Sequence[str], setup: Setup) -> None:

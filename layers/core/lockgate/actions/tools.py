@@ -187,6 +187,10 @@ class Tool[Args: BaseModel]:
     integers or booleans. An edit is a new version of the proposal, checked against the field's schema
     when made and against ``args`` and ``policies`` again before it runs; () (the default): none."""
 
+    definition: str = ""
+    """A fingerprint of a definition reviewed outside this code (an MCP tool's pin): a proposal made
+    under another one is not run, as for a changed ``args`` schema; "" (the default): none."""
+
     def __post_init__(self) -> None:
         if self.editable:
             try:
@@ -214,8 +218,10 @@ class Tool[Args: BaseModel]:
         }
 
     def args_fingerprint(self) -> str:
-        """A fingerprint of the argument schema: a proposal made under another one is not run."""
-        return fingerprint(self.args.model_json_schema())
+        """A fingerprint of the argument schema (and ``definition``): a proposal made under another
+        one is not run."""
+        schema = self.args.model_json_schema()
+        return fingerprint({"schema": schema, "definition": self.definition} if self.definition else schema)
 
     def validate(self, raw: Any) -> Args:
         """The model's arguments as the pydantic model; ToolArgumentsInvalid explains what is wrong."""

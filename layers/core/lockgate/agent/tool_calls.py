@@ -144,7 +144,7 @@ class ToolCalls:
         tool, args = ruling.tool, ruling.args
         content, error, outcome = self._execute(task, run, tool, args, state)
         entry["outcome"] = outcome
-        if not error and tool.untrusted_result:
+        if tool.untrusted_result and outcome in READ_BACK:  # what the tool answered, errors too
             source = _taint_source(tool, args, content)
             if source not in state.taint_sources:  # what the run read, each thing once
                 state.taint_sources.append(source)
@@ -221,6 +221,10 @@ class ToolCalls:
                 else ruling.reason[:300],
             },
         )
+
+
+# Outcomes whose text is the tool's answer (its own error included), not Lockgate's words about it.
+READ_BACK = frozenset({"ok", "tool error", "succeeded", "failed"})
 
 
 def offered_name(task: Task, call: dict[str, Any]) -> str:

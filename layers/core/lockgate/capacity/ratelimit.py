@@ -47,6 +47,8 @@ from lockgate.telemetry import Log, Metrics
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
+    from lockgate.config import CapacityConfig
+
 __all__ = ["Bucket", "BucketUnavailable", "RateLimited", "RateLimiter", "Take"]
 
 BURST_SECONDS = 60.0  # a full bucket holds one minute of the limit
@@ -110,6 +112,36 @@ class RateLimiter:
         self._fallback = _LocalWindow(fallback_per_minute)
         self.shards = max(1, shards)
         self._seen: dict[tuple[str, int], tuple[Decimal, Decimal]] = {}  # (scope, shard) -> its tats
+
+    @classmethod
+    def configured(  # noqa: PLR0913 - the config, and where the buckets live
+        cls,
+        capacity: CapacityConfig,
+        dynamodb: DynamoDBClient,
+        table: str,
+        clock: Clock,
+        metrics: Metrics,
+        log: Log,
+    ) -> RateLimiter | None:
+        """The shared buckets ``[capacity]`` sets (``model#<id>``, ``source#<name>``); None without any."""
+        limits = {
+            f"{kind}#{name}": Bucket(limit.requests_per_minute, limit.tokens_per_minute)
+            for kind, scopes in (("model", capacity.models), ("source", capacity.sources))
+            for name, limit in scopes.items()
+        }
+        if not limits:
+            return None
+        fallback, shards = capacity.fallback_requests_per_minute, capacity.shards
+        return cls(
+            dynamodb,
+            table,
+            clock,
+            limits=limits,
+            metrics=metrics,
+            log=log,
+            fallback_per_minute=fallback,
+            shards=shards,
+        )
 
     def plan(
         self, scope: str, tokens: int, now: float, requests: int = 1, position: int = 0

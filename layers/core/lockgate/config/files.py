@@ -15,7 +15,18 @@ from typing import Any
 from lockgate.errors import ConfigError
 
 SECTIONS = frozenset(
-    {"sources", "inbox", "workflows", "approvals", "budget", "capacity", "schedules", "models", "provider"}
+    {
+        "mcp",
+        "sources",
+        "inbox",
+        "workflows",
+        "approvals",
+        "budget",
+        "capacity",
+        "schedules",
+        "models",
+        "provider",
+    }
 )
 # The template's Stage pattern: a stage names a file, so nothing else may reach the path.
 STAGE_NAME = re.compile(r"[a-z][a-z0-9-]{0,15}")

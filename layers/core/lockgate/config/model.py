@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from lockgate.config.mcp import McpServerConfig
 from lockgate.config.provider import ProviderConfig
 from lockgate.config.rules import Requirement, ThresholdRule, threshold_rules
 from lockgate.config.sources import ReceiptConfig
@@ -190,3 +191,4 @@ class LockgateConfig(ReceiptConfig):
     schedules: Mapping[str, ScheduleConfig] = field(default_factory=dict)
     models: Mapping[str, ModelConfig] = field(default_factory=dict)  # [models."<id>"]: extra prices
     provider: ProviderConfig = field(default_factory=ProviderConfig)  # [provider]: who answers model calls
+    mcp: Mapping[str, McpServerConfig] = field(default_factory=dict)  # [mcp.servers.NAME]: MCP servers

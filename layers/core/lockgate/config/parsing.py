@@ -12,6 +12,7 @@ from typing import Any
 
 from lockgate.config.approval_parsing import parse_approvals
 from lockgate.config.files import known_sections, no_unknown, positive_int, read_config, table
+from lockgate.config.mcp import parse_mcp
 from lockgate.config.model import (
     BudgetConfig,
     CapacityConfig,
@@ -43,6 +44,7 @@ def parse_config(raw: Mapping[str, Any], origin: str = "lockgate.toml") -> Lockg
     schedules = _schedules(table(raw.get("schedules", {}), f"{origin}: [schedules]"), origin)
     models = parse_models(table(raw.get("models", {}), f"{origin}: [models]"), origin)
     provider = parse_provider(table(raw.get("provider", {}), f"{origin}: [provider]"), origin)
+    mcp = parse_mcp(table(raw.get("mcp", {}), f"{origin}: [mcp]"), origin)
     return LockgateConfig(
         sources=sources,
         inbox=inbox,
@@ -53,6 +55,7 @@ def parse_config(raw: Mapping[str, Any], origin: str = "lockgate.toml") -> Lockg
         capacity=capacity,
         models=models,
         provider=provider,
+        mcp=mcp,
     )
 
 

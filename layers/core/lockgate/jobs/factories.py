@@ -202,6 +202,14 @@ def _tasks(resources: JobResources) -> Mapping[str, Task]:
 
     # The whole environment, as the worker gives it: a workflow's variables need not look like names.
     environ = {**resources.names, **resources.environ}
-    setup = Setup(router=Router(), environ=environ, client=resources.client, clock=resources.clock)
+    setup = Setup(
+        router=Router(),
+        environ=environ,
+        client=resources.client,
+        clock=resources.clock,
+        mcp_servers=resources.config.mcp,
+        log=resources.log,
+        metrics=resources.metrics,
+    )
     load_workflows(resources.config.workflows.packages, setup)
     return {task.name: task for task in setup.tasks}

@@ -127,6 +127,12 @@ class PinFile:
         )
 
 
+def pin_command(server: str, workflow: str) -> str:
+    """What to run to (re)pin a server's tools, as an error message tells it."""
+    flag = f" --workflow {workflow}" if workflow else ""
+    return f"run `lockgate mcp pin {server}{flag}`, review the file it writes and commit it"
+
+
 def drift_of(listing: Listing, name: str, pinned: ToolDefinition) -> tuple[str, ...]:
     """What differs between the live listing's ``name`` and its pin: changed, unusable or gone."""
     live = listing.tools.get(name)

@@ -31,9 +31,9 @@ from lockgate.approvals.rule_checks import require_valid_rules
 from lockgate.approvals.version_checks import VersionChecks
 from lockgate.capacity.breaker import CircuitBreaker
 from lockgate.capacity.gate import Gate
-from lockgate.capacity.ratelimit import Bucket, RateLimiter
+from lockgate.capacity.ratelimit import RateLimiter
 from lockgate.capacity.spend import daily_caps
-from lockgate.config import CapacityConfig, LockgateConfig
+from lockgate.config import LockgateConfig
 from lockgate.freshness import EntityVersions
 from lockgate.inbox.bodies import BodyStore
 from lockgate.inbox.queue import DeadLetters, InboxQueue
@@ -52,7 +52,7 @@ from lockgate.settings import WorkerSettings
 from lockgate.workflows import Setup, load_workflows
 
 if TYPE_CHECKING:
-    from mypy_boto3_dynamodb import DynamoDBClient
+    pass
 
 
 # How late this process may see a circuit another Lambda opened (lockgate.capacity.breaker).
@@ -80,7 +80,16 @@ def build_worker(
     A workflow whose declared resource has no variable in ``environ`` stops it here (ConfigError).
     """
     router = Router()
-    setup = Setup(router=router, environ=environ, client=deps.client, clock=deps.clock)
+    setup = Setup(
+        router=router,
+        environ=environ,
+        client=deps.client,
+        clock=deps.clock,
+        mcp_servers=config.mcp,
+        secrets=deps.secrets,
+        log=deps.log,
+        metrics=deps.metrics,
+    )
     load_workflows(config.workflows.packages, setup)
     require_valid_rules(config.approvals, setup.tasks)  # a rule that cannot hold stops it here
     model = agent_tasks(setup, settings, config, deps)
@@ -174,7 +183,8 @@ def build_agent(
     shards = capacity.shards  # every shared counter spread over this many keys (lockgate.shards)
     spend = daily_caps(budget, dynamodb, table, clock, metrics=deps.metrics, log=deps.log, shards=shards)
     # Budget holds and rate buckets: one DynamoDB write before each call, one after.
-    gate = Gate(dynamodb, clock, spend=spend, limiter=rate_limiter(capacity, dynamodb, table, deps))
+    limiter = RateLimiter.configured(capacity, dynamodb, table, clock, deps.metrics, deps.log)
+    gate = Gate(dynamodb, clock, spend=spend, limiter=limiter)
     runs = RunStore(dynamodb, table, clock)
     usage = deps.usage_metrics(frozenset(t.name for t in setup.tasks)) if deps.usage_metrics else None
     batches = message_batches(setup, model, runs, settings, deps, prices=prices, gate=gate)
@@ -271,26 +281,3 @@ def approvals(
     )
     setup.router.add("approval", "*", executor)
     return requests
-
-
-def rate_limiter(
-    capacity: CapacityConfig, dynamodb: DynamoDBClient, table: str, deps: Deps
-) -> RateLimiter | None:
-    """The shared rate buckets from ``[capacity]`` (``model#<id>``, ``source#<name>``); None without any."""
-    limits = {
-        f"{kind}#{name}": Bucket(limit.requests_per_minute, limit.tokens_per_minute)
-        for kind, table_ in (("model", capacity.models), ("source", capacity.sources))
-        for name, limit in table_.items()
-    }
-    if not limits:
-        return None
-    return RateLimiter(
-        dynamodb,
-        table,
-        deps.clock,
-        limits=limits,
-        metrics=deps.metrics,
-        log=deps.log,
-        fallback_per_minute=capacity.fallback_requests_per_minute,
-        shards=capacity.shards,
-    )

@@ -1,0 +1,21 @@
+"""The third example workflow: support tickets, worked on through a ticketing service's MCP server.
+
+Every tool comes from the MCP server ``tickets`` (lockgate.toml's ``[mcp.servers.tickets]``): the
+definitions the model is offered are the ones pinned in ``mcp/tickets.json`` (``lockgate mcp pin
+tickets --workflow tickets``), and what each tool may do is the config's choice, not the server's:
+reading a ticket runs directly (and taints the run: a ticket is its customer's words), a comment
+or a closing runs once a person approves it after such a read, a credit always waits for a
+person, and listing every ticket is refused. On ``lockgate local`` the example MCP server
+(``lockgate_infra.mcp_example``) plays the service.
+"""
+
+from __future__ import annotations
+
+from lockgate import Setup
+
+
+def register(setup: Setup) -> None:
+    """Add the tickets task, its tools those of the ``tickets`` MCP server (ConfigError if unpinned)."""
+    from tickets.task import tickets_task
+
+    setup.add_task(tickets_task(setup.mcp("tickets")))
