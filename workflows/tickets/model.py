@@ -22,7 +22,9 @@ def scripted_model() -> ScriptedModel:
             ),
         ),
         when(r"(?i)where is my order", after="tickets__get_ticket").call(
-            "tickets__add_comment", ticket_id="{ticket}", body="Your order is on its way: tracking follows by email."
+            "tickets__add_comment",
+            ticket_id="{ticket}",
+            body="Your order is on its way: tracking follows by email.",
         ),
         finish="Asked for what ticket {ticket} needs; a person approves it.",
     )

@@ -36,7 +36,9 @@ def start(event: InboxEvent, services: Mapping[str, Any]) -> Start:
     ticket = data.get("ticket_id") if isinstance(data, dict) else None
     if not isinstance(ticket, str) or not 0 < len(ticket) <= 64 or not ticket.isprintable():
         raise BadDelivery("ticket.opened event: data.ticket_id is missing or not an id")
-    return Start(prompt=f"Ticket {ticket} was opened: ticket={ticket}", facts=RunFacts(values={"ticket": ticket}))
+    return Start(
+        prompt=f"Ticket {ticket} was opened: ticket={ticket}", facts=RunFacts(values={"ticket": ticket})
+    )
 
 
 def restore_facts(values: Mapping[str, Any], services: Mapping[str, Any]) -> RunFacts:

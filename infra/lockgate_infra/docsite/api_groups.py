@@ -74,7 +74,7 @@ GROUPS = (
     ),
     Group(
         "Tools from MCP servers",
-        "`setup.mcp(\"name\")` gives a server lockgate.toml configures (`[mcp.servers.NAME]`) with the "
+        '`setup.mcp("name")` gives a server lockgate.toml configures (`[mcp.servers.NAME]`) with the '
         "definitions pinned in the workflow (`lockgate mcp pin`); its `tools(...)` are ordinary `Tool`s "
         "named `server__tool`, under the same checks, approvals and ledger (docs/mcp.md).",
         "from lockgate import McpServer",
