@@ -23,7 +23,11 @@ from tests.support import Harness
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = load_config(ROOT / "lockgate.toml")
 MODEL_KEY = "sk-ant-api03-test-model-key"
-VALUES = {name: dev_secret(source) for name, source in CONFIG.sources.items()} | {"model-key": MODEL_KEY}
+VALUES = {name: dev_secret(source) for name, source in CONFIG.sources.items()} | {
+    "model-key": MODEL_KEY,
+    "mcp-tickets": "example-mcp-token",
+}
+MCP = [f"mcp-{name}" for name in CONFIG.mcp]  # [mcp.servers.NAME]'s credentials
 
 
 def stack_template() -> dict[str, Any]:
@@ -132,7 +136,7 @@ def test_list_shows_every_source_and_the_model_key_by_name_never_a_value(
     # Then each source and the model key has a line with its reference and state; no value appears
     assert code == 0, err
     lines = {line.split()[0]: line for line in out.splitlines()[1:]}
-    assert set(lines) == {*CONFIG.sources, "model-key"}
+    assert set(lines) == {*CONFIG.sources, "model-key", *MCP}
     assert re.search(r"secretsmanager:lockgate/webhooks/github\s+present\s+\d{4}-\d\d-\d\d", lines["github"])
     assert "unusable (source 'helpdesk': secret #1 is not whsec_<base64> or base64)" in lines["helpdesk"]
     assert "missing" in lines["stripe"]
@@ -152,7 +156,7 @@ def test_check_fails_naming_what_is_missing_then_passes_once_everything_is_set(
     assert "model-key: secretsmanager:lockgate/anthropic-api-key is missing" in out
     assert "partner:" not in out
     # When the rest are set, it passes
-    for name in [*CONFIG.sources, "model-key"]:
+    for name in [*CONFIG.sources, "model-key", *MCP]:
         assert (
             lockgate(capsys, monkeypatch, "secrets", "set", name, "--stack", "lockgate", stdin=VALUES[name])[
                 0
@@ -160,7 +164,7 @@ def test_check_fails_naming_what_is_missing_then_passes_once_everything_is_set(
             == 0
         )
     code, out, _ = lockgate(capsys, monkeypatch, "secrets", "check", "--stack", "lockgate")
-    assert (code, out.strip()) == (0, "all 7 secret(s) present and usable")
+    assert (code, out.strip()) == (0, "all 9 secret(s) present and usable")
 
 
 def test_a_secret_the_receiver_may_not_read_is_reported(
@@ -253,7 +257,7 @@ def test_the_deploy_guides_secrets_commands_work_as_written(
     sets = [argv[2] for argv in commands if argv[1] == "set"]
     # The guide stores a secret for every source of the shipped lockgate.toml and the model key, then
     # checks, then shows a rotation
-    assert sorted(sets) == sorted([*CONFIG.sources, "model-key"])
+    assert sorted(sets) == sorted([*CONFIG.sources, "model-key", *MCP])
     assert [argv[1] for argv in commands[len(sets) :]] == ["check", "rotate-in", "rotate-out"]
     piped = {"set": lambda name: VALUES[name], "rotate-in": lambda name: f"rotated-{VALUES[name]}"}
     for argv in commands:
@@ -275,14 +279,14 @@ def test_local_stack_secrets(tmp_path: Path, capsys: Any, monkeypatch: Any) -> N
         (tmp_path / ".lockgate").mkdir()
         (tmp_path / ".lockgate" / "local-8787.json").write_text(json.dumps(state))
         monkeypatch.setattr(cli, "ROOT", tmp_path)
-        # When every source's secret is set on it
-        for name in CONFIG.sources:
+        # When every source's secret and MCP credential is set on it
+        for name in [*CONFIG.sources, *MCP]:
             assert (
                 lockgate(capsys, monkeypatch, "secrets", "set", name, "--local", stdin=VALUES[name])[0] == 0
             )
         # Then check passes (the local model key comes from `lockgate local --model`, not a secret)
         code, out, _ = lockgate(capsys, monkeypatch, "secrets", "check", "--local")
-        assert (code, out.strip()) == (0, "all 7 secret(s) present and usable")
+        assert (code, out.strip()) == (0, "all 9 secret(s) present and usable")
         _, listed, _ = lockgate(capsys, monkeypatch, "secrets", "list", "--local")
         assert "local (chosen by `lockgate local --model`)" in listed
         assert not any(value in listed for value in VALUES.values())

@@ -119,9 +119,12 @@ def test_the_jobs_role_reads_only_the_link_and_model_keys_writes_no_decision_and
         for action in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])
     ]
     secrets = [r for a, r in granted if a.startswith("secretsmanager:")]
-    # The digest's signed links; collect-batches reads batch results with the model key. No webhook secret.
-    assert secrets[0] == json.dumps({"Ref": "ApprovalLinkSecret"})
-    assert len(secrets) == 2 and "anthropic-api-key-??????" in secrets[1] and "webhooks" not in secrets[1]
+    # The digest's signed links; collect-batches reads batch results with the model key; reconcile
+    # asks MCP servers' reconcile tools with their credentials. No webhook secret.
+    assert json.dumps({"Ref": "ApprovalLinkSecret"}) in secrets and len(secrets) == 3
+    assert sum("anthropic-api-key-??????" in r for r in secrets) == 1
+    assert sum("${SecretsPrefix}/mcp/*" in r for r in secrets) == 1
+    assert not [r for r in secrets if "webhooks" in r]
     assert not [
         a for a, r in granted if "DecisionsTable" in r and a not in ("dynamodb:GetItem", "dynamodb:Query")
     ]

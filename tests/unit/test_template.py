@@ -60,6 +60,11 @@ RECEIVER_ACCESS = {
         "arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:${SecretsPrefix}/webhooks/*",
     ),
 }
+# [mcp.servers.*] credentials: the worker calls MCP servers' tools, the jobs their reconcile tools.
+MCP_CREDENTIALS = (
+    "secretsmanager:GetSecretValue",
+    "arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:${SecretsPrefix}/mcp/*",
+)
 WORKER_ACCESS = {
     ("dynamodb:GetItem", "InboxTable.Arn"),
     ("dynamodb:UpdateItem", "InboxTable.Arn"),
@@ -86,6 +91,7 @@ WORKER_ACCESS = {
         "arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:"
         "${SecretsPrefix}/anthropic-api-key-??????",
     ),
+    MCP_CREDENTIALS,
     # (The workflows' tables and sender address: what their RESOURCES declare, see WORKFLOWS below.)
     # Approvals: it proposes (put, read; its pending limits are State rows) and reads decisions.
     ("dynamodb:PutItem", "ApprovalsTable.Arn"),
@@ -187,6 +193,7 @@ JOBS_ACCESS = {
     ("sqs:SendMessage", "InboxDLQ.Arn"),
     ("sqs:SendMessage", "InboxQueue.Arn"),
     ("sqs:SendMessage", "ScheduledJobsDLQ.Arn"),  # the on-failure destination of its async invocations
+    MCP_CREDENTIALS,
 }
 # The weekly eval: its own job rows (the "jobs" partition only, by condition) and the model key.
 EVAL_JOBS_ACCESS = {
@@ -576,10 +583,12 @@ def test_given_the_worker_role_then_it_has_exactly_its_data_access_and_only_the_
     assert set(role.get("ManagedPolicyArns", [])) <= BASIC_MANAGED_POLICIES
     assert data_access(cfn, "AgentWorkerFunction") == WORKER_ACCESS
     secrets = {resource for action, resource in access(role) if action.startswith("secretsmanager:")}
-    # The Claude API key and nothing else: not the webhook secrets, not the approval-link secret.
+    # The Claude API key and MCP servers' credentials, nothing else: not the webhook secrets, not
+    # the approval-link secret.
     assert secrets == {
         "arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:"
-        "${SecretsPrefix}/anthropic-api-key-??????"
+        "${SecretsPrefix}/anthropic-api-key-??????",
+        MCP_CREDENTIALS[1],
     }
 
 
@@ -763,6 +772,7 @@ def test_given_template_parameters_then_defaults_match_the_documented_ones(sam_t
         "LogRetentionDays": 30,
         "AlertEmail": "",
         "ShopFromAddress": "support@shop.example.com",
+        "TicketsMcpUrl": "https://tickets.invalid/mcp",  # no server: the example's calls fail, unsent
         "LogLevel": "INFO",
         "ShopModelId": "claude-sonnet-5-5",
         "ModelProvider": "anthropic",
@@ -819,10 +829,11 @@ def test_given_the_worker_role_then_it_cannot_write_decisions_or_touch_the_link_
     assert on_decisions == {"dynamodb:GetItem", "dynamodb:Query"}
     assert not any(action.split(":", 1)[1].startswith(WRITE_ACTIONS) for action in on_decisions)
     assert not any("ApprovalLinkSecret" in resource or "approval-link" in resource for _, resource in pairs)
-    # Its secret pattern cannot match the link key's name either.
-    (pattern,) = _secret_resources(cfn, "AgentWorkerFunction")
+    # Its secret patterns cannot match the link key's name or a webhook secret's either.
     link_key_name = properties(cfn, "ApprovalLinkSecret")["Name"]["Fn::Sub"][0]
-    assert not fnmatch.fnmatchcase(link_key_name + "-AbCdEf", pattern.rsplit(":secret:", 1)[1])
+    for pattern in _secret_resources(cfn, "AgentWorkerFunction"):
+        for name in (link_key_name, "${SecretsPrefix}/webhooks/github"):
+            assert not fnmatch.fnmatchcase(name + "-AbCdEf", pattern.rsplit(":secret:", 1)[1])
 
 
 def test_given_the_eval_function_then_it_reaches_only_the_job_rows_of_the_state_table(cfn):

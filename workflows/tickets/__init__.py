@@ -11,7 +11,11 @@ person, and listing every ticket is refused. On ``lockgate local`` the example M
 
 from __future__ import annotations
 
-from lockgate import Setup
+from lockgate import Resource, Setup
+
+# The MCP server's address is a template parameter, so `lockgate check` sees that the worker and the
+# scheduled jobs (whose reconcile job asks its find_effect tool) are given it.
+RESOURCES = (Resource("TicketsMcpUrl", variable="TICKETS_MCP_URL"),)
 
 
 def register(setup: Setup) -> None:

@@ -1,4 +1,5 @@
-"""A stack's webhook secrets and model key as `lockgate secrets` sees them: references, states, no values."""
+"""A stack's webhook secrets, model key, Slack and MCP credentials as `lockgate secrets` sees them:
+references, states, no values."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from lockgate_infra.cli.targets import TargetError
 
 MODEL_KEY = "model-key"  # the name `secrets` uses for the worker's Anthropic API key
 SLACK_BOT, SLACK_SIGNING = "slack-bot", "slack-signing"  # [approvals.slack]'s two secrets
+MCP = "mcp-"  # + a server's name: [mcp.servers.NAME]'s credential
 RECEIVER, WORKER = "WebhookReceiverFunction", "AgentWorkerFunction"
 NOTIFIER, CALLBACK = "ApprovalNotifierFunction", "ApprovalCallbackFunction"
 READER = {RECEIVER: "the receiver", WORKER: "the worker", NOTIFIER: "the notifier", CALLBACK: "the callback"}
@@ -29,7 +31,7 @@ READER = {RECEIVER: "the receiver", WORKER: "the worker", NOTIFIER: "the notifie
 class Entry:
     """One secret a function reads: whose it is, and the reference lockgate.toml or the template gives."""
 
-    name: str  # a source, MODEL_KEY, SLACK_BOT or SLACK_SIGNING
+    name: str  # a source, MODEL_KEY, SLACK_BOT, SLACK_SIGNING or mcp-<server>
     ref: str  # env:NAME or secretsmanager:NAME
     source: SourceConfig | None  # None for the model key and Slack's secrets
     readable: str | None = None  # the names the function's role may read, e.g. "lockgate/webhooks/"
@@ -80,7 +82,7 @@ class StackSecrets:
         model = (
             [Entry(MODEL_KEY, model_ref, None, function=WORKER)] if self._config.provider.uses_api_key else []
         )
-        return [*found, *model, *self._slack(prefix)]
+        return [*found, *model, *self._slack(prefix), *self._mcp(prefix)]
 
     def _slack(self, prefix: str) -> list[Entry]:
         """[approvals.slack]'s bot token (the notifier's, and the callback's for views.open) and signing
@@ -93,6 +95,15 @@ class StackSecrets:
         return [
             Entry(SLACK_BOT, slack.bot_token, None, bot, NOTIFIER, "Slack approvals (bot token)"),
             Entry(SLACK_SIGNING, slack.signing_secret, None, signing, CALLBACK, "Slack approvals (signing)"),
+        ]
+
+    def _mcp(self, prefix: str) -> list[Entry]:
+        """Each MCP server's credential (the worker's, and the jobs' for reconcile tools), if it has one."""
+        readable = f"{prefix}/mcp/" if prefix else None
+        return [
+            Entry(f"{MCP}{name}", server.credential, None, readable, WORKER, f"MCP server {name}")
+            for name, server in self._config.mcp.items()
+            if server.credential
         ]
 
     def entry(self, name: str) -> Entry:

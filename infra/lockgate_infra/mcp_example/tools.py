@@ -119,11 +119,7 @@ def tool_specs(desk: Desk, key_header: str) -> dict[str, ToolSpec]:
             ),
             ToolSpec("get_ticket", get_ticket, "Get a ticket", "Read one ticket with its comments.", read),
             ToolSpec(
-                "find_effect",
-                find_effect,
-                "Find a write",
-                f"What the write with this {key_header} did.",
-                read,
+                "find_effect", find_effect, "Find a write", f"What a write with {key_header} did.", read
             ),
             ToolSpec(
                 "add_comment",
