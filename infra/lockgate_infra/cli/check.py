@@ -3,7 +3,8 @@
 It prints one line per finding (``lockgate_infra.cli.template_check``): a declared resource the
 template lacks, a variable a function does not set, an action a role does not allow, an action a
 role allows on a declared resource that no workflow declares, a package a function does not ship;
-then each approval rule in lockgate.toml that cannot hold for the tasks' tools (``rule_findings``).
+then each approval rule in lockgate.toml that cannot hold for the tasks' tools (``rule_findings``),
+and each ``[mcp.servers]`` section no workflow uses or whose tools are not all pinned (``mcp_findings``).
 When both pass, a warning (on stderr) for each configured model without a price where
 the deployment calls it, and each price read longer ago than ``--max-price-age`` days (``lockgate
 prices`` shows them all).
@@ -94,11 +95,13 @@ def run_check(
     findings += check_packaging(sam_template, template.parent, packages)
     if not findings and packages:  # the approval rules against the tasks' tools, as the worker reads them
         from lockgate.approvals.rule_checks import rule_findings
+        from lockgate_infra.cli.mcp_findings import mcp_findings
         from lockgate_infra.evals.registration import dry_registration
 
-        findings += rule_findings(
-            config.approvals, dry_registration(template.parent, packages, config.mcp).tasks
-        )
+        setup = dry_registration(template.parent, packages, config.mcp)
+        findings += rule_findings(config.approvals, setup.tasks)
+        with first_on_path(template.parent / "workflows"):
+            findings += mcp_findings(config.mcp, setup.mcp_users())
     for finding in findings:
         print(finding, file=out)
     if findings:

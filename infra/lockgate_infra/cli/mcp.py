@@ -30,7 +30,7 @@ from lockgate.mcp.pins import PinFile
 from lockgate.mcp.servers import Credential, ServerSettings
 from lockgate.secrets import SecretResolver
 from lockgate.workflows import pin_path, read_pins
-from lockgate_infra.cli.targets import Target
+from lockgate_infra.cli.targets import Target, TargetError
 from lockgate_infra.failures import FAILED, OK, CommandError
 
 WORKER = "AgentWorkerFunction"
@@ -148,7 +148,12 @@ class _Lazy:
 
     def __call__(self) -> Target:
         if self._target is None:
-            self._target = self._make()
+            try:
+                self._target = self._make()
+            except TargetError as exc:
+                raise CommandError(
+                    f"{exc} (or give --url and --token-env to reach the server directly)"
+                ) from None
         return self._target
 
 

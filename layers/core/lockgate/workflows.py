@@ -78,6 +78,9 @@ class Setup:
     """The function's metrics (``McpToolChanged``, ``McpCallFailed``)."""
 
     _owners: dict[str, str] = field(default_factory=dict, init=False, repr=False)  # task → workflow
+    _mcp_users: dict[str, set[str]] = field(
+        default_factory=dict, init=False, repr=False
+    )  # server → workflows
 
     def add_task(self, task: Task) -> None:
         """Register an agent task; the worker routes its trigger to the agent loop.
@@ -127,6 +130,7 @@ class Setup:
         if self.secrets is None:
             self.secrets = SecretResolver(self.environ, secretsmanager=lambda: self.client("secretsmanager"))
         pins = read_pins(pin_path(self.workflow, server), server, self.workflow)
+        self._mcp_users.setdefault(server, set()).add(self.workflow)
         return McpServer(
             server,
             config,
@@ -136,6 +140,10 @@ class Setup:
             metrics=self.metrics,
             workflow=self.workflow,
         )
+
+    def mcp_users(self) -> dict[str, set[str]]:
+        """Each MCP server a workflow asked for (``setup.mcp``), and the workflows that did."""
+        return {server: set(workflows) for server, workflows in self._mcp_users.items()}
 
     def workflow_of(self, task_name: str) -> str:
         """The workflows package that registered a task ("" when it was added outside one)."""
