@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from lockgate.config import model, provider, sources
+from lockgate.config import mcp, model, provider, sources
 from lockgate.config.approval_parsing import RULE_KEYS
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -71,6 +71,19 @@ SECTIONS: tuple[tuple[str, type, frozenset[str], str], ...] = (
         provider.ProviderConfig,
         frozenset(),
         "Who answers model calls: [Choosing a model provider](../providers.md).",
+    ),
+    (
+        "[mcp.servers.NAME]",
+        mcp.McpServerConfig,
+        frozenset({"tools"}),
+        "How to use one: [MCP tools](../mcp.md).",
+    ),
+    (
+        "[mcp.servers.NAME.tools.TOOL]",
+        mcp.McpToolConfig,
+        frozenset(),
+        "One table per tool a task may ask for (TOOL is the server's name for it); a task asking for "
+        "one without a table stops the worker at start.",
     ),
 )
 

@@ -52,12 +52,13 @@ class McpServerConfig:
     url: str  # https://..., or "env:NAME": the address is in that variable of the function's environment
     credential: str = ""  # a secret reference ("secretsmanager:NAME", "env:NAME") for its token; "": none
     auth_header: str = "Authorization"  # Authorization sends "Bearer <token>"; another header sends it as is
-    protocol: str = "2026-07-28"  # the protocol version its pins were read with (`lockgate mcp pin`)
-    connect_timeout_seconds: float = 5.0
-    read_timeout_seconds: float = 30.0  # a call with no answer by then: its outcome is unknown
+    protocol: str = "2026-07-28"  # the MCP protocol version to speak (2026-07-28, or 2025-11-25 and older)
+    connect_timeout_seconds: float = 5.0  # to reach the server: none in time, nothing was sent
+    read_timeout_seconds: float = 30.0  # a call with no answer by then: a write's outcome is unknown
     max_result_bytes: int = 100_000  # a result beyond this reaches the model cut, with a note saying so
-    idempotency_header: str = "Idempotency-Key"  # where each call's ledger key goes; "": in no header
-    # or an argument of the server's tools that takes it (hidden from the model, filled by Lockgate)
+    idempotency_header: str = "Idempotency-Key"  # the header each write's ledger key goes in; "": none
+    # an argument of the server's tools that takes the ledger key instead: hidden from the model,
+    # filled by Lockgate on every write ("": none)
     idempotency_argument: str = ""
     tools: Mapping[str, McpToolConfig] = field(default_factory=dict)
 
