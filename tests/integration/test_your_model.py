@@ -112,7 +112,11 @@ def test_lockgate_eval_runs_a_task_with_your_model(
 def test_the_stand_in_logs_a_warning_when_a_model_answers_a_task_it_was_not_written_for(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    with caplog.at_level(logging.WARNING), local_model(f"{HERE}:where_is_my_order", {}) as chosen:
+    # Listen on the stub's own logger, at its own level: an earlier test in this process may have
+    # set a level on, or stopped propagation from, the "lockgate" logger above it.
+    stub_log = logging.getLogger("lockgate.stub")
+    stub_log.addHandler(caplog.handler)
+    with caplog.at_level(logging.WARNING, logger="lockgate.stub"), local_model(f"{HERE}:where_is_my_order", {}) as chosen:
         reply = ask(
             chosen.environment["ANTHROPIC_BASE_URL"],
             {
@@ -125,4 +129,5 @@ def test_the_stand_in_logs_a_warning_when_a_model_answers_a_task_it_was_not_writ
 
     assert reply["stop_reason"] == "end_turn"
     assert "was written for the tools read_email" in reply["content"][0]["text"]  # type: ignore[index]
+    stub_log.removeHandler(caplog.handler)
     assert "offline model asked to run a task it was not written for" in caplog.text
