@@ -25,7 +25,6 @@ from lockgate.actions.mcp_calls import called, reconcile_with
 from lockgate.actions.tools import Policy, Risk, Tool, ToolContext, ToolError
 from lockgate.config.mcp import McpServerConfig, McpToolConfig
 from lockgate.errors import ConfigError, SecretUnavailable
-from lockgate.mcp.client import McpClient
 from lockgate.mcp.definitions import ToolDefinition
 from lockgate.mcp.pins import PinFile, pin_command
 from lockgate.mcp.servers import Credential, ServerSettings
@@ -34,6 +33,8 @@ from lockgate.telemetry import Log, Metrics
 
 if TYPE_CHECKING:
     import ssl
+
+    from lockgate.mcp.client import McpClient
 
 RISKS = {"read": Risk.READ, "act": Risk.ACT, "approval": Risk.APPROVAL}
 EXPOSED = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # the Messages API's tool names
@@ -133,6 +134,8 @@ class McpServer:
                 ) from exc
             header = self.config.auth_header
             credential = Credential.bearer(token) if header == "Authorization" else Credential(header, token)
+        from lockgate.mcp.client import McpClient  # asyncio and, on its first call, the SDK: not at start
+
         with self._ssl_lock:
             if self._ssl is None:
                 from lockgate.mcp.session import ssl_context  # loads the SDK: on the first call only
