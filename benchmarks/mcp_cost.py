@@ -226,8 +226,7 @@ def render(result: Result) -> str:
             f"The MCP client's import alone / the cold start without MCP: {result.paired('sdk'):.3f}",
             f"mcp SDK modules loaded by the worker's init: {len(result.loaded_by_init)} (sys.modules), "
             f"{len(result.importtime_at_init)} (-X importtime)",
-            "Lockgate's MCP modules loaded by an init without MCP workflows: "
-            f"{len(result.ours_without_mcp)}",
+            f"Lockgate's MCP modules loaded by an init without MCP workflows: {len(result.ours_without_mcp)}",
         ]
     )
 

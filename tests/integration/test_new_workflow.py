@@ -67,7 +67,9 @@ def test_the_workflow_is_written_wired_and_checked(checkout: Path) -> None:
     assert "  NotesItemsTable:\n    Type: AWS::DynamoDB::Table\n" in template
     assert template.count("          NOTES_ITEMS_TABLE: !Ref NotesItemsTable\n") == 2  # worker and jobs
     assert "              - Sid: NotesItems\n" in template
-    assert "ok: template.yaml gives each workflow (shop, triage, tickets, notes) its 7 declared" in made.stdout
+    assert (
+        "ok: template.yaml gives each workflow (shop, triage, tickets, notes) its 7 declared" in made.stdout
+    )
     # And lockgate check, run again by the user, agrees
     assert run(checkout, "lockgate", "check").returncode == 0
 

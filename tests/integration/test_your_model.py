@@ -116,7 +116,10 @@ def test_the_stand_in_logs_a_warning_when_a_model_answers_a_task_it_was_not_writ
     # set a level on, or stopped propagation from, the "lockgate" logger above it.
     stub_log = logging.getLogger("lockgate.stub")
     stub_log.addHandler(caplog.handler)
-    with caplog.at_level(logging.WARNING, logger="lockgate.stub"), local_model(f"{HERE}:where_is_my_order", {}) as chosen:
+    with (
+        caplog.at_level(logging.WARNING, logger="lockgate.stub"),
+        local_model(f"{HERE}:where_is_my_order", {}) as chosen,
+    ):
         reply = ask(
             chosen.environment["ANTHROPIC_BASE_URL"],
             {

@@ -244,10 +244,13 @@ def repository(tmp_path: Path) -> Path:
 
 
 def packages_of(repository: Path, *packages: str) -> None:
-    """Set lockgate.toml's [workflows] packages in the copy, its comments kept."""
+    """Set lockgate.toml's [workflows] packages in the copy, its comments kept; without the tickets
+    workflow, its MCP server's section goes too (as a user removing it would: `check` warns of it)."""
     config = repository / "lockgate.toml"
     document = tomlkit.parse(config.read_text(encoding="utf-8"))
     document["workflows"]["packages"] = list(packages)  # type: ignore[index]
+    if "tickets" not in packages:
+        del document["mcp"]
     config.write_text(tomlkit.dumps(document), encoding="utf-8")
 
 

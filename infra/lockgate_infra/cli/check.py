@@ -4,10 +4,10 @@ It prints one line per finding (``lockgate_infra.cli.template_check``): a declar
 template lacks, a variable a function does not set, an action a role does not allow, an action a
 role allows on a declared resource that no workflow declares, a package a function does not ship;
 then each approval rule in lockgate.toml that cannot hold for the tasks' tools (``rule_findings``),
-and each ``[mcp.servers]`` section no workflow uses or whose tools are not all pinned (``mcp_findings``).
-When both pass, a warning (on stderr) for each configured model without a price where
-the deployment calls it, and each price read longer ago than ``--max-price-age`` days (``lockgate
-prices`` shows them all).
+and each ``[mcp.servers]`` tool a workflow using the server has not pinned (``mcp_findings``).
+When they pass, a warning (on stderr) for each ``[mcp.servers]`` section no workflow uses, each
+configured model without a price where the deployment calls it, and each price read longer ago than
+``--max-price-age`` days (``lockgate prices`` shows them all).
 Exit codes: 0 nothing missing or broader (warnings or not); 1 findings; 2 it could not run (a
 template or config it cannot read, a workflows package that cannot be imported, a malformed
 declaration).
@@ -41,9 +41,10 @@ def add_check_parser(commands: Any, run: Callable[[argparse.Namespace], int]) ->
             "template.yaml: each resource is defined, the worker and the scheduled jobs set its "
             "variable, their roles allow each declared action and no other on it, and the functions "
             "that import workflows ship the package; then that each approval rule in lockgate.toml "
-            "can hold for the tasks' tools. When they are, a warning line (stderr) for each "
-            "configured model without a price where the deployment calls it, or with one read longer ago "
-            "than --max-price-age days. "
+            "can hold for the tasks' tools, and that each MCP tool configured for a server a workflow "
+            "uses is pinned. When they are, a warning line (stderr) for each [mcp.servers] section no "
+            "workflow uses, and each configured model without a price where the deployment calls it, "
+            "or with one read longer ago than --max-price-age days. "
             "Exit 0 when nothing is missing or broader (warnings or not), 1 with one line per finding, "
             "2 when it cannot run."
         ),
@@ -93,15 +94,17 @@ def run_check(
     declared = declarations(packages, template.parent / "workflows")
     findings = check_template(translate(sam_template), declared)
     findings += check_packaging(sam_template, template.parent, packages)
+    unused: list[str] = []
     if not findings and packages:  # the approval rules against the tasks' tools, as the worker reads them
         from lockgate.approvals.rule_checks import rule_findings
-        from lockgate_infra.cli.mcp_findings import mcp_findings
+        from lockgate_infra.cli.mcp_findings import mcp_findings, unused_servers
         from lockgate_infra.evals.registration import dry_registration
 
         setup = dry_registration(template.parent, packages, config.mcp)
         findings += rule_findings(config.approvals, setup.tasks)
         with first_on_path(template.parent / "workflows"):
             findings += mcp_findings(config.mcp, setup.mcp_users())
+        unused = unused_servers(config.mcp, setup.mcp_users())
     for finding in findings:
         print(finding, file=out)
     if findings:
@@ -109,7 +112,7 @@ def run_check(
     # The tasks' models, registered with the worker's environment as the (passing) template sets it.
     models = configured_models(template.parent, config)
     rows = price_rows(config, models)
-    for warning in warnings(rows, models, today or dt.date.today(), args.max_price_age):
+    for warning in unused + warnings(rows, models, today or dt.date.today(), args.max_price_age):
         print(warning, file=err or sys.stderr)
     count = sum(len(resources) for resources in declared.values())
     if packages:

@@ -1,8 +1,9 @@
-"""What ``lockgate check`` says about ``[mcp.servers]``: sections nothing uses, tools nobody pinned.
+"""What ``lockgate check`` says about ``[mcp.servers]``: tools nobody pinned, sections nothing uses.
 
 What stops a worker at start (a tool a task asks for with no table, a server lockgate.toml lacks,
 a missing or damaged pin file) stops the dry registration too, as one line; these are the rest:
-configuration that would sit unused, or fail only on its first call.
+a tool that would fail on its first call (a finding), and a section that would sit unused (a
+warning: harmless, as a source no task reads is).
 """
 
 from __future__ import annotations
@@ -16,14 +17,11 @@ from lockgate.workflows import pin_path, read_pins
 
 
 def mcp_findings(servers: Mapping[str, McpServerConfig], users: Mapping[str, set[str]]) -> list[str]:
-    """One line per finding: a server no workflow uses; a configured tool a user's pins lack."""
+    """One line per finding: a configured tool the pins of a workflow using its server lack."""
     findings = []
     for name, server in servers.items():
         where = f"lockgate.toml [mcp.servers.{name}]"
-        workflows = sorted(users.get(name, ()))
-        if not workflows:
-            findings.append(f"{where}: no workflow calls setup.mcp({name!r}): remove the section or use it")
-        for workflow in workflows:
+        for workflow in sorted(users.get(name, ())):
             try:
                 pinned = read_pins(pin_path(workflow, name), name, workflow).tools
             except ConfigError as exc:  # the registration read it moments ago: changed since
@@ -36,3 +34,13 @@ def mcp_findings(servers: Mapping[str, McpServerConfig], users: Mapping[str, set
                     f"{pin_command(name, workflow)}"
                 )
     return findings
+
+
+def unused_servers(servers: Mapping[str, McpServerConfig], users: Mapping[str, set[str]]) -> list[str]:
+    """One warning per ``[mcp.servers]`` section no registered workflow calls ``setup.mcp`` for."""
+    return [
+        f"warning: lockgate.toml [mcp.servers.{name}]: no workflow calls setup.mcp({name!r}): "
+        "remove the section or use it"
+        for name in servers
+        if not users.get(name)
+    ]

@@ -97,7 +97,8 @@ class McpServer:
         for name in dict.fromkeys(names):
             table = self._table(name)
             if table.risk == "refused":
-                self._log.info("mcp tool refused by config", extra={"server": self.name, "tool": name})
+                # debug: config, not an event (at info, every cold start and CLI reading workflows says it)
+                self._log.debug("mcp tool refused by config", extra={"server": self.name, "tool": name})
                 continue
             built.append(
                 self._tool(name, table, tuple((policies or {}).get(name, ())), (facts or {}).get(name))
