@@ -111,7 +111,7 @@ class FaultPlan:
             raise ReadTimeoutError(endpoint_url=f"https://{service}.chaos")
         if _is_side_effect(operation, params) and self.rng.random() < self.rates.crash_after_effect:
             self.injected["crash"] += 1
-            raise WorkerCrash(f"killed after {operation} applied")
+            self.kill(f"killed after {operation} applied")
         return result
 
     def model_fault(self) -> tuple[int, str, float | None] | None:

@@ -39,10 +39,11 @@ CHANGEABLE = ("issue_credit", "add_comment", "add_comment", "get_ticket")  # dra
 class McpRates:
     """Probabilities per call or per round."""
 
-    crash: float = 0.10  # of calls: acts, then no complete answer
-    slow: float = 0.06  # of calls: acts, then answers past the read timeout
+    crash: float = 0.18  # of writes: acts, then no complete answer
+    slow: float = 0.12  # of writes: acts, then answers past the read timeout
+    reads: float = 0.3  # a read meets crash and slow this much as often as a write
     lose_session: float = 0.12  # of calls that carry a session
-    worker_crash: float = 0.12  # of writes the server acted on: the worker dies before recording it
+    worker_crash: float = 0.25  # of writes the server acted on: the worker dies before recording it
     flap: float = 0.04  # per round while up: down for 1-4 rounds (30-120 s)
     change: float = 0.6  # per run: one tool's definition changes, at a round between 4 and 30
 
@@ -92,12 +93,13 @@ class McpWeather:
     def call(self, send: Callable[[], Any], tool: str) -> Any:
         """One ``call_tool``: a server fault armed for it, then maybe the worker dies after it acted."""
         faults, rates = self.server.faults, self.rates
+        scale = 1.0 if tool in self.writes else rates.reads
         roll = self.rng.random()
-        if roll < rates.crash:
+        if roll < rates.crash * scale:
             faults.crash_after_acting(tool)
-        elif roll < rates.crash + rates.slow:
+        elif roll < (rates.crash + rates.slow) * scale:
             faults.answer_slowly(SLOW_SECONDS, tool)
-        elif roll < rates.crash + rates.slow + rates.lose_session:
+        elif self.rng.random() < rates.lose_session:
             faults.lose_session()
         acted = len(self.server.desk.effects)
         try:

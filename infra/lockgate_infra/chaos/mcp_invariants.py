@@ -192,6 +192,10 @@ def agrees(verdict: McpFindings, server: McpExample, ops: Mapping[str, Any], wri
         if state == "FAILED" and acted:
             verdict.fail(f"the ledger says {tool} under {key} FAILED ({error[:120]}); the server did it")
         verdict.counts[f"ledger {state}"] += 1
+        if "could not be reached" in error:
+            verdict.counts["not sent: server down"] += 1
+        elif "changed it since it was reviewed" in error:
+            verdict.counts["not sent: definition changed"] += 1
         if isinstance(result, dict) and result.get("source") == f"mcp:{SERVER}/find_effect":
             verdict.counts["unknown settled by find_effect"] += 1
         elif isinstance(result, dict) and "confirmed_by" in result:
