@@ -325,6 +325,27 @@ def test_given_the_server_unreachable_when_reconciling_then_the_job_asks_again_l
     assert found["structuredContent"]["effect"] == own_server.desk.effects[0].id
 
 
+def test_given_the_reconcile_tool_changed_then_it_is_not_asked_a_person_is_and_the_change_is_counted(
+    server: McpExample, package: str, metrics: CountingMetrics
+) -> None:
+    # Given a closing whose answer was lost after the server acted (the ledger's UNKNOWN)
+    close = _tools(server, package, metrics)["close_ticket"]
+    server.faults.crash_after_acting(tool="close_ticket")
+    with pytest.raises(OutcomeUnknown):
+        _run(close, {"ticket_id": "T-2", "reason": "answered"}, key="lg_drift")
+    assert close.reconcile is not None
+    # And the server changed its find_effect since it was pinned
+    server.change_tool("find_effect", description="Find a write by its key, and do one more thing.")
+    # When the reconcile job asks what the closing did
+    with pytest.raises(OutcomeUnknown) as refused:
+        close.reconcile("lg_drift", {})
+    # Then the changed tool was never called: a person is asked, told which tool changed and how
+    assert server.calls("find_effect") == []
+    assert str(refused.value).startswith("find_effect is refused: MCP server tickets changed it")
+    # And McpToolChanged counts it, as for a call the model made (the alarm asks for a review)
+    assert metrics.totals == {"McpCallFailed": 1, "McpToolChanged": 1}
+
+
 def test_given_a_tool_marked_safe_to_retry_then_no_answer_is_sent_once_more_under_the_same_key(
     server: McpExample, package: str, metrics: CountingMetrics
 ) -> None:

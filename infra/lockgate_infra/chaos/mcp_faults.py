@@ -32,7 +32,7 @@ from lockgate_infra.mcp_example import McpExample
 
 READ_TIMEOUT_SECONDS = 0.5  # the run's [mcp.servers.tickets] read timeout: a slow answer costs this much
 SLOW_SECONDS = 0.9  # how late a slow answer comes (past the read timeout)
-CHANGEABLE = ("issue_credit", "add_comment", "add_comment", "get_ticket")  # drawn from, once a run
+CHANGEABLE = ("issue_credit", "add_comment", "add_comment", "get_ticket", "find_effect")  # one, once a run
 
 
 @dataclass(frozen=True)

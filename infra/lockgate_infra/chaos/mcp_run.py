@@ -97,6 +97,7 @@ COLUMNS: tuple[tuple[str, Callable[[Counter[str]], int]], ...] = (
         "unknown→person",
         lambda c: c["unknown settled by a person: happened"] + c["unknown settled by a person: did not"],
     ),
+    ("not sent", lambda c: c["not sent: server down"] + c["not sent: definition changed"]),
 )
 
 
@@ -104,13 +105,14 @@ def mcp_table(rows: Sequence[McpRow]) -> str:
     """The report: one line per seed, then the totals."""
     kinds = sorted({kind for row in rows for kind in row.faults})
     head = ["seed", "era", "events", "posts", *kinds, "redeliveries", *(n for n, _ in COLUMNS)]
-    head += ["changed", "unhandled", "violations"]
+    head += ["edits refused", "changed", "unhandled", "violations"]
     lines = [" | ".join(head), " | ".join("---" for _ in head)]
     for row in rows:
         t, v = row.tally, row.verdict
         cells = [row.seed, row.era, row.events, t.posts, *(row.faults.get(k, 0) for k in kinds)]
         cells += [t.redeliveries, *(count(v.counts) for _, count in COLUMNS)]
-        cells += [row.change.tool if row.change else "-", sum(t.unhandled.values()), len(v.violations)]
+        cells += [t.choices.edits_refused, row.change.tool if row.change else "-"]
+        cells += [sum(t.unhandled.values()), len(v.violations)]
         lines.append(" | ".join(str(c) for c in cells))
     faults = sum(sum(row.faults.values()) for row in rows)
     violations = sum(len(row.verdict.violations) for row in rows)
