@@ -110,10 +110,12 @@ check: lint typecheck cfn docs test slow coverage deploy-test
 deploy-test: $(STAMP)
 	$(BIN)/pytest -m deploy tests/deploy -W ignore::UserWarning
 
-# Seeded fault injection with invariants (README, "Under faults"); a short run is in `make test`.
+# Seeded fault injection with invariants (docs/testing.md, "Under faults"); short runs are in `make slow`,
+# the MCP judge's own checks in `make test`. `make chaos MCP=1`: the tickets workflow and its MCP server.
 SEEDS ?= 10
+MCP ?=
 chaos: $(STAMP)
-	$(BIN)/python -m lockgate_infra.chaos --seeds $(SEEDS)
+	$(BIN)/python -m lockgate_infra.chaos --seeds $(SEEDS) $(if $(MCP),--mcp)
 
 # Re-take the approval page's screenshots (docs/img/: the README's at 390 px and desktop, and
 # docs/approvals.md's edit section) and the Slack stand-in's renderings of the message and its edit

@@ -33,6 +33,28 @@ def test_given_unchanged_tools_then_the_live_definitions_are_the_pinned_ones(
     mcp.call_tool("get_ticket", {"ticket_id": "T-1"}, pinned=pins.tools["get_ticket"])
 
 
+@pytest.mark.parametrize("era", ERAS)
+def test_the_tickets_workflows_committed_pins_are_the_example_servers_definitions(
+    server: McpExample, tls: ssl.SSLContext, era: str
+) -> None:
+    # Given the pins the tickets example ships (workflows/tickets/mcp/tickets.json), reviewed once
+    from lockgate.workflows import pin_path
+
+    pins = PinFile.loads(pin_path("tickets", "tickets").read_text(encoding="utf-8"))
+    # When the example server that plays the service lists its tools
+    drift = pins.drift(client(server, tls, protocol=era).list_tools())
+    # Then none drifted: find_effect did (its title and description), so every reconciliation of a
+    # tickets call with no answer was refused and went to a person
+    assert [(d.tool, d.changes) for d in drift if d.changed] == []
+    assert {d.tool for d in drift} == {
+        "add_comment",
+        "close_ticket",
+        "find_effect",
+        "get_ticket",
+        "issue_credit",
+    }
+
+
 def test_given_a_description_changed_after_pinning_then_the_drift_names_server_tool_and_change(
     server: McpExample, tls: ssl.SSLContext
 ) -> None:

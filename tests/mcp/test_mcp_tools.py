@@ -19,6 +19,7 @@ from lockgate.clock import FixedClock
 from lockgate.config import parse_config
 from lockgate.errors import ConfigError
 from lockgate.inbox.routing import Router
+from lockgate.mcp.failures import McpNotSent
 from lockgate.mcp.pins import PinFile
 from lockgate.secrets import SecretResolver
 from lockgate.telemetry import CountingMetrics
@@ -294,6 +295,55 @@ def test_given_the_server_crashed_after_acting_then_a_write_is_unknown_and_recon
     assert found["structuredContent"]["effect"] == server.desk.effects[0].id
     assert close.reconcile("lg_never", {}) is None
     assert metrics.totals == {"McpCallFailed": 1}
+
+
+def test_given_the_server_unreachable_when_reconciling_then_the_job_asks_again_later_not_a_person(
+    own_server: McpExample,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    tls: Any,
+    metrics: CountingMetrics,
+) -> None:
+    # Given a closing whose answer was lost after the server acted (the ledger's UNKNOWN)
+    package = _pinned_package(own_server, tmp_path, monkeypatch, tls)
+    close = _tools(own_server, package, metrics)["close_ticket"]
+    own_server.faults.crash_after_acting(tool="close_ticket")
+    with pytest.raises(OutcomeUnknown):
+        _run(close, {"ticket_id": "T-2", "reason": "answered"}, key="lg_down")
+    assert close.reconcile is not None
+    # When the reconcile job asks what it did while nothing listens
+    own_server.stop()
+    with pytest.raises(McpNotSent) as unreachable:
+        close.reconcile("lg_down", {})
+    # Then the question was not asked, which is not "cannot tell" (OutcomeUnknown asks a person):
+    # the job counts an error and the entry stays UNKNOWN for its next run (the chaos run found
+    # every outage during reconciliation sending each open write to a person)
+    assert not isinstance(unreachable.value, OutcomeUnknown)
+    # And once the server is back, the same question finds what it did
+    own_server.start()
+    found = close.reconcile("lg_down", {})
+    assert found["structuredContent"]["effect"] == own_server.desk.effects[0].id
+
+
+def test_given_the_reconcile_tool_changed_then_it_is_not_asked_a_person_is_and_the_change_is_counted(
+    server: McpExample, package: str, metrics: CountingMetrics
+) -> None:
+    # Given a closing whose answer was lost after the server acted (the ledger's UNKNOWN)
+    close = _tools(server, package, metrics)["close_ticket"]
+    server.faults.crash_after_acting(tool="close_ticket")
+    with pytest.raises(OutcomeUnknown):
+        _run(close, {"ticket_id": "T-2", "reason": "answered"}, key="lg_drift")
+    assert close.reconcile is not None
+    # And the server changed its find_effect since it was pinned
+    server.change_tool("find_effect", description="Find a write by its key, and do one more thing.")
+    # When the reconcile job asks what the closing did
+    with pytest.raises(OutcomeUnknown) as refused:
+        close.reconcile("lg_drift", {})
+    # Then the changed tool was never called: a person is asked, told which tool changed and how
+    assert server.calls("find_effect") == []
+    assert str(refused.value).startswith("find_effect is refused: MCP server tickets changed it")
+    # And McpToolChanged counts it, as for a call the model made (the alarm asks for a review)
+    assert metrics.totals == {"McpCallFailed": 1, "McpToolChanged": 1}
 
 
 def test_given_a_tool_marked_safe_to_retry_then_no_answer_is_sent_once_more_under_the_same_key(

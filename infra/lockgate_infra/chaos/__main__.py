@@ -1,5 +1,6 @@
-"""``python -m lockgate_infra.chaos [--seeds N] [--first S] [--events E]``: run seeds, print the table,
-exit 1 if any invariant was violated (the violations are listed under the table)."""
+"""``python -m lockgate_infra.chaos [--seeds N] [--first S] [--events E] [--mcp]``: run seeds, print the
+table, exit 1 if any invariant was violated (the violations are listed under the table). ``--mcp``:
+the tickets workflow against the example MCP server under its faults, instead of the helpdesk."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ import argparse
 import logging
 import sys
 from pathlib import Path
+from typing import Any
 
+from lockgate_infra.chaos.mcp_run import mcp_table, run_mcp_seed
 from lockgate_infra.chaos.run import run_seed, table
 from lockgate_infra.workflow_path import first_on_path
 
@@ -20,14 +23,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=10, help="how many seeds (default 10)")
     parser.add_argument("--first", type=int, default=1, help="the first seed (default 1)")
     parser.add_argument("--events", type=int, default=20, help="distinct deliveries per seed (default 20)")
+    parser.add_argument("--mcp", action="store_true", help="the tickets workflow and its MCP server's faults")
     args = parser.parse_args(argv)
     logging.disable(logging.CRITICAL)  # the functions log every injected fault; the table is the output
-    rows = []
+    run, report = (run_mcp_seed, mcp_table) if args.mcp else (run_seed, table)
+    rows: list[Any] = []
     with first_on_path(ROOT / "workflows"):  # as the CLI does: make chaos needs no PYTHONPATH
         for seed in range(args.first, args.first + args.seeds):
-            rows.append(run_seed(seed, events=args.events))
+            rows.append(run(seed, events=args.events))
             print(f"seed {seed}: {len(rows[-1].verdict.violations)} violations", file=sys.stderr, flush=True)
-    print(table(rows))
+    print(report(rows))
     violations = [(row.seed, v) for row in rows for v in row.verdict.violations]
     for seed, violation in violations:
         print(f"seed {seed}: {violation}")

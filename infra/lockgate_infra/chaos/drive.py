@@ -17,15 +17,14 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from lockgate.approvals.pages import FORM_TOKEN_FIELD
-from lockgate.approvals.proposals import RESOLVE_TOOL
 from lockgate.errors import LockgateError
 from lockgate.http import RawRequest, error_response
 from lockgate.inbox.worker import RetryLater, Worker
 from lockgate.webhooks.signing import sign
 from lockgate_infra.chaos.faults import FaultPlan, WorkerCrash
-from lockgate_infra.chaos.traffic import FORGED_SECRET, Send
-from lockgate_infra.chaos.world import HELPDESK_SECRET, World
+from lockgate_infra.chaos.reviewers import Choices, Edits, review
+from lockgate_infra.chaos.traffic import FORGED_SECRET, Delivery
+from lockgate_infra.chaos.world import SOURCE_SECRETS, World
 
 ROUND_SECONDS = 30  # the clock moves this much between rounds
 OPEN_OPERATIONS = ("PENDING", "IN_PROGRESS", "UNKNOWN")
@@ -46,27 +45,34 @@ class Tally:
     redeliveries: int = 0
     crashes: int = 0
     unhandled: Counter[str] = field(default_factory=Counter)  # "function: exception type" our code let out
-    decided: dict[str, str] = field(default_factory=dict)  # approval id -> approve | reject
+    choices: Choices = field(default_factory=Choices)  # what the reviewers chose
 
 
 def drive(
     world: World,
     plan: FaultPlan,
-    sends: Sequence[Send],
+    sends: Sequence[Delivery],
     jobs: Sequence[Job] = (),
     job_every: int = 4,
     racing: Job | None = None,
     approve_rate: float = APPROVE_RATE,
+    edits: Edits | None = None,
+    weather: Callable[[int], None] | None = None,
 ) -> Tally:
     """Run until quiescent (or MAX_ROUNDS); returns the tally.
 
     ``racing`` (the inbox sweep) may also run in the middle of a worker's processing, racing it.
-    Reviewers approve an action with probability ``approve_rate``, else reject it.
+    Reviewers approve an action with probability ``approve_rate``, else reject it; with ``edits``,
+    they approve some with changes (``reviewers``). ``weather`` runs first in each round, with its
+    number (faults of the run's own that come and go with time, such as a server's outage).
     """
     tally = Tally()
     pending = {(due, n) for n, send in enumerate(sends) for due in send.due}
+    guard = partial(_guarded, tally)
     for round_no in range(MAX_ROUNDS):
         tally.rounds = round_no + 1
+        if weather is not None:
+            weather(round_no)
         for due, n in sorted(pending):
             if due <= round_no:
                 pending.discard((due, n))
@@ -74,7 +80,7 @@ def drive(
                 if retry_at is not None:
                     pending.add((round_no + retry_at, n))
         _poll(world, plan, tally, racing)
-        _review(world, plan, tally, approve_rate)
+        review(world, plan, tally.choices, guard, approve_rate, edits)
         if round_no % job_every == 0:
             for job in jobs:
                 with plan.active():
@@ -85,19 +91,19 @@ def drive(
     return tally
 
 
-def _post(world: World, plan: FaultPlan, send: Send, tally: Tally) -> int | None:
+def _post(world: World, plan: FaultPlan, send: Delivery, tally: Tally) -> int | None:
     """One send by the provider; returns rounds until it retries, or None."""
-    source = world.config.sources["helpdesk"]
+    source = world.config.sources[send.source]
     body = send.body
     headers = sign(
         source,
-        FORGED_SECRET if send.forged else HELPDESK_SECRET,
+        FORGED_SECRET if send.forged else SOURCE_SECRETS[send.source],
         body,
         int(world.clock.now()),
         send.delivery_id,
     )
     event = {
-        "pathParameters": {"source": "helpdesk"},
+        "pathParameters": {"source": send.source},
         "headers": headers,
         "body": body.decode(),
         "isBase64Encoded": False,
@@ -187,41 +193,6 @@ def _invoke(
             tally.unhandled[f"worker: {type(exc).__name__}"] += 1
             return False
     return True
-
-
-def _review(world: World, plan: FaultPlan, tally: Tally, approve_rate: float) -> None:
-    """Every reviewer allowed to decide a pending proposal opens their link and decides it.
-
-    An action is approved or rejected at random; a "did this happen?" question is answered truthfully.
-    """
-    from lockgate_infra.chaos.housekeeping import happened  # the jobs import this module's World
-
-    for status in world.review.listing():
-        proposal = status.proposal
-        if proposal.tool == RESOLVE_TOOL:
-            decision = "approve" if happened(world, proposal) else "reject"
-        else:
-            decision = tally.decided.setdefault(
-                proposal.approval_id, "approve" if plan.rng.random() < approve_rate else "reject"
-            )
-        for link in world.desk.links_for(proposal).values():
-            query = dict(_query(link))
-            with plan.active():
-                _guarded(tally, "approval", partial(_decide, world, proposal.approval_id, query, decision))
-
-
-def _decide(world: World, approval_id: str, query: dict[str, str], decision: str) -> None:
-    page = world.desk.show(approval_id, query)
-    if page.status != 200:
-        return  # already decided, settled, or the callback failed: the reviewer tries again later
-    token = page.body.split(f'name="{FORM_TOKEN_FIELD}" value="', 1)[1].split('"', 1)[0]
-    world.desk.decide(approval_id, query, {**query, FORM_TOKEN_FIELD: token, "decision": decision})
-
-
-def _query(link: str) -> list[tuple[str, str]]:
-    from urllib.parse import parse_qsl, urlsplit
-
-    return parse_qsl(urlsplit(link).query)
 
 
 def _guarded(tally: Tally, function: str, call: Callable[[], Any]) -> None:

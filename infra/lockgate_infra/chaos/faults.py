@@ -24,7 +24,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from botocore.exceptions import ClientError, ConnectTimeoutError, ReadTimeoutError
 
@@ -66,13 +66,23 @@ class FaultPlan:
 
     @contextmanager
     def active(self, reentry: Callable[[], None] | None = None) -> Iterator[None]:
-        """Faults on for calls made inside (on this thread); ``reentry`` may run once, mid-way."""
+        """Faults on for calls made inside (on this thread); ``reentry`` may run once, mid-way.
+
+        Each ``active`` is one invocation, alive when it starts (see ``kill``).
+        """
         previous, self._local.on = getattr(self._local, "on", False), True
+        was_dead, self._local.dead = getattr(self._local, "dead", False), False
         saved, self._reentry = self._reentry, reentry
         try:
             yield
         finally:
-            self._local.on, self._reentry = previous, saved
+            self._local.on, self._reentry, self._local.dead = previous, saved, was_dead
+
+    def kill(self, why: str) -> NoReturn:
+        """The invocation dies now: WorkerCrash, and every AWS call it still tries (an ``except`` or
+        ``finally`` recording what happened) dies too, so nothing after this moment is written."""
+        self._local.dead = True
+        raise WorkerCrash(why)
 
     @contextmanager
     def quiet(self) -> Iterator[None]:
@@ -85,6 +95,8 @@ class FaultPlan:
 
     def call(self, service: str, operation: str, params: dict[str, Any], send: Callable[[], Any]) -> Any:
         """Make one AWS call, with whatever fault the plan draws for it."""
+        if getattr(self._local, "dead", False):
+            raise WorkerCrash(f"{operation} after the process died")
         if not getattr(self._local, "on", False):
             return send()
         self._maybe_reenter()
@@ -99,7 +111,7 @@ class FaultPlan:
             raise ReadTimeoutError(endpoint_url=f"https://{service}.chaos")
         if _is_side_effect(operation, params) and self.rng.random() < self.rates.crash_after_effect:
             self.injected["crash"] += 1
-            raise WorkerCrash(f"killed after {operation} applied")
+            self.kill(f"killed after {operation} applied")
         return result
 
     def model_fault(self) -> tuple[int, str, float | None] | None:

@@ -77,11 +77,14 @@ def _runner(name: str, job: Job) -> Callable[[World, FaultPlan], None]:
 
 
 def happened(world: World, proposal: Proposal) -> bool:
-    """The truth about an operation a person is asked about, from the payments, mail and SES records."""
+    """The truth about an operation a person is asked about, from the payments, mail and SES records,
+    and the MCP server's own record of what it did under each key."""
     from moto.core.models import DEFAULT_ACCOUNT_ID
     from moto.ses.models import ses_backends
 
     key = str(proposal.args.get("idempotency_key", ""))
+    if world.mcp is not None and world.mcp.desk.acted(key):
+        return True
     db = world.client("dynamodb")
     payment = db.get_item(TableName=world.names["ShopPaymentsTable"], Key={"idempotency_key": {"S": key}})
     if "Item" in payment:

@@ -22,7 +22,7 @@ from decimal import Decimal
 from typing import Any
 
 from lockgate_infra.chaos.drive import OPEN_OPERATIONS, Tally, queue_depth
-from lockgate_infra.chaos.traffic import Send
+from lockgate_infra.chaos.traffic import Delivery, Send
 from lockgate_infra.chaos.world import World
 
 APPROVAL_LIMIT = Decimal("50.00")  # the shop's auto-refund ceiling (shop.policies)
@@ -48,24 +48,31 @@ def judge(world: World, sends: Sequence[Send], tally: Tally) -> Findings:
     """Every invariant over the account's end state."""
     verdict = Findings()
     by_id = {send.delivery_id: send for send in sends}
+    inbox = settled(verdict, world, sends)
+    _refunds(verdict, world, by_id, inbox, tally)
+    _emails(verdict, world, by_id, inbox)
+    return verdict
+
+
+def settled(verdict: Findings, world: World, sends: Sequence[Delivery]) -> dict[str, Any]:
+    """What holds of any run: each delivery processed or set aside, nothing stuck, no ledger entry
+    left open; returns the inbox's items by key."""
     inbox = {item["pk"]["S"]: item for item in world.scan("InboxTable")}
     dead = [json.loads(m["Body"]) for m in _drain(world, world.names["InboxDLQ"])]
     _deliveries(verdict, sends, inbox, dead)
-    _refunds(verdict, world, by_id, inbox, tally)
-    _emails(verdict, world, by_id, inbox)
     _ledger(verdict, world)
     if depth := queue_depth(world):
         verdict.fail(f"stuck: the inbox queue still holds {depth} messages")
     if world.review.listing():
         verdict.fail("stuck: proposals still wait for a decision")
-    return verdict
+    return inbox
 
 
 def _deliveries(
-    verdict: Findings, sends: Sequence[Send], inbox: dict[str, Any], dead: list[dict[str, Any]]
+    verdict: Findings, sends: Sequence[Delivery], inbox: dict[str, Any], dead: list[dict[str, Any]]
 ) -> None:
     for send in sends:
-        item = inbox.get(f"helpdesk#{send.delivery_id}")
+        item = inbox.get(f"{send.source}#{send.delivery_id}")
         status = item["status"]["S"] if item else None
         if send.forged:
             if item is not None or any(a != 401 for a in send.answers):

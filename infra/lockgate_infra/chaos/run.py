@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from lockgate.clock import FixedClock
+from lockgate.config import LockgateConfig
 from lockgate_infra.chaos.drive import Job, Tally, drive, seeded
 from lockgate_infra.chaos.faults import FaultPlan, Rates, inject_aws
 from lockgate_infra.chaos.housekeeping import housekeeping
@@ -33,8 +34,20 @@ class Row:
 
 
 @contextmanager
-def account(plan: FaultPlan, clock: FixedClock) -> Iterator[World]:
-    """A fresh moto account from template.yaml, the workflows seeded, the functions composed on it."""
+def account(
+    plan: FaultPlan,
+    clock: FixedClock,
+    *,
+    config: LockgateConfig | None = None,
+    environ: Mapping[str, str] | None = None,
+    model: Callable[[dict[str, Any]], Any] | None = None,
+) -> Iterator[World]:
+    """A fresh moto account from template.yaml, the workflows seeded, the functions composed on it.
+
+    ``config``: ``chaos_config()`` by default; ``environ``: variables added to the functions' (an
+    MCP server's address and token); ``model``: the stand-in's answers (the shop's scripted model
+    by default), with the plan's model faults in front.
+    """
     import boto3
 
     from lockgate_infra.evals.rig import seed_workflows, workflow_environment
@@ -44,24 +57,26 @@ def account(plan: FaultPlan, clock: FixedClock) -> Iterator[World]:
     from lockgate_infra.stub import StubAnthropic, StubError
     from shop.model import scripted_model
 
-    shop_model = scripted_model()
+    answer = model or scripted_model()
+    config = config or chaos_config()
 
-    def model(request: dict[str, Any]) -> Any:
+    def faulty(request: dict[str, Any]) -> Any:
         fault = plan.model_fault()
         if fault is None:
-            return shop_model(request)
+            return answer(request)
         status, kind, retry_after = fault
         headers = {"retry-after": str(retry_after)} if retry_after else {}
         return StubError(status, kind, "injected fault", headers)
 
-    with embedded_aws(), sqs_on(clock), StubAnthropic(model) as stub:
+    with embedded_aws(), sqs_on(clock), StubAnthropic(faulty) as stub:
         session = boto3.session.Session(region_name="us-east-1")
         local = LocalPlan.from_template(load_template(ROOT / "template.yaml"))
         names = create_resources(local, session)
-        config = chaos_config()
         seed_workflows(config, session.client, names)  # every workflow's seed_local, the shop's orders
         workflows = workflow_environment(local, names, config.workflows.packages)
-        world = build_world(session, names, plan, stub.base_url, clock, workflows)
+        world = build_world(
+            session, names, plan, stub.base_url, clock, {**workflows, **(environ or {})}, config
+        )
         world.stub = stub
         yield world
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import random
 from dataclasses import dataclass, field
+from typing import ClassVar, Protocol
 
 PROVIDER_TRIES = 6  # Standard Webhooks providers retry for days; six tries is plenty here
 FORGED_SECRET = "whsec_bm90LXRoZS1zZWNyZXQtYXQtYWxsLXJlYWxseQ=="  # noqa: S105 - the forger\'s wrong key, by design
@@ -50,9 +51,34 @@ CATALOGUE = (
 )
 
 
+class Delivery(Protocol):
+    """What the harness sends and judges of one delivery id, whichever provider sends it."""
+
+    delivery_id: str
+    forged: bool
+    due: list[int]  # rounds at which the provider sends it (first send, then duplicates)
+    answers: list[int]  # the status of each send
+    tries_left: int
+
+    @property
+    def source(self) -> str:
+        """The source it is sent to (lockgate.toml's [sources.NAME])."""
+        ...
+
+    @property
+    def body(self) -> bytes:
+        """What is sent."""
+        ...
+
+    @property
+    def acknowledged(self) -> bool:
+        """Some send of it was answered 2xx."""
+        ...
+
+
 @dataclass
 class Send:
-    """One delivery id and every attempt to send it."""
+    """One delivery id and every attempt to send it: a customer's email to the helpdesk."""
 
     delivery_id: str
     mail: Mail
@@ -60,6 +86,7 @@ class Send:
     due: list[int]  # rounds at which the provider sends it (first send, then duplicates)
     answers: list[int] = field(default_factory=list)
     tries_left: int = PROVIDER_TRIES
+    source: ClassVar[str] = "helpdesk"
 
     @property
     def body(self) -> bytes:

@@ -36,6 +36,8 @@ from lockgate_infra.chaos.faults import FaultPlan
 from lockgate_infra.evals.shoprig import ROOT
 
 HELPDESK_SECRET = "whsec_Y2hhb3MtaGFybmVzcy1oZWxwZGVzay1zZWNyZXQ="  # noqa: S105 - a throwaway key for a moto account
+TICKETS_SECRET = "whsec_Y2hhb3MtaGFybmVzcy10aWNrZXRzLXNlY3JldA=="  # noqa: S105 - a throwaway key for a moto account
+SOURCE_SECRETS = {"helpdesk": HELPDESK_SECRET, "tickets": TICKETS_SECRET}  # the sources a run sends to
 LINK_SECRET = "chaos-harness-link-signing-secret-0123456789"  # noqa: S105 - a throwaway key for a moto account
 WORKER_TIMEOUT_SECONDS = 90
 LOG = logging.getLogger("lockgate.chaos")
@@ -67,6 +69,7 @@ class World:
     tasks: dict[str, Any]
     metrics: CountingMetrics = field(default_factory=CountingMetrics)
     stub: Any = None  # the model stand-in, once the account has one
+    mcp: Any = None  # the example MCP server the tickets workflow calls (McpExample), in an MCP run
 
     def client(self, service: str) -> Any:
         """A fresh client on the account (the harness's own reads)."""
@@ -77,11 +80,27 @@ class World:
         return read_all(self.client("dynamodb").scan, TableName=self.names[logical_id], ConsistentRead=True)
 
 
-def chaos_config() -> LockgateConfig:
-    """The shipped lockgate.toml, with the helpdesk's secret from the environment."""
+def chaos_config(tickets: Mapping[str, Any] | None = None) -> LockgateConfig:
+    """The shipped lockgate.toml, its helpdesk's and tickets' secrets from the environment.
+
+    ``tickets`` changes settings of ``[mcp.servers.tickets]`` (a run's timeouts, protocol,
+    credential) and of its tools' tables (``{"tools": {"issue_credit": {...}}}``).
+    """
     raw = tomllib.loads((ROOT / "lockgate.toml").read_text(encoding="utf-8"))
-    raw["sources"] = {"helpdesk": {**raw["sources"]["helpdesk"], "secrets": ["env:HELPDESK_SECRET"]}}
+    raw["sources"] = {
+        name: {**raw["sources"][name], "secrets": [f"env:{name.upper()}_SECRET"]} for name in SOURCE_SECRETS
+    }
+    servers = raw["mcp"]["servers"]
+    servers["tickets"] = _merged(servers["tickets"], tickets or {})
     return parse_config(raw)
+
+
+def _merged(base: Mapping[str, Any], changes: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in changes.items():
+        old = merged.get(key)
+        merged[key] = _merged(old, value) if isinstance(old, dict) and isinstance(value, dict) else value
+    return merged
 
 
 @contextmanager
@@ -94,22 +113,14 @@ def sqs_on(clock: Clock) -> Iterator[None]:
         yield
 
 
-def build_world(
-    session: Any,
-    names: dict[str, str],
-    plan: FaultPlan,
-    stub_url: str,
-    clock: FixedClock,
-    workflows: Mapping[str, str],
-) -> World:
-    """Compose the functions on ``session`` (moto) through their runtimes, each with its own clock skew.
-
-    ``workflows``: the variables the workflows declare (``rig.workflow_environment``), as deployed.
-    """
-    config, metrics = chaos_config(), CountingMetrics()
-    environ = {
+def functions_environment(
+    names: Mapping[str, str], stub_url: str, workflows: Mapping[str, str]
+) -> dict[str, str]:
+    """Every variable the functions read, on this account (one environment for all of them)."""
+    return {
         **workflows,
         "HELPDESK_SECRET": HELPDESK_SECRET,
+        "TICKETS_SECRET": TICKETS_SECRET,
         "LINK_SECRET": LINK_SECRET,
         "ANTHROPIC_API_KEY": "stub",
         "ANTHROPIC_BASE_URL": stub_url,
@@ -124,6 +135,24 @@ def build_world(
         "BODY_BUCKET": names["BodyBucket"],
         "WORKER_TIMEOUT_SECONDS": str(WORKER_TIMEOUT_SECONDS),
     }
+
+
+def build_world(
+    session: Any,
+    names: dict[str, str],
+    plan: FaultPlan,
+    stub_url: str,
+    clock: FixedClock,
+    workflows: Mapping[str, str],
+    config: LockgateConfig | None = None,
+) -> World:
+    """Compose the functions on ``session`` (moto) through their runtimes, each with its own clock skew.
+
+    ``workflows``: the variables the workflows read (``rig.workflow_environment``), as deployed, and
+    any the run adds (its MCP server's address and token); ``config``: ``chaos_config()`` by default.
+    """
+    config, metrics = config or chaos_config(), CountingMetrics()
+    environ = functions_environment(names, stub_url, workflows)
 
     def deps(skew: float) -> Deps:
         # Backoff waits cost no real time here: the harness moves the shared clock instead.
@@ -141,7 +170,9 @@ def build_world(
     settings = WorkerSettings.from_env(environ)
     built = [build_worker(settings, config, deps(plan.skew()), environ) for _ in range(2)]
     desk_deps = deps(plan.skew())
-    desk = build_approvals(ApprovalSettings.from_env(environ), config, desk_deps).desk
+    # The worker's own check of an edited version, asked in-process (deployed: a direct invocation).
+    checks = built[0].checks
+    desk = build_approvals(ApprovalSettings.from_env(environ), config, desk_deps, checks).desk
     assert desk is not None  # noqa: S101 - the environment above gives the callback its tables
     dynamodb = session.client("dynamodb")
     review = ReviewQueue(
@@ -151,6 +182,5 @@ def build_world(
         desk_deps.clock,
     )
     workers = [parts.worker for parts in built]
-    return World(
-        session, names, clock, config, receiver, workers, desk, review, dict(built[0].tasks), metrics
-    )
+    tasks = dict(built[0].tasks)
+    return World(session, names, clock, config, receiver, workers, desk, review, tasks, metrics)

@@ -87,16 +87,32 @@ def _said(exc: McpFailure) -> str:
 
 
 def reconcile_with(
-    read: Callable[[Mapping[str, Any]], ToolResult], argument: str
+    read: Callable[[Mapping[str, Any]], ToolResult],
+    argument: str,
+    *,
+    server: str,
+    tool: str,
+    metrics: Metrics,
 ) -> Callable[[str, Mapping[str, Any]], Any]:
     """A reconcile hook asking a read tool what the call under a key did: its result; None when it
-    answers with ``isError`` or ``{"found": false}`` (nothing under that key: a person is asked)."""
+    answers with ``isError`` or ``{"found": false}`` (nothing under that key: a person is asked).
+
+    A question that never reached the server (down, a lost session: ``McpNotSent``, after one more
+    try) is not an answer: it is raised as is, and the reconcile job asks again on its next run. Any
+    other failure (no usable answer, a changed definition) is ``OutcomeUnknown``: a person is asked;
+    a changed definition of the read tool counts ``McpToolChanged`` too, so the alarm asks for a review.
+    """
 
     def reconcile(key: str, services: Mapping[str, Any]) -> Any:
         try:
-            found = read({argument: key})
+            found = _attempt(lambda: read({argument: key}), retry=False)
         except McpToolError:
             return None  # the server says no call was made under that key
+        except McpNotSent:
+            raise  # the downstream could not be asked: the entry stays UNKNOWN until it can
+        except McpDefinitionChanged as exc:
+            metrics.add_metric(name="McpToolChanged", unit="Count", value=1)
+            raise OutcomeUnknown(_explained(exc, server, tool)) from None
         except McpFailure as exc:
             raise OutcomeUnknown(f"the reconcile tool gave no answer: {_said(exc)}") from None
         if found.structured is not None and found.structured.get("found") is False:

@@ -254,4 +254,6 @@ class McpServer:
         def read(arguments: Mapping[str, Any]) -> Any:
             return self.client().call_tool(read_tool, arguments, key_header=None, pinned=definition)
 
-        return reconcile_with(read, table.reconcile_argument)
+        return reconcile_with(
+            read, table.reconcile_argument, server=self.name, tool=read_tool, metrics=self._metrics
+        )

@@ -165,7 +165,8 @@ class Tool[Args: BaseModel]:
     The reconcile-operations job asks when the ledger says UNKNOWN. Return the call's result if it
     happened (the entry becomes SUCCEEDED, never run again), None if no trace of it was found; raise
     ``OutcomeUnknown`` if it cannot tell. Not found, cannot tell, or no hook (None, the default): a
-    person is asked whether it happened.
+    person is asked whether it happened. Any other exception (the downstream could not be asked):
+    the entry stays UNKNOWN and the job asks again on its next run.
     """
 
     facts: Callable[[Args, RunFacts], Sequence[Fact]] | None = None
