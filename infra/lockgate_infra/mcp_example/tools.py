@@ -111,6 +111,7 @@ def tool_specs(desk: Desk, key_header: str) -> dict[str, ToolSpec]:
 
     read = ToolAnnotations(read_only_hint=True, open_world_hint=False)
     keyed = f" Send an {key_header} header to make a retry safe."
+    found = f"What the write sent with this {key_header} did; an error if none was made under it."
     return {
         spec.name: spec
         for spec in (
@@ -118,9 +119,7 @@ def tool_specs(desk: Desk, key_header: str) -> dict[str, ToolSpec]:
                 "list_tickets", list_tickets, "List tickets", "List tickets, optionally by status.", read
             ),
             ToolSpec("get_ticket", get_ticket, "Get a ticket", "Read one ticket with its comments.", read),
-            ToolSpec(
-                "find_effect", find_effect, "Find a write", f"What a write with {key_header} did.", read
-            ),
+            ToolSpec("find_effect", find_effect, "Find a write by its key", found, read),
             ToolSpec(
                 "add_comment",
                 add_comment,
