@@ -195,7 +195,7 @@ def run_local(
         _stop_on_signals(stop),
         _request_log(console),
         provider_config(config_path or template.parent / "lockgate.toml", provider) as wire,
-        local_model(model, os.environ, wire.name) as chosen,
+        local_model(model, os.environ, wire.name, config_path=wire.config_path) as chosen,
         local_slack(wire.config_path, console.stamped) as slack,
         stand_ins_of(wire.config_path, stand_ins, console.stamped) as apis,
         LocalStack(template, config_path=wire.config_path, parameters=parameters, port=moto_port,
