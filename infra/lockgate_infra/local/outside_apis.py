@@ -46,7 +46,7 @@ class OutsideApi(Protocol):
     def stop(self) -> None: ...  # noqa: D102
 
 
-_SERVER = ("url", "start", "stop", "activity", "name")  # what a stand-in server has
+_SERVER = ("url", "name", "activity", "running", "start", "stop")  # what a stand-in server has
 
 
 @contextmanager
