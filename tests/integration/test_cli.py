@@ -39,6 +39,15 @@ def test_demo_runs_every_case_as_expected() -> None:
     assert "409  click Approve again                      Already approved" in text
     assert "refunds recorded after approval: [('A-2001', '80.00')]" in text
     assert "then emailed grace@example.com: Good news: our team approved your request" in text
+    # and the ticket was read through the MCP server at once; its credit and comment waited for a person,
+    # then each ran once there, under its key, by the server's own record
+    assert 'get_ticket on tickets: {"ticket_id":"T-1"}: ran' in text
+    assert "credit 1500 cents on ticket T-1: BLOCKED (taint: this run read untrusted content" in text
+    assert "Ticket changes made: 0 (the credit and the comment on T-1 wait for a person)" in text
+    assert text.count("alice's link: opens it (200), clicks Approve (200 Approved)") == 2
+    assert "calls received: get_ticket x1  issue_credit x1  add_comment x1" in text
+    assert "E-1  issue_credit  T-1  credited 1500 cents" in text and "E-2  add_comment   T-1" in text
+    assert text.count("(acted 1 time)") == 2
     assert "Demo finished: every reply and outcome was as expected." in text
     # And the links the notifier sent are in a section of their own, each whole on its line, after the
     # agent's tables: none printed in the middle of them

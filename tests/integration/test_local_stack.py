@@ -619,6 +619,7 @@ def test_the_state_file_gives_jobs_run_locally_the_local_gateway_not_a_deployed_
         config_path=ROOT / "lockgate.toml",
         resources={q: f"http://127.0.0.1:5000/123456789012/{q}" for q in plan.queues},
         lambda_api=SimpleNamespace(url="http://127.0.0.1:5001"),
+        overrides={"TICKETS_MCP_URL": "http://127.0.0.1:5002/mcp"},  # a stand-in's, over the template's
     )
     gateway = SimpleNamespace(url="http://127.0.0.1:8799", port=8799)
     # When the state file is written
@@ -626,6 +627,8 @@ def test_the_state_file_gives_jobs_run_locally_the_local_gateway_not_a_deployed_
     # Then the approval digest's links (APPROVAL_BASE_URL) name the local gateway
     jobs = state["functions"]["ScheduledJobsFunction"]["environment"]
     assert jobs["APPROVAL_BASE_URL"] == "http://127.0.0.1:8799/approvals/"
+    # And what the stack sets over the template is there too (`lockgate mcp pin` reads an address there)
+    assert jobs["TICKETS_MCP_URL"] == "http://127.0.0.1:5002/mcp"
     assert not any(
         "execute-api" in str(v) for f in state["functions"].values() for v in f["environment"].values()
     )

@@ -134,3 +134,32 @@ def test_the_stand_in_logs_a_warning_when_a_model_answers_a_task_it_was_not_writ
     assert "was written for the tools read_email" in reply["content"][0]["text"]  # type: ignore[index]
     stub_log.removeHandler(caplog.handler)
     assert "offline model asked to run a task it was not written for" in caplog.text
+
+
+def test_the_demo_model_brings_each_other_workflows_own_so_every_example_task_has_its_model() -> None:
+    # Given the checkout's lockgate.toml (the shop, triage and tickets workflows)
+    config = Path(__file__).resolve().parents[2] / "lockgate.toml"
+    # When the local stack's default model is started for it
+    with local_model("demo", {}, config_path=config) as chosen:
+        reply = ask(
+            chosen.environment["ANTHROPIC_BASE_URL"],
+            {
+                "model": "claude-sonnet-5-5",
+                "max_tokens": 100,
+                "tools": [
+                    {"name": "tickets__get_ticket", "input_schema": {"type": "object", "properties": {}}}
+                ],
+                "messages": [{"role": "user", "content": "Ticket T-9 was opened: ticket=T-9"}],
+            },
+        )
+    # Then it says so, and the tickets task is answered by the tickets workflow's own scripted model
+    assert chosen.name == "demo"
+    assert chosen.description.startswith("offline demo model, with the triage and tickets workflows' own (")
+    assert [(b["name"], b["input"]) for b in reply["content"] if b["type"] == "tool_use"] == [  # type: ignore[index, union-attr]
+        ("tickets__get_ticket", {"ticket_id": "T-9"})
+    ]
+    # And a workflow already named is not added twice
+    with local_model(["demo", "triage.model:scripted_model"], {}, config_path=config) as both:
+        assert both.description.startswith(
+            "offline demo model, with the tickets workflow's own and your model triage.model:scripted_model ("
+        )

@@ -102,6 +102,27 @@ def test_the_seen_requests_never_hold_the_credential(server: McpExample, tls: ss
     assert {s.method for s in server.seen} >= {"initialize", "tools/list", "tools/call"}
 
 
+def test_as_a_stand_in_it_tells_its_sink_each_tool_call_by_tool_and_key_never_the_credential(
+    tls: ssl.SSLContext,
+) -> None:
+    # Given the server as lockgate local runs a stand-in: named, with a sink for its console lines
+    lines: list[str] = []
+    played = McpExample(name="ticketing service (example)", sink=lines.append)
+    assert not played.running
+    with played:
+        assert played.running
+        # When a client reads a ticket and comments under a key
+        mcp = client(played, tls, protocol="2025-11-25")  # the handshake era: initialize, tools/list too
+        mcp.call_tool("get_ticket", {"ticket_id": "T-1"})
+        mcp.call_tool("add_comment", {"ticket_id": "T-1", "body": "hi"}, idempotency_key="lg_k1")
+    # Then each tools/call is one line, naming the tool and its key; nothing else, never the token
+    assert lines == [
+        "ticketing service (example): tools/call get_ticket",
+        "ticketing service (example): tools/call add_comment [lg_k1]",
+    ]
+    assert not played.running and played.activity.handled >= 2 and played.kind == "mcp"
+
+
 @pytest.mark.slow
 def test_python_m_serves_it_from_another_process(tls: ssl.SSLContext) -> None:
     # Given the server started as a command on a port of its choosing

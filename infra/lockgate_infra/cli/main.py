@@ -121,9 +121,10 @@ def _add_local_parsers(commands: Any) -> None:
         action="append",
         default=None,
         metavar="MODEL",
-        help="the agent's model: demo (the offline demo model, the default), gullible (the gullible "
-        "test model), claude (real Claude, the default when ANTHROPIC_API_KEY is set), or your own "
-        "offline model as package.module:factory; give several offline ones (--model demo --model "
+        help="the agent's model: demo (the offline demo model, the default, with each other "
+        "configured workflow's own NAME.model:scripted_model), gullible (the gullible test model), "
+        "claude (real Claude, the default when ANTHROPIC_API_KEY is set), or your own offline model "
+        "as package.module:factory; give several offline ones (--model gullible --model "
         "triage.model:scripted_model) and each task gets the first written for it",
     )
     _stand_in_option(local)
@@ -169,8 +170,9 @@ def _stand_in_option(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="VARIABLE=package.module:factory",
         help="play an outside API on loopback: the factory returns a stand-in server (a "
-        "lockgate_infra.testing.RecordingApi), VARIABLE is set to its URL in every function's "
-        "environment, and each call it records is printed; repeat for several",
+        "lockgate_infra.testing.RecordingApi, or an MCP server such as lockgate_infra.mcp_example's "
+        "McpExample), VARIABLE is set to its URL in every function's environment (replacing a "
+        "workflow's own stand-in for it), and each call it records is printed; repeat for several",
     )
 
 

@@ -15,11 +15,13 @@ from lockgate.inbox.queue import InboxQueue
 from lockgate.inbox.store import InboxStore
 from lockgate.webhooks.signing import sign
 from lockgate_infra.inbox_ops import InboxOps
+from lockgate_infra.local import demo_tickets
 from lockgate_infra.local.console import Console, routed_output
 from lockgate_infra.local.demo_approval import SentLinks, approve_refund
 from lockgate_infra.local.loopback import request
 from lockgate_infra.local.model import local_model
 from lockgate_infra.local.model_provider import provider_config
+from lockgate_infra.local.outside_apis import stand_ins_of
 from lockgate_infra.local.run import seed_secrets
 from lockgate_infra.local.stack import LocalStack, default_template_path
 from lockgate_infra.local.workflows import seed_workflows
@@ -37,6 +39,24 @@ class Sample:
     expect: int
     secret: str | None = None  # None: the source's real (development) secret
     signed_at_offset: int = 0  # seconds relative to now; outside the tolerance → stale
+
+
+# A ticket opened at the tickets workflow's service (its MCP server), in the round after the emails':
+# its proposals' links come after the refund's, every run.
+TICKET = Sample(
+    "ticket T-1 opened (agent, MCP tools)", "tickets", demo_tickets.OPENED, "tkt-1", "ticket.opened", 200
+)
+
+
+# The handlers' own JSON logs and metrics would bury the demo's summary.
+QUIET = {
+    "POWERTOOLS_LOG_LEVEL": "ERROR",
+    "POWERTOOLS_METRICS_DISABLED": "true",
+    "APPROVAL_CHANNELS": "print",
+    # The summary prints each run's dollars: runs side by side would share the stand-in's prompt
+    # cache in whatever order their calls happen to arrive, and the figures would vary per run.
+    "WORKER_RECORD_CONCURRENCY": "1",
+}
 
 
 def order_update(order_id: str, status: str, updated_at: int) -> bytes:
@@ -81,7 +101,7 @@ def samples(now: int) -> list[list[Sample]]:
             Sample("email: please refund A-2001 (agent)", "helpdesk", refund, "msg-demo-2", "unknown", 200),
             Sample("GitHub push", "github", push, "gh-1", "push", 200),
         ],
-        [_order("order A-1042 shipped", "shipped", now, "p-101")],
+        [_order("order A-1042 shipped", "shipped", now, "p-101"), TICKET],
         [
             _order("late, older update: A-1042 paid", "paid", now - 30, "p-099"),
             Sample(
@@ -148,21 +168,16 @@ def run_demo(
     """
     out = out or sys.stdout
     ok = True
-    # The handlers' own JSON logs and metrics would bury the demo's summary.
-    quiet = {
-        "POWERTOOLS_LOG_LEVEL": "ERROR",
-        "POWERTOOLS_METRICS_DISABLED": "true",
-        "APPROVAL_CHANNELS": "print",
-        # The summary prints each run's dollars: runs side by side would share the stand-in's prompt
-        # cache in whatever order their calls happen to arrive, and the figures would vary per run.
-        "WORKER_RECORD_CONCURRENCY": "1",
-    }
     sent = SentLinks()  # the notifier's links, shown in their own section, not amid the tables
     with (
         provider_config(config_path or default_template_path().parent / "lockgate.toml", provider) as wire,
-        local_model(model, os.environ, wire.name) as chosen,
+        local_model(model, os.environ, wire.name, config_path=wire.config_path) as chosen,
+        stand_ins_of(wire.config_path, (), None) as apis,  # the MCP server, quiet: the summary shows it
         LocalStack(
-            config_path=wire.config_path, environment={**quiet, **chosen.environment}, keep_spans=True
+            config_path=wire.config_path,
+            environment={**QUIET, **chosen.environment, **{v: api.url for v, api in apis.items()}},
+            keep_spans=True,
+            stand_ins=apis,
         ) as stack,
         # The functions' output (e.g. the broken delivery's error) goes to a file, not the summary.
         routed_output(Console(out), stack.root / ".lockgate" / "demo.log", summaries=False, watch=sent),
@@ -190,6 +205,8 @@ def run_demo(
         ok &= _show_agent(stack, out)
         sent.show(out)
         ok &= approve_refund(stack, sent, out)
+        ok &= demo_tickets.approve_tickets(stack, sent, out)
+        ok &= demo_tickets.show_effects(stack, out)
         _show_status(stack, store, out)
     print(
         "\nDemo " + ("finished: every reply and outcome was as expected." if ok else "FAILED: see above."),
@@ -208,6 +225,7 @@ def _show_worker(store: InboxStore, out: TextIO) -> bool:
         "partner#p-102",
         "helpdesk#msg-demo-1",
         "helpdesk#msg-demo-2",
+        demo_tickets.RUN,
         "github#gh-1",
     ):
         delivery = store.get(pk)
@@ -242,7 +260,7 @@ def _show_agent(stack: LocalStack, out: TextIO) -> bool:
 
     runs = RunStore(stack.client("dynamodb"), stack.resources["StateTable"], SystemClock())
     print("\nWhat the agent did (lockgate runs show ID)", file=out)
-    for run_id in ("helpdesk#msg-demo-1", "helpdesk#msg-demo-2"):
+    for run_id in ("helpdesk#msg-demo-1", "helpdesk#msg-demo-2", demo_tickets.RUN):
         run = runs.get(run_id)
         if run is None:
             print(f"  {run_id}: no run recorded", file=out)
@@ -264,5 +282,6 @@ def _show_agent(stack: LocalStack, out: TextIO) -> bool:
         print(f"  to {to}: {message.subject}", file=out)
     payments = stack.client("dynamodb").scan(TableName=stack.resources["ShopPaymentsTable"])["Items"]
     print(f"\nRefunds recorded: {len(payments)} (the A-2001 refund waits for a person)", file=out)
+    untouched = demo_tickets.show_waiting(stack, out)
     recipients = sorted(to for m in sent for to in m.destinations.get("ToAddresses", []))
-    return recipients == ["ada@example.com", "grace@example.com"] and not payments
+    return recipients == ["ada@example.com", "grace@example.com"] and not payments and untouched

@@ -1,5 +1,6 @@
 """The demo's last act: the links the notifier sent, in a section of their own, then a person approves
-the waiting refund through their link, over HTTP as a browser does; it runs once.
+the waiting refund through their link, over HTTP as a browser does; it runs once (the tickets run's
+proposals are approved the same way: ``demo_tickets``).
 
 The links are the ones the approval notifier printed (``APPROVAL_CHANNELS=print``, one per
 reviewer), collected from its output while the demo ran instead of interleaving with the tables.
@@ -39,9 +40,16 @@ class SentLinks:
         for reviewer, summary, link in self.links:
             print(f"  {reviewer}: {summary}\n    {link}", file=out)
 
-    def of(self, reviewer: str) -> str | None:
-        """The last link sent to ``reviewer``."""
-        return next((link for who, _, link in reversed(self.links) if who == reviewer), None)
+    def of(self, reviewer: str, summary: str | None = None) -> str | None:
+        """The last link sent to ``reviewer`` (for a proposal reading ``summary``)."""
+        return next(
+            (link for who, said, link in reversed(self.links) if who == reviewer and summary in (None, said)),
+            None,
+        )
+
+    def order(self, summary: str) -> int:
+        """When the first link for a proposal reading ``summary`` was sent (0 first; never: last)."""
+        return next((i for i, (_, said, _) in enumerate(self.links) if said == summary), len(self.links))
 
 
 def approve_refund(stack: LocalStack, sent: SentLinks, out: TextIO) -> bool:
@@ -49,11 +57,12 @@ def approve_refund(stack: LocalStack, sent: SentLinks, out: TextIO) -> bool:
     from moto.core.models import DEFAULT_ACCOUNT_ID
     from moto.ses.models import ses_backends
 
-    proposals = pending_proposals(stack)
-    print(f"\nWaiting for a person: {len(proposals)} proposal(s)", file=out)
-    link = sent.of("alice")
+    everything = pending_proposals(stack)
+    print(f"\nWaiting for a person: {len(everything)} proposal(s)", file=out)
+    proposals = [p for p in everything if p.tool == "refund_order"]
+    link = sent.of("alice", proposals[0].summary) if proposals else None
     if link is None:
-        print("  no approval link was sent to alice", file=out)
+        print("  no approval link for the refund was sent to alice", file=out)
     if len(proposals) != 1 or link is None:
         return False
     (proposal,) = proposals

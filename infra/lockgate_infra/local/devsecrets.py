@@ -1,4 +1,11 @@
-"""Development webhook secrets for the embedded stack: fixed, documented, never for production."""
+"""Development secrets for the embedded stack: fixed, documented, never for production.
+
+- a webhook source's: ``lockgate-local-<source>-secret`` (``whsec_`` + its base64 for Standard Webhooks);
+- ``[approvals.slack]``'s bot token and signing secret: ``SLACK_DEV_SECRETS`` (the Slack stand-in's);
+- an MCP server's credential: ``lockgate-local-mcp-<server>-token`` (``mcp_dev_credential``), which a
+  workflow's local stand-in for that server accepts (``local_stand_ins(dev_secrets)`` gets it as
+  ``dev_secrets["mcp.<server>"]``).
+"""
 
 from __future__ import annotations
 
@@ -22,22 +29,44 @@ def dev_secret(source: SourceConfig) -> str:
     return raw
 
 
-def seed_dev_secrets(config: LockgateConfig, secretsmanager: Any) -> dict[str, str]:
-    """Create every ``secretsmanager:`` secret the config names; return source name → value.
+def mcp_dev_credential(server: str) -> str:
+    """The local value of an MCP server's credential (``[mcp.servers.NAME] credential``)."""
+    return f"lockgate-local-mcp-{server}-token"
 
-    ``[approvals.slack]``'s bot token and signing secret are listed as ``approvals.slack.<key>``.
+
+def dev_secrets(config: LockgateConfig) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """Every development secret the config needs: its name (as the banner lists it) → (value, the
+    references it is stored under).
+
+    A source is listed by its name, ``[approvals.slack]``'s secrets as ``approvals.slack.<key>``, an
+    MCP server's credential as ``mcp.<server>``.
     """
-    values: dict[str, str] = {}
+    found: dict[str, tuple[str, tuple[str, ...]]] = {}
     for source in config.sources.values():
-        value = dev_secret(source)
-        values[source.name] = value
-        for ref in source.secrets:
-            _store(secretsmanager, ref, value)
+        found[source.name] = (dev_secret(source), tuple(source.secrets))
     slack = config.approvals.slack
     if slack is not None:
         for key, ref in (("bot_token", slack.bot_token), ("signing_secret", slack.signing_secret)):
-            values[f"approvals.slack.{key}"] = SLACK_DEV_SECRETS[key]
-            _store(secretsmanager, ref, SLACK_DEV_SECRETS[key])
+            found[f"approvals.slack.{key}"] = (SLACK_DEV_SECRETS[key], (ref,))
+    for name, server in config.mcp.items():
+        if server.credential.startswith("secretsmanager:"):  # an env: one is the environment's to give
+            found[f"mcp.{name}"] = (mcp_dev_credential(name), (server.credential,))
+    return found
+
+
+def dev_secret_values(config: LockgateConfig) -> dict[str, str]:
+    """Each development secret's value, by name (see ``dev_secrets``), without storing anything."""
+    return {name: value for name, (value, _) in dev_secrets(config).items()}
+
+
+def seed_dev_secrets(config: LockgateConfig, secretsmanager: Any) -> dict[str, str]:
+    """Create every ``secretsmanager:`` secret the config names; return each value by name (see
+    ``dev_secrets``)."""
+    values: dict[str, str] = {}
+    for name, (value, refs) in dev_secrets(config).items():
+        values[name] = value
+        for ref in refs:
+            _store(secretsmanager, ref, value)
     return values
 
 

@@ -32,13 +32,19 @@ class ModelChoice:
 
 @contextmanager
 def local_model(
-    name: str | Sequence[str] | None, environ: Mapping[str, str], provider: str = "anthropic"
+    name: str | Sequence[str] | None,
+    environ: Mapping[str, str],
+    provider: str = "anthropic",
+    *,
+    config_path: Path | None = None,
 ) -> Iterator[ModelChoice]:
     """Start what the choice needs (a local stub server) for as long as the stack runs.
 
     Several offline models (``["demo", "triage.model:scripted_model"]``) answer together: each
-    request goes to the first written for its task. On an AWS ``provider`` the stub answers: real
-    Claude there needs AWS itself, which a local stack never calls.
+    request goes to the first written for its task. With ``config_path``, the demo model (the
+    default) brings each other configured workflow's own offline model along
+    (``NAME.model:scripted_model``), so every example task has its model. On an AWS ``provider`` the
+    stub answers: real Claude there needs AWS itself, which a local stack never calls.
     """
     names = [name] if isinstance(name, str) else list(name or [])
     if not names:
@@ -62,8 +68,11 @@ def local_model(
     from lockgate_infra.stub import StubAnthropic, with_judge
     from lockgate_infra.stub.replies import FirstWrittenFor
 
-    models, labels = zip(*(_offline(n) for n in names), strict=True)
-    chosen = models[0] if len(models) == 1 else FirstWrittenFor(list(models))
+    offline = [_offline(n) for n in names]
+    models, labels = [model for model, _ in offline], [label for _, label in offline]
+    if "demo" in names and config_path is not None:
+        models, labels = _with_workflows_own(names, models, labels, config_path)
+    chosen = models[0] if len(models) == 1 else FirstWrittenFor(models)
     # The weekly eval (EvalJobsFunction) asks "the model" and a judge: both are answered here.
     with StubAnthropic(with_judge(chosen)) as stub:
         yield ModelChoice(
@@ -98,25 +107,59 @@ def _offline(name: str) -> tuple[Model, str]:
         raise ModelChoiceError(str(exc)) from exc
 
 
+def _with_workflows_own(
+    names: list[str], models: list[Model], labels: list[str], config_path: Path
+) -> tuple[list[Model], list[str]]:
+    """The demo model's company: each configured workflow's own offline model not named already."""
+    from lockgate_infra.stub.factory import EXAMPLE_MODELS, ModelFactoryError, load_model
+    from lockgate_infra.workflow_path import first_on_path
+
+    named = {EXAMPLE_MODELS.get(n, n) for n in names}
+    specs = [spec for spec in workflow_model_specs(config_path) if spec not in named]
+    if not specs:
+        return models, labels
+    with first_on_path(config_path.parent / "workflows"):
+        try:
+            models = [*models, *(load_model(spec) for spec in specs)]
+        except ModelFactoryError as exc:
+            raise ModelChoiceError(str(exc)) from exc
+    owners = " and ".join(spec.partition(".")[0] for spec in specs)
+    whose = "workflows'" if len(specs) > 1 else "workflow's"
+    labels[names.index("demo")] += f", with the {owners} {whose} own"
+    return models, labels
+
+
+def workflow_model_specs(config_path: Path) -> list[str]:
+    """Each configured workflow's own offline model, ``NAME.model:scripted_model``, where its package
+    has one (the scaffold writes it), in the config's order."""
+    import importlib.util
+
+    from lockgate.config import load_config
+    from lockgate_infra.workflow_path import first_on_path
+
+    if not config_path.is_file():
+        return []
+    with first_on_path(config_path.parent / "workflows"):
+        return [
+            f"{package}.model:scripted_model"
+            for package in load_config(config_path).workflows.packages
+            if importlib.util.find_spec(f"{package}.model") is not None
+        ]
+
+
 def workflow_models(config_path: Path) -> Model:
     """Every configured workflow's own offline model, together: each request goes to the one written
     for its task. A workflow's is ``NAME.model:scripted_model``, where its package has one (the
     scaffold writes it); ModelChoiceError when none has."""
-    import importlib.util
-
-    from lockgate.config import load_config
     from lockgate_infra.stub.factory import ModelFactoryError, load_model
     from lockgate_infra.stub.replies import FirstWrittenFor
     from lockgate_infra.workflow_path import first_on_path
 
-    packages = load_config(config_path).workflows.packages
     models = []
     with first_on_path(config_path.parent / "workflows"):
-        for package in packages:
-            if importlib.util.find_spec(f"{package}.model") is None:
-                continue
+        for spec in workflow_model_specs(config_path):
             try:
-                models.append(load_model(f"{package}.model:scripted_model"))
+                models.append(load_model(spec))
             except ModelFactoryError as exc:
                 raise ModelChoiceError(str(exc)) from exc
     if not models:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from lockgate_infra.local.banner import banner
 from lockgate_infra.local.console import Console, routed_output
-from lockgate_infra.local.outside_apis import OutsideApi, outside_apis
+from lockgate_infra.local.outside_apis import OutsideApi, stand_ins_of
 from lockgate_infra.local.status import REFRESH_SECONDS, Monitor, StandIn
 
 if TYPE_CHECKING:
@@ -85,7 +85,9 @@ def local_state(stack: LocalStack, gateway: Gateway) -> dict[str, Any]:
     """What other commands need to reach a running stack.
 
     The functions' environments name the local gateway wherever the template names the HTTP API,
-    so a job run with ``--local`` (e.g. the approval digest) links to this stack, not a deployed host.
+    so a job run with ``--local`` (e.g. the approval digest) links to this stack, not a deployed host;
+    they hold what the stack sets over the template's too (a stand-in's URL, which ``lockgate mcp pin``
+    reads an MCP server's address from).
     """
     from lockgate_infra.local.environment import localise_api_url
 
@@ -108,7 +110,10 @@ def local_state(stack: LocalStack, gateway: Gateway) -> dict[str, Any]:
         "functions": {
             f.logical_id: {
                 "name": f.name,
-                "environment": {k: localise_api_url(v, gateway.url) for k, v in f.environment.items()},
+                "environment": {
+                    **{k: localise_api_url(v, gateway.url) for k, v in f.environment.items()},
+                    **stack.overrides,
+                },
             }
             for f in plan.functions.values()
         },
@@ -190,11 +195,11 @@ def run_local(
         _stop_on_signals(stop),
         _request_log(console),
         provider_config(config_path or template.parent / "lockgate.toml", provider) as wire,
-        local_model(model, os.environ, wire.name) as chosen,
+        local_model(model, os.environ, wire.name, config_path=wire.config_path) as chosen,
         local_slack(wire.config_path, console.stamped) as slack,
-        outside_apis(stand_ins, console.stamped) as apis,
+        stand_ins_of(wire.config_path, stand_ins, console.stamped) as apis,
         LocalStack(template, config_path=wire.config_path, parameters=parameters, port=moto_port,
-                   environment=_environment(chosen, slack, apis), keep_spans=True) as stack,
+                   environment=_environment(chosen, slack, apis), keep_spans=True, stand_ins=apis) as stack,
     ):  # fmt: skip
         dev_secrets = seed_secrets(stack)
         seed_workflows(stack)
@@ -244,7 +249,8 @@ def _start(stack: LocalStack, clock_speed: float | None) -> None:
 def servers(
     chosen: ModelChoice, slack: SlackStub | None, apis: Mapping[str, OutsideApi] | None = None
 ) -> list[StandIn]:
-    """The servers that play outside services: the offline model's Messages API, Slack, your APIs."""
+    """The servers that play outside services: the offline model's Messages API, Slack, your APIs (an
+    MCP server's listed as ``mcp``)."""
     found = []
     if chosen.stand_in is not None:
         found.append(StandIn("model", f"Messages API stand-in ({chosen.name})", chosen.stand_in.base_url,
@@ -252,7 +258,7 @@ def servers(
     if slack is not None:
         found.append(StandIn("slack", "Slack stand-in (Web API, response_urls)", slack.url, slack))
     for variable, api in (apis or {}).items():
-        found.append(StandIn("api", f"{api.name} ({variable})", api.url, api))
+        found.append(StandIn(getattr(api, "kind", "api"), f"{api.name} ({variable})", api.url, api))
     return found
 
 

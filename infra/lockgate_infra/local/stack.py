@@ -50,7 +50,9 @@ class LocalStack(Serving):
     """The template's AWS resources in an in-process moto server, and its functions ready to invoke.
 
     Use as a context manager. While it runs, this process's AWS environment points at moto
-    (``AWS_ENDPOINT_URL``, dummy credentials, ``us-east-1``); ``stop`` puts it back.
+    (``AWS_ENDPOINT_URL``, dummy credentials, ``us-east-1``); ``stop`` puts it back. ``environment``
+    is set over every function's; ``stand_ins`` are the servers playing outside services for it
+    (their URLs in ``environment``), kept for whoever drives the stack (``stack.stand_ins[VARIABLE]``).
     """
 
     def __init__(
@@ -64,6 +66,7 @@ class LocalStack(Serving):
         environment: Mapping[str, str] | None = None,
         reset: bool = True,
         keep_spans: bool = False,
+        stand_ins: Mapping[str, Any] | None = None,
     ) -> None:
         self.template_path = Path(template_path or default_template_path()).resolve()
         self.root = self.template_path.parent  # the repository root
@@ -71,7 +74,8 @@ class LocalStack(Serving):
         self.config_path = Path(config_path or self.root / "lockgate.toml").resolve()
         # Deployed as `sam deploy` deploys this config: its [provider] is the ModelProvider.
         self._parameters = {**_provider_of(self.config_path), **(parameters or {})}
-        self._overrides = dict(environment or {})  # applied over every function's environment
+        self.overrides = dict(environment or {})  # applied over every function's environment
+        self.stand_ins = dict(stand_ins or {})  # the outside services played for it, by variable
         self._reset = reset
         self._server = MotoServer(host, port)
         self._env = EnvironmentPatch()
@@ -95,7 +99,7 @@ class LocalStack(Serving):
         try:
             if self._reset:
                 self._server.reset()
-            self._point_environment_at_moto()
+            point_at_moto(self._env, self.endpoint_url, str(self.config_path))
             self._plan = LocalPlan.from_file(
                 self.template_path, self._parameters, endpoint_url=self.endpoint_url
             )
@@ -171,7 +175,7 @@ class LocalStack(Serving):
             environment = {
                 **{key: self._localise(value) for key, value in plan.environment.items()},
                 "LOCKGATE_CONFIG": str(self.config_path),
-                **self._overrides,
+                **self.overrides,
             }
             for key, value in environment.items():
                 if key in self._env_owners and os.environ.get(key) != value:
@@ -284,11 +288,8 @@ class LocalStack(Serving):
         """Functions loaded before the gateway started get its URL too (read at call time)."""
         for logical_id in self._functions:
             for key, value in self.plan.functions[logical_id].environment.items():
-                if key not in self._overrides and names_local_api(value):
+                if key not in self.overrides and names_local_api(value):
                     self._env.set(key, self._localise(value))
-
-    def _point_environment_at_moto(self) -> None:
-        point_at_moto(self._env, self.endpoint_url, str(self.config_path))
 
 
 def _provider_of(config_path: Path) -> dict[str, str]:

@@ -76,9 +76,11 @@ class Front:
         key_header: str,
         control: Control,
         activity: Activity,
+        heard: Callable[[Seen], None] = lambda seen: None,
     ) -> None:
         self._app, self._auth, self._faults, self._seen = app, auth, faults, seen
         self._key_header, self._control, self._activity = key_header.lower().encode(), control, activity
+        self._heard = heard  # each authorised MCP request, once recorded
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -110,7 +112,9 @@ class Front:
         method, tool, request_id = _read(body)
         key = headers.get(self._key_header)
         has_session = b"mcp-session-id" in headers
-        self._seen.append(Seen(method, tool, key.decode() if key else None, has_session, True))
+        seen = Seen(method, tool, key.decode() if key else None, has_session, True)
+        self._seen.append(seen)
+        self._heard(seen)
         receive = _replaying(body, receive)
         if method != "tools/call":
             await self._app(scope, receive, send)

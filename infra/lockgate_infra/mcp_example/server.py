@@ -12,6 +12,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import uvicorn
@@ -28,11 +29,20 @@ EXAMPLE_TOKEN = "example-mcp-token"  # noqa: S105 - a fixed token for a loopback
 
 
 class McpExample(Serving):
-    """The example MCP server; ``with McpExample() as server:`` serves at ``server.url``."""
+    """The example MCP server; ``with McpExample() as server:`` serves at ``server.url``.
+
+    It is also a stand-in ``lockgate local`` can run (an outside API, as ``--stand-in`` takes):
+    ``name`` says what it plays in the banner and status, ``sink`` gets a line per ``tools/call``
+    (the tool and its idempotency key; never the credential).
+    """
+
+    kind = "mcp"  # its rows in `lockgate local status`
 
     def __init__(
         self,
         *,
+        name: str = "example MCP server",
+        sink: Callable[[str], None] | None = None,
         port: int = 0,
         token: str | None = EXAMPLE_TOKEN,
         forbidden_token: str | None = None,
@@ -48,6 +58,7 @@ class McpExample(Serving):
             (as_header(token),) if token else (),
             (as_header(forbidden_token),) if forbidden_token else (),
         )
+        self.name, self.sink = name, sink
         self.desk = desk or Desk()
         self.faults = Faults()
         self.seen: list[Seen] = []  # every request received, in order (never its credential)
@@ -72,6 +83,12 @@ class McpExample(Serving):
         """``http://127.0.0.1:PORT/mcp``."""
         return f"http://127.0.0.1:{self._port}/mcp"
 
+    @property
+    def running(self) -> bool:
+        """Whether its server thread is serving."""
+        thread = self._thread
+        return thread is not None and thread.is_alive()
+
     def start(self) -> McpExample:
         """Listen and serve in a daemon thread; returns once the server accepts connections."""
         with self._lock:
@@ -91,6 +108,7 @@ class McpExample(Serving):
                 key_header=self._key_header,
                 control=lambda method, path, body: control(self, method, path, body),
                 activity=self.activity,
+                heard=self._heard,
             )
             config = uvicorn.Config(
                 app, log_config=None, lifespan="on", timeout_graceful_shutdown=1, access_log=False
@@ -163,6 +181,12 @@ class McpExample(Serving):
     def calls(self, tool: str | None = None) -> list[Seen]:
         """The ``tools/call`` requests received (of ``tool``), in order."""
         return [s for s in self.seen if s.method == "tools/call" and (tool is None or s.tool == tool)]
+
+    def _heard(self, seen: Seen) -> None:
+        """A line for the sink per tool call: which tool, under which key (what ``lockgate local`` shows)."""
+        if self.sink is not None and seen.method == "tools/call":
+            key = f" [{seen.idempotency_key}]" if seen.idempotency_key else ""
+            self.sink(f"{self.name}: tools/call {seen.tool}{key}")
 
     @staticmethod
     def _wait_started(server: uvicorn.Server, thread: threading.Thread) -> None:

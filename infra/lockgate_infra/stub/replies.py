@@ -144,3 +144,13 @@ class FirstWrittenFor:
                 return answer
         assert answer is not None
         return answer
+
+
+class Switchable:
+    """A model that may be swapped for another between requests (``TestStack.model = other``)."""
+
+    def __init__(self, model: Model) -> None:
+        self.model = model
+
+    def __call__(self, request: dict[str, Any]) -> Reply | StubError:
+        return self.model(request)

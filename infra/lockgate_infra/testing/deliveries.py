@@ -16,6 +16,7 @@ from typing import Any
 
 from lockgate.config import SourceConfig
 from lockgate.errors import BadDelivery
+from lockgate.inbox.models import Delivery, Status
 from lockgate.webhooks.schemes import DeliveryIdentity, scheme_for
 from lockgate.webhooks.signing import sign
 
@@ -134,3 +135,19 @@ def stored_key(answer: str) -> str:
         return ""
     key = parsed.get("delivery") if isinstance(parsed, dict) else None
     return key if isinstance(key, str) else ""
+
+
+def delivery_key(key: str | Sent) -> str:
+    """The inbox key of ``key`` (a key, or what ``send`` returned); TestStackError if nothing was stored."""
+    if isinstance(key, Sent) and not key.stored:
+        raise TestStackError(f"nothing was stored: the receiver answered {key.status} {key.body}")
+    return key.key if isinstance(key, Sent) else key
+
+
+def why_no_run(delivery: Delivery) -> str:
+    """What the worker recorded instead of a run: the real cause, not a guess."""
+    if delivery.status is Status.FAILED:
+        return f"the delivery was set aside ({delivery.last_error or 'no error recorded'})"
+    if delivery.status is Status.DONE:
+        return f"the worker recorded {delivery.outcome!r} (no task ran)"
+    return f"the delivery is still {delivery.status.value} (did the step wait?)"

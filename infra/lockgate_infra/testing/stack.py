@@ -21,30 +21,30 @@ from lockgate.approvals.proposals import Proposal
 from lockgate.clock import SystemClock
 from lockgate.config import LockgateConfig, load_config
 from lockgate.errors import DeliveryNotFound
-from lockgate.inbox.models import Delivery, Status
+from lockgate.inbox.models import Delivery
 from lockgate.inbox.store import InboxStore
 from lockgate_infra.local.approval_walk import Step, decide, local_signer, pending_proposals
 from lockgate_infra.local.loopback import request
+from lockgate_infra.local.outside_apis import stand_ins_of
 from lockgate_infra.local.run import seed_secrets
 from lockgate_infra.local.spans import SpanRecord, delivery_trace
-from lockgate_infra.local.stack import LocalStack
+from lockgate_infra.local.stack import LocalStack, default_template_path
 from lockgate_infra.local.workflows import seed_workflows
 from lockgate_infra.serving import Serving
 from lockgate_infra.stub import Model, StubAnthropic, with_judge
-from lockgate_infra.testing.deliveries import Sent, TestStackError, outgoing, raw_body, stored_key
+from lockgate_infra.stub.replies import Switchable
+from lockgate_infra.testing.deliveries import (
+    Sent,
+    TestStackError,
+    delivery_key,
+    outgoing,
+    raw_body,
+    stored_key,
+    why_no_run,
+)
 from lockgate_infra.testing.ledger import LedgerView
 
 STUB_KEY = "test-stub-key"  # the stub checks that a key is sent, not which
-
-
-class _Switchable:
-    """The stub's model, which a test may swap between steps."""
-
-    def __init__(self, model: Model) -> None:
-        self.model = model
-
-    def __call__(self, request: dict[str, Any]) -> Any:
-        return self.model(request)
 
 
 class TestStack(Serving):
@@ -68,7 +68,7 @@ class TestStack(Serving):
         environment: Mapping[str, str] | None = None,
         timeout: float = 60.0,
     ) -> None:
-        self._model = _Switchable(model)
+        self._model = Switchable(model)
         self._config_path = config
         self._template_path = template
         self._environment = dict(environment or {})
@@ -82,19 +82,25 @@ class TestStack(Serving):
     # -- lifecycle ----------------------------------------------------------------------------
 
     def start(self) -> Self:
-        """Start the stub model, the stack, its gateway and pollers; seed secrets and your data."""
+        """Start the stub model, your workflows' stand-ins, the stack, its gateway and pollers; seed
+        secrets and your data."""
         self._stub = self._running.enter_context(StubAnthropic(with_judge(self._model)))
-        environment = {
-            "ANTHROPIC_BASE_URL": self._stub.base_url,
-            "ANTHROPIC_API_KEY_REF": "env:LOCKGATE_STUB_KEY",
-            "LOCKGATE_STUB_KEY": STUB_KEY,
-            "APPROVAL_CHANNELS": "print",
-            # A test reads effects, not metric blobs (and Powertools warns of each empty one).
-            "POWERTOOLS_METRICS_DISABLED": "true",
-            **self._environment,
-        }
+        template = Path(self._template_path or default_template_path()).resolve()
+        config = Path(self._config_path or template.parent / "lockgate.toml")
         try:
-            local = LocalStack(self._template_path, config_path=self._config_path, environment=environment)
+            # Your workflows' own (``local_stand_ins``), but where ``environment`` points elsewhere.
+            apis = self._running.enter_context(stand_ins_of(config, (), print, given=list(self._environment)))
+            environment = {
+                "ANTHROPIC_BASE_URL": self._stub.base_url,
+                "ANTHROPIC_API_KEY_REF": "env:LOCKGATE_STUB_KEY",
+                "LOCKGATE_STUB_KEY": STUB_KEY,
+                "APPROVAL_CHANNELS": "print",
+                # A test reads effects, not metric blobs (and Powertools warns of each empty one).
+                "POWERTOOLS_METRICS_DISABLED": "true",
+                **{variable: api.url for variable, api in apis.items()},
+                **self._environment,
+            }
+            local = LocalStack(template, config_path=config, environment=environment, stand_ins=apis)
             self._local = self._running.enter_context(local)
             self._config = load_config(local.config_path)
             self._secrets = seed_secrets(local)
@@ -127,6 +133,12 @@ class TestStack(Serving):
     @model.setter
     def model(self, model: Model) -> None:
         self._model.model = model
+
+    @property
+    def stand_ins(self) -> Mapping[str, Any]:
+        """The servers playing outside services, by the variable that gives their URL: your workflows'
+        own (their ``local_stand_ins``), e.g. ``stack.stand_ins["TICKETS_MCP_URL"].desk.effects``."""
+        return self.local.stand_ins
 
     def client(self, service: str) -> Any:
         """A boto3 client on the stack's moto: ``stack.client("dynamodb")``."""
@@ -197,7 +209,7 @@ class TestStack(Serving):
 
     def delivery(self, key: str | Sent) -> Delivery:
         """The inbox item for a delivery (``"github#abc"``, or what ``send`` returned)."""
-        pk = _key(key)
+        pk = delivery_key(key)
         try:
             return InboxStore(self.client("dynamodb"), self.table("InboxTable")).get(pk)
         except DeliveryNotFound:
@@ -205,10 +217,10 @@ class TestStack(Serving):
 
     def run(self, key: str | Sent) -> Run:
         """The agent run a delivery started (runs are keyed by their delivery)."""
-        pk = _key(key)
+        pk = delivery_key(key)
         found = RunStore(self.client("dynamodb"), self.table("StateTable"), SystemClock()).get(pk)
         if found is None:
-            raise TestStackError(f"no agent run for {pk}: {_why_no_run(self.delivery(pk))}")
+            raise TestStackError(f"no agent run for {pk}: {why_no_run(self.delivery(pk))}")
         return found
 
     @property
@@ -236,7 +248,7 @@ class TestStack(Serving):
 
     def trace(self, key: str | Sent) -> list[SpanRecord]:
         """The spans of the trace a delivery started, in start order (what ``lockgate runs trace`` shows)."""
-        return delivery_trace(self.local.spans.spans(), _key(key))
+        return delivery_trace(self.local.spans.spans(), delivery_key(key))
 
     # -- deciding -----------------------------------------------------------------------------
 
@@ -282,18 +294,3 @@ class TestStack(Serving):
         if self._config is None:
             raise TestStackError("the test stack is not started")
         return self._config
-
-
-def _key(key: str | Sent) -> str:
-    if isinstance(key, Sent) and not key.stored:
-        raise TestStackError(f"nothing was stored: the receiver answered {key.status} {key.body}")
-    return key.key if isinstance(key, Sent) else key
-
-
-def _why_no_run(delivery: Delivery) -> str:
-    """What the worker recorded instead of a run: the real cause, not a guess."""
-    if delivery.status is Status.FAILED:
-        return f"the delivery was set aside ({delivery.last_error or 'no error recorded'})"
-    if delivery.status is Status.DONE:
-        return f"the worker recorded {delivery.outcome!r} (no task ran)"
-    return f"the delivery is still {delivery.status.value} (did the step wait?)"

@@ -45,6 +45,11 @@ class Setup:
     - ``seed_local(client, resources)``, optional: seeds the embedded stack (``lockgate local``,
       the demo, ``TestStack``) with sample data; ``client(service)`` makes a boto3 client on it and
       ``resources`` maps each template logical id to its name there.
+    - ``local_stand_ins(dev_secrets)``, optional: servers that play its outside services on the
+      embedded stack (a ``lockgate_infra.testing.RecordingApi``, an MCP server), by the variable
+      that gives each one's URL (``{"TICKETS_MCP_URL": ...}``); the stack starts them and sets
+      the variables. ``dev_secrets`` holds the stack's development secrets by name, an MCP
+      server's credential as ``mcp.<server>``, so a stand-in can accept exactly that one.
     """
 
     router: Router
