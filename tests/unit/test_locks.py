@@ -86,3 +86,23 @@ def test_given_the_receiver_and_callback_then_they_install_nothing_of_their_own(
     for function in ("webhook_receiver", "approval_callback"):
         text = (ROOT / "functions" / function / "requirements.txt").read_text(encoding="utf-8")
         assert all(not line.strip() or line.startswith("#") for line in text.splitlines()), function
+
+
+def test_given_a_function_allowed_to_read_mcp_credentials_then_its_lock_has_the_mcp_sdk_of_the_tests():
+    # Given each function whose role reads [mcp.servers.*] credentials (it calls MCP tools: the worker
+    # the model's calls, the jobs the reconcile tools), in template.yaml
+    from lockgate_infra.local.template import load_template
+
+    resources = load_template(ROOT / "template.yaml")["Resources"]
+    functions = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::Serverless::Function"]
+    callers = sorted(
+        function["CodeUri"].strip("/").removeprefix("functions/")
+        for function in functions
+        if "Role" in function and "ReadMcpCredentials" in str(resources[function["Role"]["Fn::GetAtt"][0]])
+    )
+    assert callers == ["agent_worker", "scheduled_jobs"]
+    # Then each ships the mcp SDK (imported on the first call: without it the call fails deployed),
+    # at the version the tests run
+    tested = pins(ROOT / "requirements-dev.txt")["mcp"]
+    for function in callers:
+        assert pins(ROOT / "functions" / function / "requirements.txt").get("mcp") == tested, function
