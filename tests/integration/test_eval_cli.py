@@ -127,9 +127,11 @@ def test_cheapest_picks_the_cheapest_model_whose_lower_bound_clears_the_gate(
         "--runs 1 --gate 0.3 --results",
         str(tmp_path),
     )
-    assert code == 0
+    assert code == 0, out
+    models = ("gullible@claude-haiku-5-5", "shop@claude-sonnet-5-5", "shop@claude-opus-4-1")
     rows = {line.split()[0]: line.split() for line in out.splitlines()[1:4]}
-    haiku, sonnet, opus = (float(rows[m][1]) for m in rows)
+    assert tuple(rows) == models, out  # the report is all stdout holds: no log line among its rows
+    haiku, sonnet, opus = (float(rows[m][1]) for m in models)
     assert haiku < sonnet < opus  # dollars per call, from the recorded usage and the price table
     assert "fails 30%" in " ".join(rows["gullible@claude-haiku-5-5"])
     assert out.strip().endswith(

@@ -30,7 +30,7 @@ from lockgate_infra.stub.factory import is_factory_spec
 
 ANTHROPIC_API = ProviderConfig()
 STUB_JUDGE_MODEL = "claude-haiku-5-5"  # the id the offline judge answers as (it is priced as this)
-LOG = logging.getLogger("lockgate.evals")
+LOG = logging.getLogger("lockgate_infra.evals")  # outside "lockgate"'s tree: see shoprig.RIG_LOG
 
 
 class EvalSetupError(Exception):

@@ -98,7 +98,7 @@ def world(plan: Any, config: LockgateConfig, session: Any) -> Iterator[World]:
     tables_only = dataclasses.replace(plan, queues={}, buckets={}, secrets={})
     names = create_resources(tables_only, session)
     environ = worker_environment(plan, names)
-    setup = Setup(Router(), environ, session.client, mcp_servers=config.mcp)
+    setup = Setup(Router(), environ, session.client, mcp_servers=config.mcp, log=LOG)
     load_workflows(config.workflows.packages, setup)
     seed_workflows(config, session.client, names)
     yield World(session, names, {t.name: t for t in setup.tasks}, config, environ)
@@ -207,7 +207,7 @@ class TaskTrials:
             task = self._task(here)
             # The worker's own loop, every control as deployed; only the model is the eval's.
             deps = Deps(here.session.client, SecretResolver(here.environ), clock, LOG, CountingMetrics())
-            setup = Setup(Router(), here.environ, here.session.client, tasks=[task], clock=clock)
+            setup = Setup(Router(), here.environ, here.session.client, tasks=[task], clock=clock, log=LOG)
             agent = build_agent(setup, WorkerSettings.from_env(here.environ), here.config, deps, self._model)
             loop, runs = agent.loop, agent.runs
             recorded = []

@@ -35,6 +35,10 @@ from lockgate_infra.evals.rig import plan_and_config, seed_workflows, worker_env
 
 ROOT = Path(__file__).resolve().parents[3]
 
+# Outside the "lockgate" logger's tree: where a function's Powertools logger of that name is set up in
+# the same process (the tests), the rig's records would go to stdout, in the middle of eval's report.
+RIG_LOG = "lockgate_infra.evals.rig"
+
 
 @dataclass(frozen=True)
 class Email:
@@ -82,7 +86,7 @@ class ShopRig:
             advance = getattr(self.clock, "advance", None)
             if advance is not None:
                 advance(RECHECK_SECONDS)
-            log, deadline = logging.getLogger("lockgate.shoprig"), self.clock.now() + 600
+            log, deadline = logging.getLogger(RIG_LOG), self.clock.now() + 600
             self.collector(JobContext("collect-batches", "rig", deadline, self.clock, log, CountingMetrics()))
         raise RuntimeError(f"{message_id}: still waiting for a message batch")
 
@@ -122,7 +126,7 @@ def shop_rig(
     from lockgate_infra.stub import StubAnthropic
 
     clock = clock or SystemClock()
-    log = logging.getLogger("lockgate.shoprig")
+    log = logging.getLogger(RIG_LOG)
     log.setLevel(logging.ERROR)
     with embedded_aws(), StubAnthropic(model, clock=clock) as stub:
         session: Any = boto3.session.Session(region_name="us-east-1")
@@ -136,7 +140,7 @@ def shop_rig(
         else:
             config = dataclasses.replace(config, approvals=approvals)
         deps = Deps(session.client, SecretResolver(environ), clock, log, CountingMetrics())
-        setup = Setup(Router(), environ, session.client, clock=clock, mcp_servers=config.mcp)
+        setup = Setup(Router(), environ, session.client, clock=clock, mcp_servers=config.mcp, log=log)
         load_workflows(config.workflows.packages, setup)
         task = _support_inbox(setup, cache_ttl, adapt)
         settings = WorkerSettings.from_env(environ)
