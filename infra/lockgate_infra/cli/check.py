@@ -83,7 +83,7 @@ def run_check(
     """
     out = out or sys.stdout
     from lockgate_infra.cli.iam import translate
-    from lockgate_infra.cli.template_check import check_packaging, check_template
+    from lockgate_infra.cli.template_check import Finding, check_packaging, check_template
     from lockgate_infra.local.template import load_template
 
     here = Path("template.yaml")
@@ -92,7 +92,7 @@ def run_check(
     config = load_config(args.config or template.parent / "lockgate.toml")
     packages = config.workflows.packages
     declared = declarations(packages, template.parent / "workflows")
-    findings = check_template(translate(sam_template), declared)
+    findings: list[Finding | str] = [*check_template(translate(sam_template), declared)]
     findings += check_packaging(sam_template, template.parent, packages)
     unused: list[str] = []
     if not findings and packages:  # the approval rules against the tasks' tools, as the worker reads them

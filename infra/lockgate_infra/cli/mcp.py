@@ -144,7 +144,8 @@ class _Lazy:
     """The target, found only when the address or credential needs the stack."""
 
     def __init__(self, make: Callable[[], Target]) -> None:
-        self._make, self._target = make, None
+        self._make: Callable[[], Target] = make
+        self._target: Target | None = None
 
     def __call__(self) -> Target:
         if self._target is None:

@@ -31,7 +31,7 @@ class McpArgs(BaseModel):
     offered_schema: ClassVar[dict[str, Any]] = {"type": "object"}
 
     @classmethod
-    def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:  # type: ignore[override]
+    def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
         """The pinned input schema, as the model is offered it."""
         return copy.deepcopy(cls.offered_schema)
 

@@ -97,9 +97,7 @@ class McpServer:
         for name in dict.fromkeys(names):
             table = self._table(name)
             if table.risk == "refused":
-                # debug: config, not an event (at info, every cold start and CLI reading workflows says it)
-                self._log.debug("mcp tool refused by config", extra={"server": self.name, "tool": name})
-                continue
+                continue  # config, not an event: nothing to log (a line at each cold start says nothing new)
             built.append(
                 self._tool(name, table, tuple((policies or {}).get(name, ())), (facts or {}).get(name))
             )

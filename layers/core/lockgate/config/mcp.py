@@ -98,7 +98,7 @@ def _server(entry: Mapping[str, Any], where: str) -> McpServerConfig:
         value = _text(entry, key, where)
         if value and not HEADER.match(value):
             raise ConfigError(f"{where}: {key} is a header name (letters, digits and -)")
-    timeouts = {k: _seconds(entry[k], f"{where}.{k}") for k in _TIMEOUTS if k in entry}
+    timeouts: dict[str, Any] = {k: _seconds(entry[k], f"{where}.{k}") for k in _TIMEOUTS if k in entry}
     tools = {
         name: _tool(table(raw, f"{where}.tools.{name}"), f"{where}.tools.{name}")
         for name, raw in table(entry.get("tools", {}), f"{where}.tools").items()
@@ -121,19 +121,19 @@ def _tool(entry: Mapping[str, Any], where: str) -> McpToolConfig:
     risk = entry.get("risk")
     if risk not in RISKS:
         raise ConfigError(f"{where}: risk is one of {', '.join(RISKS)} (the server's own hints are not used)")
-    lists = {}
+    lists: dict[str, Any] = {}
     for key in ("editable", "identity"):
         value = entry.get(key, [])
         if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
             raise ConfigError(f"{where}.{key} is a list of argument names")
         lists[key] = tuple(value)
-    flags = {}
+    flags: dict[str, Any] = {}
     for key in ("safe_to_retry", "needs_person_when_tainted"):
         if key in entry:
             if not isinstance(entry[key], bool):
                 raise ConfigError(f"{where}.{key} is true or false")
             flags[key] = entry[key]
-    texts = {k: _text(entry, k, where) for k in _TOOL_TEXTS if k in entry}
+    texts: dict[str, Any] = {k: _text(entry, k, where) for k in _TOOL_TEXTS if k in entry}
     return McpToolConfig(risk=str(risk), **lists, **flags, **texts)
 
 
