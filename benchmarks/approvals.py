@@ -94,7 +94,7 @@ def _metered(actions: int) -> tuple[Any, int, int]:
             tally = drive(world, plan, sends, housekeeping(world), approve_rate=1.0)
         finally:
             PendingLimits.propose = propose  # type: ignore[method-assign]
-        approved = sum(1 for decision in tally.decided.values() if decision == "approve")
+        approved = sum(1 for decision in tally.choices.decided.values() if decision == "approve")
         reviewers = len(world.config.approvals.reviewers_for("refund_order"))
     return usage, approved, reviewers
 

@@ -175,4 +175,4 @@ def test_a_benchmark_runs_as_results_md_shows_it_with_no_path_set() -> None:
     )  # fmt: skip
     # Then it measures (no "No module named 'triage'")
     assert done.returncode == 0, done.stderr[-2000:]
-    assert set(json.loads(done.stdout)) == {"rows", "ratios", "targets"}
+    assert set(json.loads(done.stdout)) == {"rows", "ratios", "sweep", "targets"}
