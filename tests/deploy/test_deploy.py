@@ -60,16 +60,14 @@ def of_type(cfn: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
 
 
 def for_moto(cfn: dict[str, Any]) -> dict[str, Any]:
-    """The translated template with the one rewrite moto needs: no alias, the mapping on the function."""
+    """The translated template with the one rewrite moto needs: no alias, and whatever names it (the
+    worker's SQS mapping, the approval callback's edit check and its grant) names the function."""
     cfn = json.loads(json.dumps(cfn))
     del cfn["Resources"][ALIAS]
     cfn["Outputs"].pop("AgentWorkerAlias", None)
-    for resource in cfn["Resources"].values():
-        if resource["Type"] == "AWS::Lambda::EventSourceMapping" and resource["Properties"][
-            "FunctionName"
-        ] == {"Ref": ALIAS}:
-            resource["Properties"]["FunctionName"] = {"Ref": "AgentWorkerFunction"}
-    return cfn
+    text = json.dumps(cfn).replace(json.dumps({"Ref": ALIAS}), json.dumps({"Ref": "AgentWorkerFunction"}))
+    assert ALIAS not in text, "the alias is named other than by Ref: rewrite that too"
+    return json.loads(text)
 
 
 def samconfig(env: str) -> tuple[str, dict[str, str]]:
@@ -272,7 +270,8 @@ def test_given_the_stack_then_the_inbox_queue_redrives_to_its_dlq_and_outlasts_t
     assert attributes["SqsManagedSseEnabled"] == "true"
 
 
-MOTO_SKIPS = ("AWS::SecretsManager::Secret", "AWS::ApiGatewayV2::Api", "AWS::Lambda::Alias")
+# (The worker's alias is not among them: for_moto deletes it and names the function wherever it was named.)
+MOTO_SKIPS = ("AWS::SecretsManager::Secret", "AWS::ApiGatewayV2::Api")
 
 
 def _default(cfn: dict[str, Any], value: Any) -> int:
@@ -526,7 +525,8 @@ def test_given_the_deploy_guide_then_its_lockgate_commands_run_in_order_against_
     from lockgate_infra.local.devsecrets import dev_secret
 
     config = load_config(ROOT / "lockgate.toml")
-    values = {name: dev_secret(source) for name, source in config.sources.items()} | {"model-key": "sk-ant-x"}
+    values = {name: dev_secret(source) for name, source in config.sources.items()}
+    values |= {"model-key": "sk-ant-x"} | {f"mcp-{server}": f"token-for-{server}" for server in config.mcp}
     commands = deploy_guide_commands()
     ran = []
     for line in commands:
@@ -545,12 +545,16 @@ def test_given_the_deploy_guide_then_its_lockgate_commands_run_in_order_against_
         assert result.returncode == 0, (line, result.stdout, result.stderr)
         assert "Traceback" not in result.stderr
         ran.append(" ".join(argv[1:3]))
-    # Every secret was stored, checked, one rotated; then the inbox was read
-    assert ran.count("secrets set") == len(config.sources) + 1
+    # Every secret was stored (each source's, the model key, each MCP server's credential), checked,
+    # one rotated; then the inbox was read
+    assert ran.count("secrets set") == len(config.sources) + 1 + len(config.mcp)
     assert ran[-4:] == ["secrets check", "secrets rotate-in", "secrets rotate-out", "inbox status"]
     secrets = deployed["client"]("secretsmanager")
     stored = secrets.get_secret_value(SecretId="lockgate/webhooks/github")["SecretString"]
     assert stored == f"next-{values['github']}"
+    # And the MCP server's credential is where the worker and the jobs read it
+    token = secrets.get_secret_value(SecretId="lockgate/mcp/tickets")["SecretString"]
+    assert token == values["mcp-tickets"]
 
 
 def deployed_environment(deployed: dict[str, Any]) -> dict[str, str]:
