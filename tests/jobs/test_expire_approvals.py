@@ -186,10 +186,10 @@ def test_an_expiry_event_for_a_proposal_approved_meanwhile_tells_nothing(desk: D
 
 
 def test_a_job_stopped_by_its_deadline_resumes_without_redoing(desk: Desk, monkeypatch: Any) -> None:
-    from lockgate.jobs.builtin import expire_approvals
+    from lockgate.jobs.builtin import recent_proposals
 
     # Given three undecided proposals and pages of one
-    monkeypatch.setattr(expire_approvals, "PAGE_SIZE", 1)
+    monkeypatch.setattr(recent_proposals, "PAGE_SIZE", 1)
     for n in range(3):
         desk.seed(f"undecided-{n}", 60 + n, created_ago=25 * HOUR, decide_within=24 * HOUR)
     # When a first run has time for one page, and the next resumes from its cursor

@@ -11,18 +11,15 @@ sends each of them their own signed link and brings the Slack message up to date
 
 from __future__ import annotations
 
-from typing import Any
-
 from lockgate.approvals.decisions import DecisionStore, State, current_state
 from lockgate.approvals.eligibility import escalation_time
 from lockgate.approvals.proposals import Proposal, ProposalStore, answers_only
 from lockgate.config import ApprovalsConfig
+from lockgate.jobs.builtin.recent_proposals import scan_recent
 from lockgate.jobs.contract import JobContext, JobResult
 from lockgate.jobs.schedule import parse_iso
 
 NAME = "escalate-approvals"
-LOOKBACK_SECONDS = 7 * 86_400  # decide windows are hours: anything older was settled long ago
-PAGE_SIZE = 100
 
 
 class ApprovalEscalation:
@@ -41,22 +38,16 @@ class ApprovalEscalation:
         counts = {"escalated": 0, "checked": 0}
         if not any(s.escalate_after_minutes for s in self._config.tools.values()):
             return JobResult(done=True, counts=counts)  # no tool escalates: nothing to read
-        cursor = ctx.cursor or {}
-        since = int(cursor.get("since", now - LOOKBACK_SECONDS))
-        start: dict[str, Any] | None = cursor.get("start")
-        while True:
-            if ctx.should_stop():
-                return JobResult(done=False, cursor={"since": since, "start": start}, counts=counts)
-            page, start = self._proposals.page_since(since, start, PAGE_SIZE)
-            for proposal in page:
-                counts["checked"] += 1
-                if self._due(proposal, now) and self._proposals.escalate(proposal.approval_id, int(now)):
-                    counts["escalated"] += 1
-                    ctx.log.info("approval escalated", extra={"approval": proposal.approval_id})
-            if start is None:
-                break
-        ctx.metrics.add_metric(name="ApprovalsEscalated", unit="Count", value=counts["escalated"])
-        return JobResult(done=True, counts=counts)
+
+        def escalate(proposal: Proposal) -> None:
+            if self._due(proposal, now) and self._proposals.escalate(proposal.approval_id, int(now)):
+                counts["escalated"] += 1
+                ctx.log.info("approval escalated", extra={"approval": proposal.approval_id})
+
+        result = scan_recent(ctx, self._proposals, now, escalate, counts)
+        if result.done:
+            ctx.metrics.add_metric(name="ApprovalsEscalated", unit="Count", value=counts["escalated"])
+        return result
 
     def _due(self, proposal: Proposal, now: float) -> bool:
         """Pending, escalating, waited long enough, not expired, not escalated yet."""

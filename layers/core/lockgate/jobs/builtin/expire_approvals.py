@@ -10,7 +10,6 @@ proposal decided at the last second, or an approved action that did run, is not 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from lockgate import tracing
 from lockgate.actions.ledger import Ledger
@@ -23,12 +22,10 @@ from lockgate.approvals.proposals import Proposal, ProposalStore, answers_only
 from lockgate.config import ApprovalsConfig
 from lockgate.inbox.queue import InboxQueue
 from lockgate.inbox.store import InboxStore
+from lockgate.jobs.builtin.recent_proposals import scan_recent
 from lockgate.jobs.contract import JobContext, JobResult
 
 NAME = "expire-approvals"
-# Proposals older than this were settled by earlier runs (decide windows are hours, not weeks).
-LOOKBACK_SECONDS = 7 * 86_400
-PAGE_SIZE = 100
 
 
 class ApprovalExpiry:
@@ -55,22 +52,16 @@ class ApprovalExpiry:
 
     def __call__(self, ctx: JobContext) -> JobResult:
         """Scan recent proposals page by page; enqueue one expiry event per expired proposal."""
-        cursor = ctx.cursor or {}
-        since = int(cursor.get("since", ctx.clock.now() - LOOKBACK_SECONDS))
-        start: dict[str, Any] | None = cursor.get("start")
         counts = {"expired": 0, "already_expired": 0, "checked": 0}
-        while True:
-            if ctx.should_stop():
-                return JobResult(done=False, cursor={"since": since, "start": start}, counts=counts)
-            page, start = self._proposals.page_since(since, start, PAGE_SIZE)
-            for proposal in page:
-                counts["checked"] += 1
-                if self._expired(proposal, ctx.clock.now()):
-                    counts["expired" if self._expire(proposal, ctx) else "already_expired"] += 1
-            if start is None:
-                break
-        ctx.metrics.add_metric(name="ApprovalsExpired", unit="Count", value=counts["expired"])
-        return JobResult(done=True, counts=counts)
+
+        def expire(proposal: Proposal) -> None:
+            if self._expired(proposal, ctx.clock.now()):
+                counts["expired" if self._expire(proposal, ctx) else "already_expired"] += 1
+
+        result = scan_recent(ctx, self._proposals, ctx.clock.now(), expire, counts)
+        if result.done:
+            ctx.metrics.add_metric(name="ApprovalsExpired", unit="Count", value=counts["expired"])
+        return result
 
     def _expire(self, proposal: Proposal, ctx: JobContext) -> bool:
         """Enqueue the expiry event, in the proposal's trace (linked to this job's run); True if new."""
