@@ -30,7 +30,9 @@ from lockgate_infra.stub.factory import is_factory_spec
 
 ANTHROPIC_API = ProviderConfig()
 STUB_JUDGE_MODEL = "claude-haiku-5-5"  # the id the offline judge answers as (it is priced as this)
-LOG = logging.getLogger("lockgate_infra.evals")  # outside "lockgate"'s tree: see shoprig.RIG_LOG
+# Outside the "lockgate" logger's tree: where a function's Powertools logger of that name is set up in
+# the same process (the tests), the rigs' records would go to stdout, in the middle of eval's report.
+LOG = logging.getLogger("lockgate_infra.evals")
 
 
 class EvalSetupError(Exception):

@@ -31,13 +31,10 @@ from lockgate.secrets import SecretResolver
 from lockgate.settings import WorkerSettings
 from lockgate.telemetry import CountingMetrics
 from lockgate.workflows import Setup, load_workflows
+from lockgate_infra.evals.models import LOG
 from lockgate_infra.evals.rig import plan_and_config, seed_workflows, worker_environment
 
 ROOT = Path(__file__).resolve().parents[3]
-
-# Outside the "lockgate" logger's tree: where a function's Powertools logger of that name is set up in
-# the same process (the tests), the rig's records would go to stdout, in the middle of eval's report.
-RIG_LOG = "lockgate_infra.evals.rig"
 
 
 @dataclass(frozen=True)
@@ -86,7 +83,7 @@ class ShopRig:
             advance = getattr(self.clock, "advance", None)
             if advance is not None:
                 advance(RECHECK_SECONDS)
-            log, deadline = logging.getLogger(RIG_LOG), self.clock.now() + 600
+            log, deadline = LOG, self.clock.now() + 600
             self.collector(JobContext("collect-batches", "rig", deadline, self.clock, log, CountingMetrics()))
         raise RuntimeError(f"{message_id}: still waiting for a message batch")
 
@@ -126,7 +123,7 @@ def shop_rig(
     from lockgate_infra.stub import StubAnthropic
 
     clock = clock or SystemClock()
-    log = logging.getLogger(RIG_LOG)
+    log = LOG
     log.setLevel(logging.ERROR)
     with embedded_aws(), StubAnthropic(model, clock=clock) as stub:
         session: Any = boto3.session.Session(region_name="us-east-1")
