@@ -49,7 +49,9 @@ def settings(server: McpExample, **overrides: Any) -> ServerSettings:
         "name": "tickets",
         "url": server.url,
         "credential": Credential.bearer(EXAMPLE_TOKEN),
-        "connect_timeout": 2.0,
+        # A live loopback server connects at once or refuses at once; the margin is for a loaded CI
+        # machine (coverage, two workers), where 2 s once ran out during a pinning's tools/list.
+        "connect_timeout": 10.0,
         "read_timeout": 5.0,
         **overrides,
     }
