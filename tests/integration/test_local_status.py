@@ -25,7 +25,7 @@ from lockgate_infra.local.health import STALL_SECONDS, Health
 from lockgate_infra.local.run import read_local_state
 from lockgate_infra.local.stack import LocalStack
 from lockgate_infra.local.status import Monitor
-from lockgate_infra.local.status_text import report
+from lockgate_infra.local.status_text import report, rows
 from tests.integration import test_local_stack as queue_project
 from tests.integration import test_local_streams as stream_project
 from tests.support import fail_calls, local_stack_in_thread, run_cli
@@ -237,3 +237,12 @@ def test_given_two_stacks_then_status_asks_which_and_shows_the_one_named(
     assert code == 0
     assert out.splitlines()[0].startswith("lockgate local on http://127.0.0.1:8788 ")
     assert out.splitlines()[1].split()[:4] == ["queue", "Worker.Work8788", "alive", "1"]
+
+
+def test_given_a_stand_in_name_longer_than_the_column_then_every_row_keeps_its_columns_aligned() -> None:
+    long_name = "Messages API stand-in (demo, triage.model:scripted_model, tickets.model:scripted_model)"
+    row = {"kind": "queue", "name": "AgentWorkerFunction.Inbox", "state": "alive", "handled": 3}
+    status = {"pollers": [row], "stand_ins": [{**row, "kind": "model", "name": long_name, "handled": 7}]}
+    lines = rows(status)
+    # Then the state column starts at the same place on both rows, after the longest name
+    assert [line.index("alive") for line in lines] == [2 + 9 + 1 + len(long_name) + 1] * 2

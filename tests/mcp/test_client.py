@@ -47,11 +47,13 @@ def test_given_a_read_tool_when_called_then_its_answer_comes_back_as_untrusted_j
 ) -> None:
     # When get_ticket is called
     result = client(server, tls, protocol=era).call_tool("get_ticket", {"ticket_id": "T-2"})
-    # Then its structured content and text are there, labelled as untrusted content from that tool
+    # Then its structured content is there, labelled as untrusted content from that tool
     data = result.to_json()
     assert data["untrusted"] is True and data["source"] == "mcp:tickets/get_ticket"
     assert data["structuredContent"]["title"] == "Where is my order?"
-    assert '"Order A-1042 has not arrived."' in data["content"][0]["text"]
+    assert data["structuredContent"]["body"] == "Order A-1042 has not arrived."
+    # And the SDK's text copy of it is not passed on too (the same data, read once)
+    assert data["content"] == []
     assert (result.is_error, result.cut, result.note) == (False, False, None)
 
 

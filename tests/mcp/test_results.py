@@ -60,3 +60,29 @@ def test_a_result_over_the_limit_keeps_what_fits_and_says_it_was_cut() -> None:
 def test_an_error_result_is_marked_for_the_model() -> None:
     result = tool_result("s", "t", {"content": [{"type": "text", "text": "no ticket"}], "isError": True}, 100)
     assert result.is_error and result.to_json()["isError"] is True and result.text() == "no ticket"
+
+
+def test_a_text_part_that_only_repeats_the_structured_content_is_not_shown_twice() -> None:
+    # Given a result as the MCP spec asks a tool to send it: structured content, and the same as JSON text
+    ticket = {"id": "T-1", "status": "open", "body": "The mug was in pieces."}
+    wire = {
+        "content": [
+            {"type": "text", "text": json.dumps(ticket, indent=2)},
+            {"type": "text", "text": "one more"},
+        ],
+        "structuredContent": ticket,
+    }
+    # When it becomes the model's tool result
+    shown = tool_result("tickets", "get_ticket", wire, 10_000).to_json()
+    # Then the model reads the ticket once, and every other part as sent
+    assert shown["structuredContent"] == ticket
+    assert shown["content"] == [{"type": "text", "text": "one more"}]
+
+
+def test_structured_content_too_big_to_pass_on_leaves_its_text_echo_cut_to_the_limit() -> None:
+    ticket = {"id": "T-1", "body": "x" * 5000}
+    wire = {"content": [{"type": "text", "text": json.dumps(ticket)}], "structuredContent": ticket}
+    result = tool_result("tickets", "get_ticket", wire, 2000)
+    # Then what fits of the text is what the model reads, and the note says the result was cut
+    assert result.structured is None and result.cut
+    assert result.parts[0]["text"].startswith('{"id": "T-1", "body": "xxx')

@@ -17,15 +17,16 @@ STALE_SECONDS = 10.0  # the stack refreshes every second: this old, its main loo
 
 def rows(status: Mapping[str, Any]) -> list[str]:
     """One line per poller and stand-in (and the reason under a stalled one)."""
-    lines = []
-    for row in [*status.get("pollers", []), *status.get("stand_ins", [])]:
+    lines, listed = [], [*status.get("pollers", []), *status.get("stand_ins", [])]
+    width = max([40, *(len(row["name"]) for row in listed)])  # a long name widens the column, not a row
+    for row in listed:
         state = "STALLED" if row["state"] == "stalled" else row["state"]
         last = row.get("last_activity")
         when = f"last {time.strftime('%H:%M:%S', time.gmtime(last))} UTC" if last else "nothing yet"
         where = row.get("url") or row.get("source") or ""
         busy = ", busy" if row.get("busy") else ""
         handled = f"{row['handled']} handled{busy}, {when}"
-        lines.append(f"  {row['kind']:<9} {row['name']:<40} {state:<8} {handled:<38} {where}")
+        lines.append(f"  {row['kind']:<9} {row['name']:<{width}} {state:<8} {handled:<38} {where}")
         if row.get("reason"):
             lines.append(f"  {'':<9} {row['reason']}")
     return lines

@@ -59,7 +59,10 @@ def tool_result(server: str, tool: str, wire: Mapping[str, Any], max_bytes: int)
     parts = [_part(block) for block in wire.get("content") or () if isinstance(block, Mapping)]
     structured = wire.get("structuredContent")
     structured = dict(structured) if isinstance(structured, Mapping) else None
-    kept, structured, note = _cut(parts, structured, max_bytes)
+    kept, fitted, note = _cut(_without_echoes(parts, structured), structured, max_bytes)
+    if structured is not None and fitted is None:  # too big to pass on: its text echo, cut, says more
+        kept, fitted, note = _cut(parts, structured, max_bytes)
+    structured = fitted
     return ToolResult(
         server=server,
         tool=tool,
@@ -87,6 +90,24 @@ def _part(block: Mapping[str, Any]) -> dict[str, str]:
     if kind in ("image", "audio"):
         return _placeholder(kind, block.get("mimeType"), block.get("data"))
     return _placeholder(f"content of type {one_line(kind, 40)}", None, None)
+
+
+def _without_echoes(parts: list[dict[str, str]], structured: dict[str, Any] | None) -> list[dict[str, str]]:
+    """The parts less any text that only repeats the structured content as JSON.
+
+    The MCP spec asks a tool with structured content to send it again as serialised JSON in a
+    text block, for older clients; passing both on would show the model the same data twice.
+    """
+    if structured is None:
+        return parts
+    return [part for part in parts if "uri" in part or _json_or_none(part["text"]) != structured]
+
+
+def _json_or_none(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
 
 
 def _placeholder(what: str, mime: Any, data: Any) -> dict[str, str]:
