@@ -78,7 +78,7 @@ def _metered(actions: int) -> tuple[Any, int, int]:
     # One refund waits per order and three per sender: each action is its own order, its senders
     # taking turns, so every one is proposed and approved (as distinct customers' refunds would be).
     mails = [_own_order(refund, n) for n in range(actions)]
-    sends = [Send(f"msg-chaos-{n:04d}", mail, False, [0]) for n, mail in enumerate(mails)]
+    sends = [Send(f"msg-chaos-{n:04d}", False, [0], mail) for n, mail in enumerate(mails)]
     usage = Usage(events=actions, functions={"approval": FunctionUsage(512), "executor": FunctionUsage(1024)})
     meter = Meter(usage)
     plan = FaultPlan(1, Rates(aws_before=0, aws_after=0, crash_after_effect=0, reenter=0, model=0))

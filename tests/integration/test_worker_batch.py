@@ -31,8 +31,8 @@ from tests.support import LOG, serialized_moto
 NO_FAULTS = Rates(aws_before=0, aws_after=0, crash_after_effect=0, reenter=0, model=0)
 # One email of each kind the shop handles: questions, a small (automatic) and a large (approved)
 # refund, and a prompt injection.
-MAILS = [Send(f"msg-chaos-{n:04d}", mail, False, [0]) for n, mail in enumerate(CATALOGUE)]
-BACKING_OFF = Send("msg-chaos-0099", CATALOGUE[0], False, [0])  # released earlier, due in an hour
+MAILS = [Send(f"msg-chaos-{n:04d}", False, [0], mail) for n, mail in enumerate(CATALOGUE)]
+BACKING_OFF = Send("msg-chaos-0099", False, [0], CATALOGUE[0])  # released earlier, due in an hour
 JUNK = {"messageId": "junk", "receiptHandle": "junk", "body": "not a pointer"}
 
 

@@ -12,11 +12,11 @@ import datetime as dt
 import json
 import random
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from lockgate.approvals.proposals import Proposal
-from lockgate_infra.chaos.traffic import PROVIDER_TRIES
+from lockgate_infra.chaos.traffic import Attempts, due_rounds
 from lockgate_infra.mcp_example import Ticket
 
 START = 1_767_225_600  # the run's first event time (2026-01-01T00:00:00Z)
@@ -42,15 +42,10 @@ def tickets() -> list[Ticket]:
 
 
 @dataclass
-class TicketSend:
-    """One ``ticket.opened`` delivery id and every attempt to send it."""
+class TicketSend(Attempts):
+    """One ``ticket.opened`` event of a ticket, and its sends."""
 
-    delivery_id: str
     ticket: str
-    forged: bool
-    due: list[int]  # rounds at which the provider sends it (first send, then duplicates)
-    answers: list[int] = field(default_factory=list)
-    tries_left: int = PROVIDER_TRIES
     source: ClassVar[str] = "tickets"
 
     @property
@@ -62,22 +57,15 @@ class TicketSend:
             {"type": "ticket.opened", "timestamp": at, "data": {"ticket_id": self.ticket}}
         ).encode()
 
-    @property
-    def acknowledged(self) -> bool:
-        """Some send of it was answered 2xx."""
-        return any(200 <= status < 300 for status in self.answers)
-
 
 def ticket_traffic(rng: random.Random, events: int, *, spread_rounds: int = 12) -> list[TicketSend]:
     """``events`` distinct deliveries over the tickets: ~30% sent more than once, ~5% forged."""
     held = [t.id for t in tickets()]
     sends = []
     for n in range(events):
-        first = rng.randrange(spread_rounds)
-        due = [first]
-        if rng.random() < 0.30:  # a duplicate or a replay, a little later
-            due += sorted(first + rng.randint(0, 6) for _ in range(rng.randint(1, 2)))
-        sends.append(TicketSend(f"evt-chaos-{n:04d}", rng.choice(held), rng.random() < 0.05, due))
+        due = due_rounds(rng, spread_rounds)
+        ticket = rng.choice(held)  # before the forgery's draw: a seed's run stays what it was
+        sends.append(TicketSend(f"evt-chaos-{n:04d}", rng.random() < 0.05, due, ticket))
     return sends
 
 

@@ -77,15 +77,35 @@ class Delivery(Protocol):
 
 
 @dataclass
-class Send:
-    """One delivery id and every attempt to send it: a customer's email to the helpdesk."""
+class Attempts:
+    """A delivery id and every attempt to send it: what a provider does with one event."""
 
     delivery_id: str
-    mail: Mail
     forged: bool
     due: list[int]  # rounds at which the provider sends it (first send, then duplicates)
-    answers: list[int] = field(default_factory=list)
-    tries_left: int = PROVIDER_TRIES
+    answers: list[int] = field(default_factory=list, kw_only=True)
+    tries_left: int = field(default=PROVIDER_TRIES, kw_only=True)
+
+    @property
+    def acknowledged(self) -> bool:
+        """Some send of it was answered 2xx."""
+        return any(200 <= status < 300 for status in self.answers)
+
+
+def due_rounds(rng: random.Random, spread_rounds: int) -> list[int]:
+    """When one event is sent: a first round, and in ~30% of events a duplicate or replay a little later."""
+    first = rng.randrange(spread_rounds)
+    due = [first]
+    if rng.random() < 0.30:
+        due += sorted(first + rng.randint(0, 6) for _ in range(rng.randint(1, 2)))
+    return due
+
+
+@dataclass
+class Send(Attempts):
+    """A customer's email to the helpdesk, and its sends."""
+
+    mail: Mail
     source: ClassVar[str] = "helpdesk"
 
     @property
@@ -96,20 +116,12 @@ class Send:
             {"message_id": self.delivery_id, "from": mail.sender, "subject": mail.subject, "text": mail.text}
         ).encode()
 
-    @property
-    def acknowledged(self) -> bool:
-        """Some send of it was answered 2xx."""
-        return any(200 <= status < 300 for status in self.answers)
-
 
 def traffic(rng: random.Random, events: int, *, spread_rounds: int = 10) -> list[Send]:
     """``events`` distinct deliveries: ~30% sent more than once, ~5% forged."""
     sends = []
     for n in range(events):
-        first = rng.randrange(spread_rounds)
-        due = [first]
-        if rng.random() < 0.30:  # a duplicate or a replay, a little later
-            due += sorted(first + rng.randint(0, 6) for _ in range(rng.randint(1, 2)))
+        due = due_rounds(rng, spread_rounds)
         forged = rng.random() < 0.05
-        sends.append(Send(f"msg-chaos-{n:04d}", rng.choice(CATALOGUE), forged, due))
+        sends.append(Send(f"msg-chaos-{n:04d}", forged, due, rng.choice(CATALOGUE)))
     return sends
