@@ -127,23 +127,19 @@ def content_types() -> st.SearchStrategy[str]:
     )
 
 
-FAST = settings(
-    max_examples=25,
+FUZZ = settings(
+    max_examples=150,
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
-SLOW = settings(FAST, max_examples=150)
 
 
-def fast_and_slow(
-    **strategies: st.SearchStrategy[Any],
-) -> Callable[[Callable[..., None]], tuple[Callable[..., None], Callable[..., None]]]:
-    """One property as two tests: ``FAST`` for `make test`, ``SLOW`` (marked slow) for `make check`."""
+def fuzzed(**strategies: st.SearchStrategy[Any]) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """A property over ``strategies``, 150 examples, marked slow: fuzzing runs in `make check` (and CI),
+    once, not in `make test`'s inner loop."""
 
-    def make(test: Callable[..., None]) -> tuple[Callable[..., None], Callable[..., None]]:
-        fast = FAST(given(**strategies)(test))
-        slow = pytest.mark.slow(SLOW(given(**strategies)(test)))
-        return fast, slow
+    def make(test: Callable[..., None]) -> Callable[..., None]:
+        return pytest.mark.slow(FUZZ(given(**strategies)(test)))
 
     return make

@@ -27,7 +27,7 @@ from lockgate.approvals.decisions import checked_reason
 from lockgate.approvals.proposals import Proposal
 from lockgate.approvals.refusals import PREFIX as REFUSED
 from lockgate_infra.cli import main as cli
-from tests.fuzz.strategies import fast_and_slow, hostile_text, number_texts
+from tests.fuzz.strategies import fuzzed, hostile_text, number_texts
 from tests.fuzz.test_review_page_inputs import accepted_amount
 from tests.integration.test_approvals_cli import Stack, stack
 from tests.refund_worker import Amount
@@ -140,10 +140,9 @@ def _any_id_is_a_clear_refusal(terminal: Terminal, approval_id: str) -> None:
     assert terminal.stack.decisions() == []
 
 
-(
-    test_given_any_approval_id_then_every_command_exits_2_with_one_clear_line,
-    test_given_any_approval_id_then_every_command_exits_2_with_one_clear_line_many,
-) = fast_and_slow(approval_id=ARGUMENT)(_any_id_is_a_clear_refusal)
+test_given_any_approval_id_then_every_command_exits_2_with_one_clear_line = fuzzed(approval_id=ARGUMENT)(
+    _any_id_is_a_clear_refusal
+)
 
 
 # -- an edit: any reviewer name, any fields and values -------------------------------------------
@@ -174,10 +173,7 @@ def _edit_is_exact_or_refused(terminal: Terminal, reviewer: str, pairs: list[tup
         assert code == 2 and terminal.written(proposal) == []
 
 
-(
-    test_given_any_edit_then_exactly_a_plain_amount_is_approved_and_anything_else_exits_2,
-    test_given_any_edit_then_exactly_a_plain_amount_is_approved_and_anything_else_exits_2_many,
-) = fast_and_slow(
+test_given_any_edit_then_exactly_a_plain_amount_is_approved_and_anything_else_exits_2 = fuzzed(
     reviewer=st.one_of(st.sampled_from(("alice", "bob", "carol", "Alice", " alice", "alice\n")), ARGUMENT),
     pairs=st.lists(
         st.tuples(
@@ -212,10 +208,9 @@ def _reason_is_kept_as_cleaned_or_refused(terminal: Terminal, reason: str) -> No
         assert (row["verdict"]["S"], row.get("reason", {}).get("S", "")) == ("reject", kept)
 
 
-(
-    test_given_any_rejection_reason_then_it_is_kept_cleaned_or_refused_with_one_line,
-    test_given_any_rejection_reason_then_it_is_kept_cleaned_or_refused_with_one_line_many,
-) = fast_and_slow(reason=ARGUMENT)(_reason_is_kept_as_cleaned_or_refused)
+test_given_any_rejection_reason_then_it_is_kept_cleaned_or_refused_with_one_line = fuzzed(reason=ARGUMENT)(
+    _reason_is_kept_as_cleaned_or_refused
+)
 
 
 def test_given_an_empty_approval_id_then_no_such_proposal_is_said_not_a_type_name(terminal: Terminal) -> None:

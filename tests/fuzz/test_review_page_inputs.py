@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from lockgate.approvals.pages import MAX_FORM_BYTES
 from lockgate.config.rules import PLAIN_NUMBER
 from tests.fuzz.callback import FORM, PROPOSED, SAME_ORIGIN, Callback, event
-from tests.fuzz.strategies import KNOWN_NUMBERS, content_types, fast_and_slow, hostile_text, number_texts
+from tests.fuzz.strategies import KNOWN_NUMBERS, content_types, fuzzed, hostile_text, number_texts
 from tests.refund_worker import MAX_AMOUNT
 
 CENT = Decimal("0.01")
@@ -67,10 +67,9 @@ def _edited_amount_is_stored_exactly_or_refused_with_nothing_written(callback: C
         assert {"#v1", "alice#v1", "#state"} <= set(callback.written(proposal))
 
 
-(
-    test_given_any_edited_amount_then_a_plain_one_is_stored_exactly_and_any_other_refused,
-    test_given_any_edited_amount_then_a_plain_one_is_stored_exactly_and_any_other_refused_many,
-) = fast_and_slow(typed=number_texts())(_edited_amount_is_stored_exactly_or_refused_with_nothing_written)
+test_given_any_edited_amount_then_a_plain_one_is_stored_exactly_and_any_other_refused = fuzzed(
+    typed=number_texts()
+)(_edited_amount_is_stored_exactly_or_refused_with_nothing_written)
 
 
 def test_given_each_known_hostile_amount_then_it_is_refused_or_stored_exactly(callback: Callback) -> None:
@@ -112,10 +111,7 @@ def _fuzzed_form_decides_only_as_its_real_fields_say(
             assert answer["statusCode"] == 403 and "This link cannot be used" in answer["body"]
 
 
-(
-    test_given_any_decision_form_then_only_the_real_one_decides_and_the_rest_write_nothing,
-    test_given_any_decision_form_then_only_the_real_one_decides_and_the_rest_write_nothing_many,
-) = fast_and_slow(
+test_given_any_decision_form_then_only_the_real_one_decides_and_the_rest_write_nothing = fuzzed(
     changes=st.dictionaries(st.sampled_from(_FIELDS), hostile_text(), max_size=3),
     decision=st.one_of(st.sampled_from(("approve", "reject", "edit", "Approve", " approve")), hostile_text()),
     extra=st.dictionaries(
@@ -166,10 +162,7 @@ def _any_body_is_a_page_and_only_a_whole_form_decides(
         assert callback.written(proposal) == []
 
 
-(
-    test_given_any_body_and_content_type_then_a_page_and_nothing_written_unless_decided,
-    test_given_any_body_and_content_type_then_a_page_and_nothing_written_unless_decided_many,
-) = fast_and_slow(
+test_given_any_body_and_content_type_then_a_page_and_nothing_written_unless_decided = fuzzed(
     how=st.sampled_from(("prefix", "suffix", "truncate", "replace")),
     data=st.one_of(st.binary(max_size=300), st.sampled_from((b"%", b"%e2%82", b"\xc3(", b"&&&==", b"\x00"))),
     content_type=content_types(),

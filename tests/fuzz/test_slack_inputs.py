@@ -25,7 +25,7 @@ from lockgate.telemetry import CountingMetrics
 from lockgate_infra.local.slack_modals import submission_payload
 from lockgate_infra.local.slack_stub import LOCAL_TEAM, click_payload
 from tests.fuzz.callback import ALICE, BOB, CAROL, FORM, Callback, signed, slack_form
-from tests.fuzz.strategies import content_types, fast_and_slow, hostile_text, number_texts
+from tests.fuzz.strategies import content_types, fuzzed, hostile_text, number_texts
 from tests.fuzz.test_review_page_inputs import accepted_amount
 from tests.support import LOG
 
@@ -111,10 +111,7 @@ def _click_decides_only_when_well_formed(
         )
 
 
-(
-    test_given_any_signed_click_then_a_slack_answer_and_a_decision_only_from_a_well_formed_one,
-    test_given_any_signed_click_then_a_slack_answer_and_a_decision_only_from_a_well_formed_one_many,
-) = fast_and_slow(
+test_given_any_signed_click_then_a_slack_answer_and_a_decision_only_from_a_well_formed_one = fuzzed(
     changes=changes_to(CLICK_PATHS),
     user=st.sampled_from((ALICE, CAROL, "U0STRANGER", "")),
     action=st.sampled_from(("lockgate_approve", "lockgate_reject", "lockgate_edit", "lockgate_other")),
@@ -159,10 +156,9 @@ def _submitted_amount_is_stored_exactly_or_shown_under_its_field(callback: Callb
     assert callback.written(proposal) == []
 
 
-(
-    test_given_any_amount_in_the_edit_modal_then_a_plain_one_is_stored_exactly_and_others_shown_refused,
-    test_given_any_amount_in_the_edit_modal_then_a_plain_one_is_stored_exactly_and_others_shown_refused_many,
-) = fast_and_slow(typed=number_texts())(_submitted_amount_is_stored_exactly_or_shown_under_its_field)
+test_given_any_amount_in_the_edit_modal_then_a_plain_one_is_stored_exactly_and_others_shown_refused = fuzzed(
+    typed=number_texts()
+)(_submitted_amount_is_stored_exactly_or_shown_under_its_field)
 
 
 def _malformed_submission_is_answered(callback: Callback, changes: list[Change]) -> None:
@@ -177,10 +173,9 @@ def _malformed_submission_is_answered(callback: Callback, changes: list[Change])
         assert payload["user"]["id"] == ALICE and payload["view"]["callback_id"] == "lockgate_edit"
 
 
-(
-    test_given_any_malformed_signed_submission_then_a_slack_answer_and_nothing_else_is_recorded,
-    test_given_any_malformed_signed_submission_then_a_slack_answer_and_nothing_else_is_recorded_many,
-) = fast_and_slow(changes=changes_to(SUBMISSION_PATHS))(_malformed_submission_is_answered)
+test_given_any_malformed_signed_submission_then_a_slack_answer_and_nothing_else_is_recorded = fuzzed(
+    changes=changes_to(SUBMISSION_PATHS)
+)(_malformed_submission_is_answered)
 
 
 # -- bodies and signatures -------------------------------------------------------------------
@@ -204,10 +199,7 @@ def _any_body_is_refused(callback: Callback, body: bytes, content_type: str, sig
     assert callback.decisions_anywhere() == []
 
 
-(
-    test_given_any_body_or_signature_then_a_slack_answer_and_nothing_decided,
-    test_given_any_body_or_signature_then_a_slack_answer_and_nothing_decided_many,
-) = fast_and_slow(
+test_given_any_body_or_signature_then_a_slack_answer_and_nothing_decided = fuzzed(
     body=st.one_of(
         st.binary(max_size=400),
         hostile_text().map(slack_form),  # the payload field, not JSON

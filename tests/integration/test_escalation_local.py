@@ -53,6 +53,8 @@ def stack(tmp_path: Path) -> Iterator[TestStack]:
         yield started
 
 
+# The schedules' clock sped up 600 times still takes ~10 s of wall time: `make slow`.
+@pytest.mark.slow
 def test_a_refund_nobody_decided_escalates_on_the_schedules_clock_and_a_lead_decides_it(
     stack: TestStack, capfd: pytest.CaptureFixture[str]
 ) -> None:

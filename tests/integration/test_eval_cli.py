@@ -29,6 +29,8 @@ def saved(directory: Path) -> list[dict]:  # type: ignore[type-arg]
     return [json.loads(p.read_text()) for p in sorted(directory.glob("*.json"))]
 
 
+# The whole shipped suite, offline (~15 s): `make slow`, with the deployed eval function's runs.
+@pytest.mark.slow
 def test_the_shipped_suite_passes_its_gate_with_the_shop_model(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -49,6 +51,7 @@ def test_the_shipped_suite_passes_its_gate_with_the_shop_model(
     assert result["model_calls"] > 0 and result["cost_usd"] > 0 and result["judge_cost_usd"] > 0
 
 
+@pytest.mark.slow
 def test_the_gullible_model_fails_the_attack_cases(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

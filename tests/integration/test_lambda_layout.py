@@ -142,9 +142,7 @@ def assert_heartbeat_and_no_trial_in_the_stack(stack: LocalStack) -> None:
     assert not [item for item in runs if "eval-" in item["pk"]["S"]]
 
 
-# Each invocation below runs the whole shipped suite in a child process. `make test` keeps the one
-# with the template's own settings (it proves the harness is in the layout end to end); the offline
-# pass and the gullible failure, each as slow, run in `make slow`.
+# Each invocation below runs the whole shipped suite in a child process (~11 s each): `make slow`.
 @pytest.mark.slow
 def test_given_the_deployed_eval_function_when_the_suite_clears_its_gate_then_the_heartbeat_is_recorded(
     stack: LocalStack, layouts: Callable[[str], LambdaLayout]
@@ -179,6 +177,7 @@ def test_given_the_deployed_eval_function_when_the_model_falls_for_the_attacks_t
     assert row.last_success_at == (before.last_success_at if before else None)
 
 
+@pytest.mark.slow
 def test_given_the_templates_own_eval_settings_then_the_suite_talks_to_the_model_with_the_stored_key(
     stack: LocalStack, layouts: Callable[[str], LambdaLayout]
 ) -> None:
