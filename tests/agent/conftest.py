@@ -6,7 +6,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import anthropic
 import pytest
 
 from lockgate.actions.ledger import Ledger
@@ -18,6 +17,7 @@ from lockgate.clock import FixedClock
 from lockgate.inbox.routing import InboxEvent
 from lockgate.model.client import ModelClient
 from lockgate.telemetry import CountingMetrics
+from lockgate_infra.stub.client import stub_client
 from lockgate_infra.stub.server import StubAnthropic
 from tests.support import LOG, PRICES, Aws
 
@@ -43,7 +43,7 @@ class AgentRig:
 
     def model_client(self, **kwargs: Any) -> ModelClient:
         def factory() -> Any:
-            return anthropic.Anthropic(api_key="test-key", base_url=self.stub.base_url, max_retries=0)
+            return stub_client(self.stub.base_url, "test-key")
 
         return ModelClient(factory, self.clock, LOG, sleep=self.sleeps.append, **kwargs)
 

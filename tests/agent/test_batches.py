@@ -15,6 +15,7 @@ from lockgate.capacity.spend import SpendCaps
 from lockgate.jobs.builtin.collect_batches import BatchCollector
 from lockgate.jobs.contract import JobContext
 from lockgate.model.client import Usage
+from lockgate_infra.stub.client import stub_client
 from lockgate_infra.stub.models import Scripted
 from lockgate_infra.stub.replies import Reply, bad_request
 from tests.agent.conftest import AgentRig, event
@@ -28,7 +29,7 @@ SEND = use("t1", "send", {"to": "owner@example.com", "text": "Weekly digest"})
 def batches(rig: AgentRig, gate: Gate | None = None) -> Batches:
     db = rig.aws.client("dynamodb")
     return Batches(
-        lambda: anthropic.Anthropic(api_key="test-key", base_url=rig.stub.base_url, max_retries=0),
+        lambda: stub_client(rig.stub.base_url, "test-key"),
         db,
         rig.aws.state_table,
         RunStore(db, rig.aws.state_table, rig.clock),
@@ -43,7 +44,7 @@ def batches(rig: AgentRig, gate: Gate | None = None) -> Batches:
 def collector(rig: AgentRig, gate: Gate | None = None) -> BatchCollector:
     db = rig.aws.client("dynamodb")
     return BatchCollector(
-        lambda: anthropic.Anthropic(api_key="test-key", base_url=rig.stub.base_url, max_retries=0),
+        lambda: stub_client(rig.stub.base_url, "test-key"),
         db,
         rig.aws.state_table,
         RunStore(db, rig.aws.state_table, rig.clock),
@@ -176,7 +177,7 @@ def test_a_request_that_errors_in_the_batch_is_made_directly(rig: AgentRig) -> N
 
 
 def test_the_stub_answers_the_batch_endpoints_in_the_sdks_shapes(rig: AgentRig) -> None:
-    client = anthropic.Anthropic(api_key="test-key", base_url=rig.stub.base_url, max_retries=0)
+    client = stub_client(rig.stub.base_url, "test-key")
     rig.stub.set_model(Scripted([Reply([say("hello")])]))
     params = {"model": "claude-haiku-5-5", "max_tokens": 50, "messages": [{"role": "user", "content": "hi"}]}
     # Given a held batch: in progress, counted as processing, no results yet

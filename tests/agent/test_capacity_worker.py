@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-import anthropic
 import pytest
 
 from lockgate.actions.ledger import Ledger
@@ -30,6 +29,7 @@ from lockgate.inbox.models import Delivery, Status
 from lockgate.inbox.worker import RetryLater
 from lockgate.model.client import ModelClient
 from lockgate.webhooks.signing import sign
+from lockgate_infra.stub.client import stub_client
 from lockgate_infra.stub.models import Scripted
 from lockgate_infra.stub.replies import Model, Reply, billing, overloaded, rate_limited
 from lockgate_infra.stub.server import StubAnthropic
@@ -64,7 +64,7 @@ class Pipeline:
         self.limiter_sleep = Sleeper(clock)
 
         def factory() -> Any:
-            return anthropic.Anthropic(api_key="test-key", base_url=self.stub.base_url, max_retries=0)
+            return stub_client(self.stub.base_url, "test-key")
 
         model = ModelClient(factory, clock, LOG, sleep=self.model_sleeps.append, max_attempts=2)
         loop = AgentLoop(

@@ -27,6 +27,7 @@ from lockgate_infra.stub import (
     refusal_model,
 )
 from lockgate_infra.stub import replies as errors
+from lockgate_infra.stub.client import stub_client
 from lockgate_infra.stub.models import sample_for_pattern
 from lockgate_infra.stub.validation import request_problem
 from shop.model import gullible_model as make_gullible
@@ -214,7 +215,15 @@ def stub(clock: FixedClock) -> Iterator[StubAnthropic]:
 
 @pytest.fixture
 def client(stub: StubAnthropic) -> anthropic.Anthropic:
-    return anthropic.Anthropic(base_url=stub.base_url, api_key="test", max_retries=0, timeout=5)
+    client: anthropic.Anthropic = stub_client(stub.base_url, "test", timeout=5)
+    return client
+
+
+def test_stub_client_is_only_for_a_stub_on_loopback() -> None:
+    # A TLS context is left out only where no TLS is spoken: a remote or https URL is refused
+    for url in ("https://api.anthropic.com", "http://example.com:80", "http://127.0.0.1.example.com:1"):
+        with pytest.raises(ValueError, match="for a local stub on loopback"):
+            stub_client(url)
 
 
 def ask(client: anthropic.Anthropic, **overrides: Any) -> Message:

@@ -109,7 +109,7 @@ class Models:
         Real Claude is the deployment's provider, through the worker's SDK factory; on an AWS
         provider signed with credentials read now, before the trials' moto hides them.
         """
-        import anthropic
+        from lockgate_infra.stub.client import stub_client
 
         if behaviour is None:
             provider, environ = self._provider, self._environ
@@ -119,7 +119,7 @@ class Models:
             return EvalModelClient(sdk, SystemClock(), LOG, provider=provider)
         stub = self._stub(behaviour)
         return EvalModelClient(
-            lambda: anthropic.Anthropic(api_key="stub", base_url=stub.base_url, max_retries=0),
+            lambda: stub_client(stub.base_url),
             SystemClock(),
             LOG,
         )

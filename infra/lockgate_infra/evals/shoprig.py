@@ -169,7 +169,7 @@ def _support_inbox(setup: Setup, cache_ttl: str | None, adapt: Callable[[Task], 
 
 
 def _sdk_factory(base_url: str, sdk: Callable[[Any], Any] | None) -> Callable[[], Any]:
-    import anthropic
+    from lockgate_infra.stub.client import stub_client
 
     wrap = sdk or (lambda client: client)
-    return lambda: wrap(anthropic.Anthropic(api_key="stub", base_url=base_url, max_retries=0))
+    return lambda: wrap(stub_client(base_url))
