@@ -11,6 +11,8 @@ import base64
 import http.client
 import json
 import os
+import subprocess
+import sys
 import textwrap
 import threading
 import time
@@ -487,6 +489,28 @@ def test_given_a_stack_when_it_stops_then_the_process_environment_is_restored(pr
         assert json.loads(secret["SecretString"])["user"] == "local"
         assert len(json.loads(secret["SecretString"])["key"]) >= 32
     assert dict(os.environ) == before
+
+
+def test_given_an_aws_profile_this_machine_lacks_then_a_fresh_process_starts_a_stack(project, tmp_path):
+    # Given a shell whose AWS_PROFILE names no profile here (e.g. one for another machine), in a new
+    # process: moto's CloudFormation support is imported at the stack's start and makes a boto3 Session
+    config = tmp_path / "aws-config"
+    config.write_text("", encoding="utf-8")
+    environ = {**os.environ, "AWS_PROFILE": "not-on-this-machine", "AWS_CONFIG_FILE": str(config)}
+    script = (
+        "import os, sys\n"
+        "from lockgate_infra.local.stack import LocalStack\n"
+        "with LocalStack(sys.argv[1]) as stack:\n"
+        "    print(sorted(stack.resources)[0], os.environ.get('AWS_PROFILE'))\n"
+        "print(os.environ['AWS_PROFILE'])\n"
+    )
+    # When it starts a stack, Then the stack runs without the profile and gives it back when it stops
+    done = subprocess.run(  # noqa: S603 - this interpreter, a fixed script
+        [sys.executable, "-c", script, str(project / "template.yaml")],
+        env=environ, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines() == ["EventsTable None", "not-on-this-machine"]
 
 
 def test_given_run_local_then_it_serves_writes_the_state_file_and_removes_it_on_stop(project):

@@ -84,10 +84,19 @@ _ACTIVE: list[EnvironmentPatch] = []  # the patches holding keys now, oldest fir
 _ACTIVE_LOCK = threading.Lock()
 
 
-def point_at_moto(env: EnvironmentPatch, endpoint_url: str, config_path: str) -> None:
-    """Every boto3 client the functions make goes to moto, with dummy credentials, in us-east-1."""
+def leave_real_aws(env: EnvironmentPatch) -> None:
+    """No profile, session token or per-service endpoint from the user's environment stays in play.
+
+    Before moto starts too: importing its CloudFormation support makes a boto3 Session, which
+    fails on an ``AWS_PROFILE`` this machine's config lacks.
+    """
     for key in [*_ESCAPES, *(k for k in os.environ if k.startswith("AWS_ENDPOINT_URL_"))]:
         env.unset(key)
+
+
+def point_at_moto(env: EnvironmentPatch, endpoint_url: str, config_path: str) -> None:
+    """Every boto3 client the functions make goes to moto, with dummy credentials, in us-east-1."""
+    leave_real_aws(env)
     for key, value in {
         "AWS_ENDPOINT_URL": endpoint_url,
         **DUMMY_CREDENTIALS,

@@ -17,6 +17,7 @@ from lockgate_infra.local.console import inside
 from lockgate_infra.local.environment import (
     DUMMY_CREDENTIALS,
     EnvironmentPatch,
+    leave_real_aws,
     localise_api_url,
     names_local_api,
     point_at_moto,
@@ -91,12 +92,11 @@ class LocalStack(Serving):
         self.scheduler: LocalScheduler | None = None
         self.lambda_api: LambdaApi | None = None  # Lambda's Invoke for the template's functions
 
-    # -- lifecycle -------------------------------------------------------------------------
-
     def start(self) -> Self:
         """Start moto, point this process at it, and create every resource in the template."""
-        self._server.start()
         try:
+            leave_real_aws(self._env)
+            self._server.start()
             if self._reset:
                 self._server.reset()
             point_at_moto(self._env, self.endpoint_url, str(self.config_path))
