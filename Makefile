@@ -63,9 +63,9 @@ COVERAGE_FLAGS = $(if $(COVER),--cov --cov-report= --cov-fail-under=0,)
 test: $(STAMP)
 	$(BIN)/pytest -m "not slow and not deploy" -n auto --dist worksteal $(COVERAGE_FLAGS)
 
-# Fuzzing, chaos, load, the browser test, the benchmark smoke tests and the broadest attack and
-# eval runs (the attack table without defences, the deployed eval function's whole-suite runs but
-# one), appended to test's coverage.
+# Fuzzing, chaos, load, the browser test, the benchmark smoke tests, the broadest attack runs (the
+# attack table without defences), every whole-suite eval run, the scaffold's tests for every source
+# and the sped-up-clock escalation: each runs once, here, appended to test's coverage.
 slow: $(STAMP)
 	$(BIN)/pytest -m "slow and not deploy" -n auto --dist worksteal --cov --cov-append --cov-report= --cov-fail-under=0
 
