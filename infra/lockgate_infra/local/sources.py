@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from lockgate_infra.local.poller import SqsPoller
@@ -103,3 +104,16 @@ def _stream_poller(
     )
     poller.start()
     return poller
+
+
+def drain_all(pollers: Sequence[SqsPoller | StreamPoller], timeout: float, *, include_retries: bool) -> bool:
+    """Wait until every poller's queue or stream is empty and nothing is being processed; False on timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        before = sum(p.processed for p in pollers)
+        for poller in pollers:
+            if not poller.drain(max(0.0, deadline - time.monotonic()), include_retries=include_retries):
+                return False
+        # A handler may have fed another poller's queue or stream: done only after a quiet pass.
+        if sum(p.processed for p in pollers) == before:
+            return True

@@ -6,13 +6,13 @@ from __future__ import annotations
 import logging
 import os
 import threading
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Self
 
 import boto3
 
+from lockgate.runtime.deps import OnePerService
 from lockgate_infra.local.console import inside
 from lockgate_infra.local.environment import (
     DUMMY_CREDENTIALS,
@@ -31,7 +31,7 @@ from lockgate_infra.local.poller import SqsPoller
 from lockgate_infra.local.provision import create_resources
 from lockgate_infra.local.runtime import LocalFunction, import_handler_module
 from lockgate_infra.local.scheduler import LocalScheduler
-from lockgate_infra.local.sources import start_sqs_pollers, start_stream_pollers
+from lockgate_infra.local.sources import drain_all, start_sqs_pollers, start_stream_pollers
 from lockgate_infra.local.spans import install as install_spans
 from lockgate_infra.local.spans import spans_file
 from lockgate_infra.local.streams import StreamPoller
@@ -85,6 +85,7 @@ class LocalStack(Serving):
         self._load_lock = threading.Lock()
         self._plan: LocalPlan | None = None
         self._session: boto3.session.Session | None = None
+        self._clients: OnePerService | None = None  # made once the Invoke API is up
         self.resources: dict[str, str] = {}  # logical id → table/bucket/secret name, or queue URL
         self.gateway: Gateway | None = None
         self.pollers: list[SqsPoller] = []
@@ -112,6 +113,7 @@ class LocalStack(Serving):
             self.resources.update(function_names(self._plan.functions.values()))
             # Lambda's Invoke for the template's functions, where every boto3 Lambda client goes.
             self.lambda_api = LambdaApi.for_plan(self._plan.functions.values(), self.invoke).start()
+            self._clients = OnePerService(self._new_client)
             self._env.set(LAMBDA_ENDPOINT, self.lambda_api.url)
             for ignored in self._plan.ignored:
                 log.warning("not run locally: %s", ignored)
@@ -131,11 +133,9 @@ class LocalStack(Serving):
         for server in (self.gateway, self.lambda_api):
             if server is not None:
                 server.stop()
-        self.gateway, self.lambda_api = None, None
+        self.gateway, self.lambda_api, self._clients = None, None, None
         self._server.stop()
         self._env.restore()
-
-    # -- what is running ------------------------------------------------------------------
 
     @property
     def endpoint_url(self) -> str:
@@ -155,11 +155,14 @@ class LocalStack(Serving):
         return self.plan.region
 
     def client(self, service: str) -> Any:
-        """A boto3 client for ``service`` on this stack's moto (Lambda: its local Invoke API)."""
-        if self._session is None:
+        """The boto3 client for ``service`` on this stack's moto (Lambda: its local Invoke API)."""
+        if self._session is None or self._clients is None:
             raise RuntimeError("the local stack is not started")
+        return self._clients(service)
+
+    def _new_client(self, service: str) -> Any:
         endpoint = self.lambda_api.url if service == "lambda" and self.lambda_api else self.endpoint_url
-        return self._session.client(service, endpoint_url=endpoint)  # type: ignore[call-overload]
+        return self._session.client(service, endpoint_url=endpoint)  # type: ignore[call-overload,union-attr]
 
     # -- functions ------------------------------------------------------------------------
 
@@ -238,7 +241,8 @@ class LocalStack(Serving):
         """
         if self.pollers or self.stream_pollers:
             raise RuntimeError("the pollers are already running")
-        where = (self.plan, self.resources, self.client, self.invoke, self.load_function)
+        # Each poller with clients of its own, as Lambda's event source mapping has.
+        where = (self.plan, self.resources, self._new_client, self.invoke, self.load_function)
         self.pollers = start_sqs_pollers(*where, wait_seconds=wait_seconds)
         self.stream_pollers = start_stream_pollers(*where)
         return self.pollers
@@ -261,16 +265,7 @@ class LocalStack(Serving):
         ``include_retries`` also waits for messages hidden by a visibility timeout to come back and
         be processed (or dead-lettered).
         """
-        deadline = time.monotonic() + timeout
-        pollers: list[SqsPoller | StreamPoller] = [*self.pollers, *self.stream_pollers]
-        while True:
-            before = sum(p.processed for p in pollers)
-            for poller in pollers:
-                if not poller.drain(max(0.0, deadline - time.monotonic()), include_retries=include_retries):
-                    return False
-            # A handler may have fed another poller's queue or stream: done only after a quiet pass.
-            if sum(p.processed for p in pollers) == before:
-                return True
+        return drain_all([*self.pollers, *self.stream_pollers], timeout, include_retries=include_retries)
 
     # -- internals ------------------------------------------------------------------------
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -31,6 +32,26 @@ class Deps:
     sleep: Callable[[float], None] = time.sleep  # backoff waits (a no-op under a fake clock)
     # Per-call dollars and tokens, made for the deployment's task names (the worker's EMF blob).
     usage_metrics: Callable[[frozenset[str]], UsageMetrics] | None = None
+
+
+class OnePerService:
+    """A client factory that makes each service's client once and hands out that one after.
+
+    boto3 clients are thread-safe, and making one costs milliseconds of CPU (its event handlers
+    are copied): a composition root asks for the same service many times, a secret read once more.
+    """
+
+    def __init__(self, make: ClientFactory) -> None:
+        self._make = make
+        self._clients: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, service: str) -> Any:
+        """``service``'s client, made now if this is the first request for it."""
+        with self._lock:
+            if service not in self._clients:
+                self._clients[service] = self._make(service)
+            return self._clients[service]
 
 
 def aws_config(timeout_seconds: float, connections: int = 10) -> Config:
@@ -69,9 +90,11 @@ def lambda_deps(
     # timeout allows that function's cold start, still well inside this one's time.
     invoke = config.merge(Config(read_timeout=min(max(timeout_seconds / 2, 5.0), 20.0)))
 
-    def client(service: str) -> Any:
+    def make(service: str) -> Any:
         chosen = invoke if service == "lambda" else config
         return session.client(service, config=chosen)  # type: ignore[call-overload]  # per-service overloads
+
+    client = OnePerService(make)
 
     return Deps(
         client=client,
