@@ -60,12 +60,14 @@ demo: $(STAMP)
 COVER ?= $(if $(CI),1,)
 check: COVER := 1
 COVERAGE_FLAGS = $(if $(COVER),--cov --cov-report= --cov-fail-under=0,)
+# Examples per property test (tests/fuzz): a few in the inner loop, many where coverage is measured.
+FUZZ_EXAMPLES ?= $(if $(COVER),150,25)
 test: $(STAMP)
-	$(BIN)/pytest -m "not slow and not deploy" -n auto --dist worksteal $(COVERAGE_FLAGS)
+	LOCKGATE_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/pytest -m "not slow and not deploy" -n auto --dist worksteal $(COVERAGE_FLAGS)
 
-# Fuzzing, chaos, load, the browser test, the benchmark smoke tests, the broadest attack runs (the
-# attack table without defences), every whole-suite eval run, the scaffold's tests for every source
-# and the sped-up-clock escalation: each runs once, here, appended to test's coverage.
+# Coverage-guided fuzzing (atheris), chaos, load, the browser test, the benchmark smoke tests, the
+# broadest attack runs (the attack table without defences), every whole-suite eval run and the
+# sped-up-clock escalation: each runs once, here, appended to test's coverage.
 slow: $(STAMP)
 	$(BIN)/pytest -m "slow and not deploy" -n auto --dist worksteal --cov --cov-append --cov-report= --cov-fail-under=0
 

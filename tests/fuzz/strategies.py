@@ -7,16 +7,16 @@ thousands and decimal separators, signs, padding. Text comes in the Unicode cate
 confuse terminals and pages (controls, format characters such as bidirectional overrides, private
 use, combining marks), and at lengths either side of each limit the approval inputs enforce.
 
-``fast_and_slow`` makes two tests of one property: a few examples for `make test` and many for
-`make check` (marked slow).
+``fuzzed`` makes a property test for `make test`: 25 examples in the inner loop, 150 in CI and
+`make check` (the Makefile sets ``LOCKGATE_FUZZ_EXAMPLES``), so CI runs each property once.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -127,8 +127,9 @@ def content_types() -> st.SearchStrategy[str]:
     )
 
 
+EXAMPLES = int(os.environ.get("LOCKGATE_FUZZ_EXAMPLES") or 25)
 FUZZ = settings(
-    max_examples=150,
+    max_examples=EXAMPLES,
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
@@ -136,10 +137,9 @@ FUZZ = settings(
 
 
 def fuzzed(**strategies: st.SearchStrategy[Any]) -> Callable[[Callable[..., None]], Callable[..., None]]:
-    """A property over ``strategies``, 150 examples, marked slow: fuzzing runs in `make check` (and CI),
-    once, not in `make test`'s inner loop."""
+    """A property over ``strategies``, ``EXAMPLES`` examples (see the module's docstring)."""
 
     def make(test: Callable[..., None]) -> Callable[..., None]:
-        return pytest.mark.slow(FUZZ(given(**strategies)(test)))
+        return FUZZ(given(**strategies)(test))
 
     return make
