@@ -10,11 +10,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import boto3
-import botocore.loaders
-import botocore.session
 import pytest
 
 from lockgate.clock import FixedClock
+from lockgate_infra.local.botocore_models import share_botocore_models
 from lockgate_infra.local.fidelity import embedded_aws
 from tests.support import Aws, Harness, OnDemand, make_config
 
@@ -38,30 +37,11 @@ def _is_loopback(address: Any) -> bool:
         return False
 
 
-class _SearchPaths(list[str]):
-    """A loader's search paths that ignore a path added twice (every boto3 Session adds its own)."""
-
-    def append(self, path: str) -> None:
-        if path not in self:
-            super().append(path)
-
-
 @pytest.fixture(scope="session", autouse=True)
-def _one_botocore_loader() -> Iterator[None]:
-    """Every botocore session of the test process shares one data loader and so its parsed models.
-
-    Each test's moto account comes with a new session, and a new session re-reads and re-parses
-    each service's JSON model on its first client (about 40 ms for DynamoDB). The models never
-    change, so one loader serves them all; nothing else is shared between sessions.
-    """
-    loader = botocore.loaders.create_loader()
-    loader._search_paths = _SearchPaths(loader.search_paths)  # noqa: SLF001
-    original = botocore.session.create_loader
-    botocore.session.create_loader = lambda *_: loader  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        botocore.session.create_loader = original
+def _one_botocore_loader() -> None:
+    """Every botocore session of the test process shares one loader and so its parsed models: each
+    test's moto account comes with a new session (``share_botocore_models`` says why)."""
+    share_botocore_models()
 
 
 @pytest.fixture(autouse=True)

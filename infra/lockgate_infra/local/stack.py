@@ -13,6 +13,7 @@ from typing import Any, Self
 import boto3
 
 from lockgate.runtime.deps import OnePerService
+from lockgate_infra.local.botocore_models import share_botocore_models
 from lockgate_infra.local.console import inside
 from lockgate_infra.local.environment import (
     DUMMY_CREDENTIALS,
@@ -95,6 +96,7 @@ class LocalStack(Serving):
 
     def start(self) -> Self:
         """Start moto, point this process at it, and create every resource in the template."""
+        share_botocore_models()  # six functions' sessions, one parse of each service's model
         try:
             leave_real_aws(self._env)
             self._server.start()
