@@ -25,7 +25,7 @@ from lockgate.inbox.routing import Router
 from lockgate.inbox.store import InboxStore
 from lockgate.inbox.worker import Leasing, Worker
 from lockgate.model.price_table import PriceTable
-from lockgate.runtime.deps import Deps
+from lockgate.runtime.deps import Deps, OnePerService
 from lockgate.runtime.receiver import build_receiver
 from lockgate.runtime.worker import inbox_worker
 from lockgate.secrets import SecretResolver
@@ -236,12 +236,10 @@ class Harness:
     clock: FixedClock
     metrics: CountingMetrics = field(default_factory=CountingMetrics)
     router: Router = field(default_factory=Router)
-    clients: dict[str, Any] = field(default_factory=dict)
+    client: OnePerService = field(init=False)
 
-    def client(self, service: str) -> Any:
-        if service not in self.clients:
-            self.clients[service] = self.aws.client(service)
-        return self.clients[service]
+    def __post_init__(self) -> None:
+        self.client = OnePerService(self.aws.client)  # one client per service, shared by what it builds
 
     def deps(self) -> Deps:
         """The functions' surroundings on moto: these clients, the test secrets, the fixed clock."""

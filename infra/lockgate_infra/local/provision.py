@@ -7,6 +7,7 @@ import logging
 import secrets
 from typing import TYPE_CHECKING, Any
 
+from lockgate.runtime.deps import OnePerService
 from lockgate_infra.local.resources import QueuePlan, SecretPlan, TablePlan
 from lockgate_infra.local.template import LocalPlan
 
@@ -39,7 +40,7 @@ class Provisioner:
         self._plan = plan
         self._session = session
         self._endpoint_url = endpoint_url
-        self._clients: dict[str, Any] = {}
+        self._client = OnePerService(self._new_client)
         self.created: dict[str, str] = {}  # logical id -> physical name (a URL for queues)
 
     def create(self, logical_id: str) -> str:
@@ -63,10 +64,8 @@ class Provisioner:
         self.created[logical_id] = name
         return name
 
-    def _client(self, service: str) -> Any:
-        if service not in self._clients:
-            self._clients[service] = self._session.client(service, endpoint_url=self._endpoint_url)  # type: ignore[call-overload]
-        return self._clients[service]
+    def _new_client(self, service: str) -> Any:
+        return self._session.client(service, endpoint_url=self._endpoint_url)  # type: ignore[call-overload]
 
     def _table(self, table: TablePlan) -> str:
         dynamodb = self._client("dynamodb")

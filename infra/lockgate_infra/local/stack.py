@@ -158,7 +158,7 @@ class LocalStack(Serving):
 
     def client(self, service: str) -> Any:
         """The boto3 client for ``service`` on this stack's moto (Lambda: its local Invoke API)."""
-        if self._session is None or self._clients is None:
+        if self._clients is None:
             raise RuntimeError("the local stack is not started")
         return self._clients(service)
 
