@@ -184,13 +184,10 @@ def _task() -> Any:
 
 def _model(stub: Any, clock: Any, log: Any) -> Any:
     """The model client over the real SDK, aimed at the stub."""
-    import anthropic
-
     from lockgate.model.client import ModelClient
+    from lockgate_infra.stub.client import stub_client
 
-    return ModelClient(
-        lambda: anthropic.Anthropic(api_key="bench", base_url=stub.base_url, max_retries=0), clock, log
-    )
+    return ModelClient(lambda: stub_client(stub.base_url, "bench"), clock, log)
 
 
 def _setups(db: Any, table: str, clock: Any, metrics: Any, log: Any) -> dict[str, dict[str, Any]]:

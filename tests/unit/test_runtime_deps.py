@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 from lockgate.runtime.deps import OnePerService, lambda_deps
@@ -16,6 +17,7 @@ def test_each_service_is_made_once_even_when_threads_ask_at_the_same_time() -> N
 
     def make(service: str) -> Any:
         made.append(service)
+        time.sleep(0.05)  # as long as a real client takes and more: without the lock, others would make too
         return object()
 
     clients = OnePerService(make)

@@ -13,6 +13,7 @@ import pytest
 from lockgate.clock import FixedClock
 from lockgate.model.prompt_cache import min_cacheable_tokens
 from lockgate_infra.stub import StubAnthropic, estimate_tokens
+from lockgate_infra.stub.client import stub_client
 from shop.model import scripted_model
 
 FIVE_MINUTES = {"type": "ephemeral"}
@@ -27,7 +28,7 @@ def text_of(tokens: int) -> str:
 @pytest.fixture
 def client(clock: FixedClock) -> Iterator[anthropic.Anthropic]:
     with StubAnthropic(scripted_model(), clock=clock) as stub:  # each model's published minimum
-        yield anthropic.Anthropic(base_url=stub.base_url, api_key="test", max_retries=0, timeout=5)
+        yield stub_client(stub.base_url, "test", timeout=5)
 
 
 def usage_of(client: anthropic.Anthropic, model: str, system: list[Any], messages: list[Any]) -> Any:

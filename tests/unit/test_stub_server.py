@@ -321,7 +321,7 @@ def test_given_an_error_script_when_sdk_asks_then_it_raises_its_own_class_then_r
 
 def test_given_429_with_retry_after_when_raised_then_the_header_is_readable() -> None:
     with StubAnthropic(ErrorSequence([errors.rate_limited(2)], then=shop_model)) as stub:
-        client = anthropic.Anthropic(base_url=stub.base_url, api_key="test", max_retries=0, timeout=5)
+        client = stub_client(stub.base_url, "test", timeout=5)
         with pytest.raises(anthropic.RateLimitError) as raised:
             ask(client)
     assert raised.value.response.headers["retry-after"] == "2"
@@ -341,7 +341,7 @@ def test_given_timeout_kind_when_client_timeout_is_shorter_then_sdk_raises_api_t
     stub: StubAnthropic,
 ) -> None:
     stub.set_model(ErrorSequence([errors.timeout(delay=2.0)], then=shop_model))
-    client = anthropic.Anthropic(base_url=stub.base_url, api_key="test", max_retries=0, timeout=0.2)
+    client = stub_client(stub.base_url, "test", timeout=0.2)
     with pytest.raises(anthropic.APITimeoutError):
         ask(client)
 
@@ -350,7 +350,7 @@ def test_given_timeout_kind_when_client_waits_long_enough_then_a_504_gateway_tim
     stub: StubAnthropic,
 ) -> None:
     stub.set_model(ErrorSequence([errors.timeout(delay=0.05)], then=shop_model))
-    client = anthropic.Anthropic(base_url=stub.base_url, api_key="test", max_retries=0, timeout=5)
+    client = stub_client(stub.base_url, "test", timeout=5)
     with pytest.raises(anthropic.GatewayTimeoutError) as raised:
         ask(client)
     assert isinstance(raised.value, anthropic.InternalServerError) and raised.value.status_code == 504
@@ -543,7 +543,7 @@ def test_given_a_prefix_below_the_minimum_then_nothing_is_cached(clock: FixedClo
     system = [{"type": "text", "text": "Be brief.", "cache_control": MARK}]
     for minimum, expect_cached in ((1024, False), (10, True)):
         with StubAnthropic(shop_model, clock=clock, min_cacheable_tokens=minimum) as stub:
-            client = anthropic.Anthropic(base_url=stub.base_url, api_key="test", max_retries=0, timeout=5)
+            client = stub_client(stub.base_url, "test", timeout=5)
             usages = [ask(client, system=system).usage for _ in range(2)]
         assert bool(usages[0].cache_creation_input_tokens) is expect_cached
         assert bool(usages[1].cache_read_input_tokens) is expect_cached

@@ -94,7 +94,7 @@ class StubAnthropic(Serving):
 
     @property
     def base_url(self) -> str:
-        """E.g. "http://127.0.0.1:PORT" (pass to ``anthropic.Anthropic(base_url=...)``)."""
+        """E.g. "http://127.0.0.1:PORT" (``stub_client(base_url)`` is the SDK's client for it)."""
         if self._server is None:
             raise RuntimeError("the stub server is not running; use it as a context manager or call start()")
         return f"http://127.0.0.1:{self._server.server_address[1]}"
